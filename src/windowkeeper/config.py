@@ -1,0 +1,166 @@
+"""Compression configuration (SPEC §11 defaults) and threshold arithmetic (SPEC §3, §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from .errors import ConfigError
+
+MINIMUM_TRIGGER_TOKENS = 64_000
+SMALL_WINDOW_RATIO = 0.85
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressionConfig:
+    """Every tunable of the compressor; defaults follow SPEC §11.
+
+    Attributes:
+        threshold: fraction of the effective window at which automatic compaction fires.
+        target_ratio: tail budget as a fraction of the trigger (clamped to 0.10-0.80).
+        protect_first_n: non-system messages kept verbatim until the first compaction.
+        protect_last_n: count-based tail protection for the cheap preflight gate.
+        min_tail_messages: the verbatim tail keeps at least this many messages.
+        threshold_tokens_cap: optional absolute cap on the trigger.
+        model_thresholds: per-model threshold overrides (``substr`` or ``provider:substr``).
+        image_tokens: flat estimated cost of one image.
+        prune_min_chars: tool outputs at most this long are never pruned.
+        args_truncate_over: tool-call arguments longer than this are shortened leaf by leaf.
+        args_head_chars: how much of a long argument leaf is kept.
+        summary_min_tokens / summary_max_tokens / summary_ratio / summary_window_ratio:
+            the handoff budget ``max(min, min(ratio*summarized, min(window_ratio*window, max)))``.
+        min_savings_ratio: two consecutive compactions saving less than this stop automation.
+        abort_on_summary_failure: abort (messages unchanged) on any summarizer failure.
+    """
+
+    enabled: bool = True
+    threshold: float = 0.50
+    target_ratio: float = 0.20
+    protect_first_n: int = 3
+    protect_last_n: int = 20
+    min_tail_messages: int = 3
+    tail_soft_ceiling: float = 1.5
+    threshold_tokens_cap: int | None = None
+    model_thresholds: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    image_tokens: int = 1_500
+    prune_min_chars: int = 200
+    args_truncate_over: int = 500
+    args_head_chars: int = 200
+    summary_min_tokens: int = 2_000
+    summary_max_tokens: int = 12_000
+    summary_ratio: float = 0.20
+    summary_window_ratio: float = 0.05
+    min_savings_ratio: float = 0.10
+    abort_on_summary_failure: bool = False
+    in_place: bool = True
+    hygiene_threshold: float = 0.85
+    hygiene_hard_message_limit: int = 5_000
+    max_attempts: int = 3
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ConfigError(f"compression.threshold must be in (0, 1], got {self.threshold}")
+        if not 0.10 <= self.hygiene_threshold <= 0.99:
+            raise ConfigError(
+                "compression.hygiene_threshold must be in [0.10, 0.99], "
+                f"got {self.hygiene_threshold}"
+            )
+        for name in ("protect_first_n", "protect_last_n", "prune_min_chars", "image_tokens"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"compression.{name} must be >= 0, got {getattr(self, name)}")
+        if self.min_tail_messages < 1:
+            raise ConfigError("compression.min_tail_messages must be >= 1")
+        if self.max_attempts < 1:
+            raise ConfigError("compression.max_attempts must be >= 1")
+        object.__setattr__(self, "target_ratio", min(0.80, max(0.10, self.target_ratio)))
+        object.__setattr__(self, "model_thresholds", MappingProxyType(dict(self.model_thresholds)))
+
+
+def coerce_positive_int(value: object) -> int | None:
+    """A positive integer, or ``None`` for None/0/negative/non-numeric values."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        number = int(value)
+    elif isinstance(value, str):
+        try:
+            number = int(float(value.strip()))
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if number > 0 else None
+
+
+def compute_threshold_tokens(
+    context_length: int, threshold: float, max_tokens: object = None
+) -> int:
+    """The compaction trigger in prompt tokens (SPEC §3).
+
+    ``effective = context_length - max_tokens`` (a reservation >= the window is ignored);
+    ``trigger = max(int(effective * threshold), 64_000)``, and when that floor reaches the
+    effective window, ``int(effective * 0.85)`` instead.
+    """
+    if context_length <= 0:
+        raise ConfigError(f"context length must be positive, got {context_length}")
+    reserve = coerce_positive_int(max_tokens) or 0
+    effective = context_length - reserve
+    if effective <= 0:
+        effective = context_length
+    trigger = max(int(effective * threshold), MINIMUM_TRIGGER_TOKENS)
+    if trigger >= effective:
+        trigger = int(effective * SMALL_WINDOW_RATIO)
+    return max(1, trigger)
+
+
+def resolve_model_threshold(
+    model: str | None,
+    overrides: Mapping[str, float],
+    default: float,
+    provider: str | None = None,
+) -> float:
+    """Per-model threshold: the longest matching substring key wins.
+
+    A ``provider:substr`` key applies only to that provider and beats a bare key of the
+    same substring length.
+    """
+    if not model or not overrides:
+        return default
+    name = model.lower()
+    best: tuple[int, int] | None = None
+    chosen = default
+    for key, value in overrides.items():
+        scope, _, substr = key.rpartition(":")
+        scoped = 1 if scope else 0
+        if scope and scope.lower() != (provider or "").lower():
+            continue
+        if substr.lower() not in name:
+            continue
+        rank = (len(substr), scoped)
+        if best is None or rank > best:
+            best, chosen = rank, float(value)
+    return chosen
+
+
+def apply_threshold_cap(trigger: int, cap: object, context_length: int) -> int:
+    limit = coerce_positive_int(cap)
+    if limit is None:
+        return trigger
+    return min(trigger, min(limit, context_length))
+
+
+def tail_budget_tokens(threshold_tokens: int, target_ratio: float) -> int:
+    """Token budget of the verbatim tail: the trigger times the (clamped) target ratio."""
+    ratio = min(0.80, max(0.10, target_ratio))
+    return max(1, int(threshold_tokens * ratio))
+
+
+def summary_budget_tokens(
+    summarized_tokens: int, context_length: int, config: CompressionConfig
+) -> int:
+    """Handoff budget: ``max(2000, min(0.20 x summarized, min(0.05 x window, 12000)))``."""
+    window_cap = min(int(context_length * config.summary_window_ratio), config.summary_max_tokens)
+    return max(
+        config.summary_min_tokens, min(int(summarized_tokens * config.summary_ratio), window_cap)
+    )

@@ -1,0 +1,125 @@
+"""Rough token accounting (SPEC §3): always available, deterministic, no downloads.
+
+Real usage reported by the provider is authoritative; these estimates only decide
+where no real count exists (before the first response, for message budgets).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .messages import is_image_part
+
+IMAGE_TOKENS = 1_500
+MESSAGE_OVERHEAD_TOKENS = 10
+
+# CJK ideographs, Hiragana/Katakana, Hangul syllables and jamo: one token per character.
+_DENSE_SCRIPT = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]"
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate the tokens of a text.
+
+    ASCII: ``ceil(len/4)``. CJK, Kana and Hangul: one token per character. Other
+    non-ASCII text: ``ceil(utf8_bytes/4)``. Empty text is 0.
+    """
+    if not text:
+        return 0
+    if text.isascii():
+        return (len(text) + 3) // 4
+    rest, dense = _DENSE_SCRIPT.subn("", text)
+    size = len(rest.encode("utf-8", errors="replace"))
+    return dense + math.ceil(size / 4)
+
+
+def content_tokens(content: object, *, image_tokens: int = IMAGE_TOKENS) -> int:
+    """Tokens of a message content: a string, ``None`` or a list of parts.
+
+    Images cost a flat ``image_tokens`` each, never the length of their base64 payload.
+    """
+    if isinstance(content, str):
+        return estimate_tokens(content)
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for part in content:
+        if is_image_part(part):
+            total += image_tokens
+        elif isinstance(part, Mapping):
+            text = part.get("text")
+            if isinstance(text, str):
+                total += estimate_tokens(text)
+            else:
+                total += estimate_tokens(_compact(part))
+        elif isinstance(part, str):
+            total += estimate_tokens(part)
+    return total
+
+
+def message_tokens(message: Mapping[str, Any], *, image_tokens: int = IMAGE_TOKENS) -> int:
+    """Estimated tokens of one message: content + tool-call envelope + per-message overhead."""
+    total = MESSAGE_OVERHEAD_TOKENS + content_tokens(
+        message.get("content"), image_tokens=image_tokens
+    )
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            total += estimate_tokens(_compact(call))
+    tool_call_id = message.get("tool_call_id")
+    if isinstance(tool_call_id, str):
+        total += estimate_tokens(tool_call_id)
+    name = message.get("name")
+    if isinstance(name, str):
+        total += estimate_tokens(name)
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str):
+            total += estimate_tokens(value)
+    return total
+
+
+def estimate_messages_tokens(
+    messages: Iterable[Mapping[str, Any]], *, image_tokens: int = IMAGE_TOKENS
+) -> int:
+    return sum(message_tokens(m, image_tokens=image_tokens) for m in messages)
+
+
+def tool_schema_tokens(tools: Sequence[Mapping[str, Any]] | None) -> int:
+    """Tokens of the tool schemas: name + description + compact JSON of the parameters."""
+    if not tools:
+        return 0
+    chars = 0
+    for tool in tools:
+        spec = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        assert isinstance(spec, Mapping)
+        for key in ("name", "description"):
+            value = spec.get(key)
+            if isinstance(value, str):
+                chars += len(value)
+        params = spec.get("parameters", spec.get("input_schema"))
+        if params is not None:
+            chars += len(_compact(params))
+    return (chars + 3) // 4
+
+
+def estimate_request_tokens(
+    messages: Iterable[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    image_tokens: int = IMAGE_TOKENS,
+) -> int:
+    """Estimated prompt tokens of a whole request: messages plus tool schemas."""
+    return estimate_messages_tokens(messages, image_tokens=image_tokens) + tool_schema_tokens(
+        tools
+    )
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)

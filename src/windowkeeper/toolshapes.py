@@ -1,0 +1,177 @@
+"""What a tool call did, recognized from common tool shapes.
+
+Agents name the same operations differently (``Bash``, ``execute_bash``, ``terminal``;
+``Read``, ``read_file``, ``str_replace_editor view`` ...). This module maps a call to a
+:class:`ToolAction` so pruning and the ledger describe it the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class ToolKind(enum.StrEnum):
+    SHELL = "shell"
+    READ = "read"
+    WRITE = "write"
+    EDIT = "edit"
+    SEARCH = "search"
+    FETCH = "fetch"
+    WEB_SEARCH = "web_search"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class ToolAction:
+    """A recognized tool call: its kind and main target (command, path, pattern or URL)."""
+
+    name: str
+    kind: ToolKind
+    target: str
+    path: str | None = None
+    command: str | None = None
+    pattern: str | None = None
+    url: str | None = None
+    line: int | None = None
+
+
+_SHELL = {
+    "bash", "execute_bash", "terminal", "shell", "run_shell_command", "exec_command",
+    "run_command", "execute_command", "run_terminal_cmd", "sh", "powershell", "local_shell",
+    "cmd", "run", "exec", "execute", "container.exec",
+}  # fmt: skip
+_READ = {"read", "read_file", "view", "open", "cat", "view_file", "readfile", "open_file"}
+_WRITE = {"write", "write_file", "create", "create_file", "writefile", "write_to_file"}
+_EDIT = {
+    "edit", "edit_file", "str_replace", "apply_patch", "patch", "multiedit", "replace",
+    "insert", "replace_in_file", "str_replace_based_edit_tool", "notebookedit",
+}  # fmt: skip
+_SEARCH = {
+    "grep", "glob", "search", "search_files", "find_file", "search_dir", "search_file",
+    "codebase_search", "ripgrep", "find", "list_files", "ls", "list_dir", "file_search",
+}  # fmt: skip
+_FETCH = {"webfetch", "web_fetch", "fetch", "browser_navigate", "web_extract", "curl", "fetch_url"}
+_WEB_SEARCH = {"websearch", "web_search", "search_web", "google_search"}
+_EDITOR_COMMANDS = {
+    "view": ToolKind.READ,
+    "create": ToolKind.WRITE,
+    "str_replace": ToolKind.EDIT,
+    "insert": ToolKind.EDIT,
+    "undo_edit": ToolKind.EDIT,
+}
+PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "file_name", "notebook_path")
+_PATTERN_KEYS = ("pattern", "query", "regex", "search", "search_term", "file_name", "glob")
+_URL_KEYS = ("url", "href", "uri", "urls")
+_COMMAND_KEYS = ("command", "cmd", "script", "code")
+
+
+def _first_str(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, list) and value and isinstance(value[0], str):
+            return value[0]
+    return None
+
+
+def _line(args: Mapping[str, Any]) -> int | None:
+    for key in ("offset", "line", "line_number", "start_line"):
+        value = args.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    view_range = args.get("view_range")
+    if isinstance(view_range, list) and view_range and isinstance(view_range[0], int):
+        return int(view_range[0])
+    return None
+
+
+def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
+    """Recognize a tool call from its name and parsed arguments."""
+    key = name.lower()
+    path = _first_str(args, PATH_KEYS)
+    command = _first_str(args, _COMMAND_KEYS)
+    if key == "str_replace_editor" or (key in _EDIT | _READ and command in _EDITOR_COMMANDS):
+        kind = _EDITOR_COMMANDS.get(command or "", ToolKind.EDIT)
+        return ToolAction(name, kind, path or "?", path=path, line=_line(args))
+    if key in _SHELL or (command and any(w in key for w in ("bash", "shell", "terminal"))):
+        return ToolAction(name, ToolKind.SHELL, command or "?", command=command, path=path)
+    for names, kind in ((_READ, ToolKind.READ), (_WRITE, ToolKind.WRITE), (_EDIT, ToolKind.EDIT)):
+        if key in names:
+            return ToolAction(name, kind, path or "?", path=path, line=_line(args))
+    if key in _WEB_SEARCH:
+        query = _first_str(args, _PATTERN_KEYS) or "?"
+        return ToolAction(name, ToolKind.WEB_SEARCH, query, pattern=query)
+    if key in _SEARCH:
+        pattern = _first_str(args, _PATTERN_KEYS) or "?"
+        where = _first_str(args, ("path", "dir", "directory", "cwd")) or path
+        return ToolAction(name, ToolKind.SEARCH, pattern, pattern=pattern, path=where)
+    url = _first_str(args, _URL_KEYS)
+    if key in _FETCH or (url and "fetch" in key):
+        return ToolAction(name, ToolKind.FETCH, url or "?", url=url)
+    return ToolAction(name, ToolKind.OTHER, _generic_target(args), path=path)
+
+
+def _generic_target(args: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in list(args.items())[:2]:
+        text = value if isinstance(value, str) else repr(value)
+        parts.append(f"{key}={shorten(' '.join(text.split()), 40)}")
+    return " ".join(parts)
+
+
+_EXIT_PATTERNS = (
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+    re.compile(r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)", re.IGNORECASE),
+    re.compile(r'"exit_code"\s*:\s*(-?\d+)'),
+    re.compile(r"returned non-zero exit status (\d+)"),
+    re.compile(r"\bexit (\d+)\b"),
+)
+
+
+def exit_code(result: str) -> int | None:
+    """The exit code a shell tool result reports, if any (the last one mentioned wins)."""
+    for pattern in _EXIT_PATTERNS:
+        found = pattern.findall(result[-2000:]) or pattern.findall(result[:2000])
+        if found:
+            return int(found[-1])
+    return None
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def line_count(text: str) -> int:
+    return text.count("\n") + 1 if text.strip() else 0
+
+
+def one_line(action: ToolAction, result: str) -> str:
+    """An informative one-line description of a tool call and its result."""
+    size = f"{len(result):,} chars"
+    label = f"[{action.name}]"
+    target = shorten(" ".join(action.target.split()), 80)
+    if action.kind is ToolKind.SHELL:
+        code = exit_code(result)
+        status = "?" if code is None else str(code)
+        return f"{label} ran `{target}` -> exit {status}, {line_count(result)} lines output"
+    if action.kind is ToolKind.READ:
+        start = action.line if action.line is not None else 1
+        return f"{label} read {target} from line {start} ({size})"
+    if action.kind is ToolKind.WRITE:
+        return f"{label} wrote {target} ({size} result)"
+    if action.kind is ToolKind.EDIT:
+        return f"{label} edited {target} ({size} result)"
+    if action.kind is ToolKind.SEARCH:
+        where = f" in {action.path}" if action.path else ""
+        return f"{label} searched '{target}'{where} -> {line_count(result)} lines ({size})"
+    if action.kind is ToolKind.FETCH:
+        return f"{label} fetched {target} ({size})"
+    if action.kind is ToolKind.WEB_SEARCH:
+        return f"{label} query='{target}' ({size} result)"
+    return f"{label} {target} ({size} result)".replace("]  (", "] (")
