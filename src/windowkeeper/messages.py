@@ -168,7 +168,8 @@ def validate_message(message: object, where: str) -> Message:
     if not isinstance(role, str):
         raise InvalidMessagesError(where, "message has no string 'role'")
     if role not in ROLES:
-        raise InvalidMessagesError(where, f"unknown role {role!r} (expected one of {sorted(ROLES)})")
+        expected = ", ".join(sorted(ROLES))
+        raise InvalidMessagesError(where, f"unknown role {role!r} (expected one of: {expected})")
     content = message.get("content")
     if isinstance(content, list):
         _check_parts(content, where)

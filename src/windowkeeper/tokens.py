@@ -116,9 +116,7 @@ def estimate_request_tokens(
     image_tokens: int = IMAGE_TOKENS,
 ) -> int:
     """Estimated prompt tokens of a whole request: messages plus tool schemas."""
-    return estimate_messages_tokens(messages, image_tokens=image_tokens) + tool_schema_tokens(
-        tools
-    )
+    return estimate_messages_tokens(messages, image_tokens=image_tokens) + tool_schema_tokens(tools)
 
 
 def _compact(value: object) -> str:
