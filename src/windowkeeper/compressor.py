@@ -1,0 +1,415 @@
+"""The built-in compressor: protected head + handoff summary + verbatim tail (SPEC §5).
+
+``compress`` is a pipeline of pure steps over message lists: plan the boundaries, prune
+old tool output, summarize the middle, assemble head + handoff + tail, repair pairing
+(logged fallback), strip historical media, and report. A no-op, skip or abort returns
+the caller's list object itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from typing import Any
+
+from .boundaries import head_end, newest_real_user, tail_cut
+from .config import (
+    CompressionConfig,
+    apply_threshold_cap,
+    compute_threshold_tokens,
+    resolve_model_threshold,
+    summary_budget_tokens,
+    tail_budget_tokens,
+)
+from .extractive import ExtractiveSummarizer
+from .handoff import (
+    is_handoff,
+    live_text,
+    newest_handoff_body,
+    render_handoff,
+    split_ledger,
+    unwrap,
+)
+from .ledger import extract_ledger, merge_ledgers, parse_ledger, render_ledger
+from .media import strip_historical_media
+from .messages import Message, ToolSchema, call_arguments, content_text, tool_calls
+from .placement import place_handoff, with_system_note
+from .prune import PruneSettings, make_handle, prune
+from .report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
+from .sanitize import sanitize_tool_pairs
+from .summarizer import (
+    FailureKind,
+    Summarizer,
+    SummaryFailure,
+    SummaryOutcome,
+    SummaryRequest,
+)
+from .tokens import estimate_tokens, message_tokens, tool_schema_tokens
+
+log = logging.getLogger("windowkeeper.compressor")
+
+LEDGER_SHARE = 0.40
+"""Fraction of the handoff budget reserved for the deterministic state ledger."""
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """Where a compaction would cut; see :meth:`ContextCompressor.plan`."""
+
+    head_end: int
+    tail_start: int
+    prune_indices: tuple[int, ...]
+    restated_user: int | None
+    compressible: bool
+    summary_budget_tokens: int
+    middle_tokens: int
+    previous_summary: str | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether automatic compaction should run now, and why not."""
+
+    compress: bool
+    tokens: int
+    threshold: int
+    reason: Reason | None = None
+
+
+class ContextCompressor:
+    """Keeps a conversation under its model's context window.
+
+    Args:
+        config: tunables (SPEC §11 defaults).
+        context_length: the model's window in tokens.
+        max_tokens: output reservation subtracted from the window (SPEC §3).
+        model / provider: select per-model threshold overrides.
+        tools: tool schemas sent with each request (counted in estimates).
+        summarizer: writes the handoff sections; the extractive one when ``None``.
+        clock / today: injected time sources (monotonic seconds; current date).
+    """
+
+    def __init__(
+        self,
+        config: CompressionConfig | None = None,
+        *,
+        context_length: int,
+        max_tokens: object = None,
+        model: str | None = None,
+        provider: str | None = None,
+        tools: Sequence[ToolSchema] | None = None,
+        summarizer: Summarizer | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        today: Callable[[], date] = date.today,
+    ) -> None:
+        self.config = config or CompressionConfig()
+        self.context_length = context_length
+        self.model = model
+        self.provider = provider
+        self.tools = list(tools) if tools else None
+        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._fallback: Summarizer = ExtractiveSummarizer()
+        self._clock = clock
+        self._today = today
+        self.max_tokens = max_tokens
+        self.threshold_tokens = self._derive_threshold()
+        self.compression_count = 0
+        self.previous_summary: str | None = None
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+        self._low_savings_streak = 0
+
+    # --- thresholds and triggers -----------------------------------------------------
+
+    def _derive_threshold(self) -> int:
+        ratio = resolve_model_threshold(
+            self.model, self.config.model_thresholds, self.config.threshold, self.provider
+        )
+        trigger = compute_threshold_tokens(self.context_length, ratio, self.max_tokens)
+        return apply_threshold_cap(trigger, self.config.threshold_tokens_cap, self.context_length)
+
+    @property
+    def tail_budget_tokens(self) -> int:
+        return tail_budget_tokens(self.threshold_tokens, self.config.target_ratio)
+
+    def decide(self, prompt_tokens: int | None = None) -> Decision:
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        tokens = max(0, tokens)
+        if not self.config.enabled:
+            return Decision(False, tokens, self.threshold_tokens, Reason.DISABLED)
+        if tokens < self.threshold_tokens:
+            return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
+        if self._low_savings_streak >= 2:
+            return Decision(False, tokens, self.threshold_tokens, Reason.INEFFECTIVE)
+        return Decision(True, tokens, self.threshold_tokens)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        """True when ``prompt_tokens`` (default: last real reading) reaches the trigger."""
+        return self.decide(prompt_tokens).compress
+
+    def update_from_response(self, usage: Mapping[str, Any] | None) -> None:
+        """Record real usage; only ``prompt_tokens`` drives decisions."""
+        usage = usage or {}
+        prompt = usage.get("prompt_tokens", 0)
+        completion = usage.get("completion_tokens", 0)
+        self.last_prompt_tokens = prompt if isinstance(prompt, int) else 0
+        self.last_completion_tokens = completion if isinstance(completion, int) else 0
+
+    def get_status(self) -> dict[str, Any]:
+        tokens = max(0, self.last_prompt_tokens)
+        decision = self.decide()
+        return {
+            "last_prompt_tokens": tokens,
+            "threshold_tokens": self.threshold_tokens,
+            "context_length": self.context_length,
+            "usage_percent": round(100.0 * tokens / self.context_length, 1),
+            "compression_count": self.compression_count,
+            "blocked_reason": decision.reason.value if decision.reason else None,
+        }
+
+    # --- planning --------------------------------------------------------------------
+
+    def plan(self, messages: Sequence[Message]) -> CompactionPlan:
+        """Where a compaction of ``messages`` would cut, without doing it."""
+        costs = [message_tokens(m, image_tokens=self.config.image_tokens) for m in messages]
+        return self._plan(messages, costs)
+
+    def _plan(self, messages: Sequence[Message], costs: Sequence[int]) -> CompactionPlan:
+        decayed = any(is_handoff(m) for m in messages)
+        head = head_end(messages, self.config.protect_first_n, decayed)
+        cut = tail_cut(
+            messages,
+            costs,
+            head,
+            self.tail_budget_tokens,
+            soft_ceiling=self.config.tail_soft_ceiling,
+            min_tail=self.config.min_tail_messages,
+        )
+        start = _skip_handoffs_in_tail(messages, cut.start)
+        middle = sum(costs[head:start])
+        prunable = tuple(
+            i
+            for i in range(head, start)
+            if messages[i].get("role") == "tool"
+            and len(str(messages[i].get("content") or "")) > self.config.prune_min_chars
+        )
+        budget = summary_budget_tokens(middle, self.context_length, self.config)
+        previous = _previous_summary(messages)
+        return CompactionPlan(
+            head, start, prunable, cut.restated_user, start > head, budget, middle, previous
+        )
+
+    # --- compaction ------------------------------------------------------------------
+
+    def compress(
+        self,
+        messages: list[Message],
+        *,
+        force: bool = False,
+        focus_topic: str | None = None,
+        current_tokens: int | None = None,
+    ) -> CompressionResult:
+        """Compact ``messages``; see the module docstring for the pipeline.
+
+        ``current_tokens`` is informational (the caller's real prompt count); savings are
+        always measured on estimates of the messages themselves.
+        """
+        started = self._clock()
+        costs = [message_tokens(m, image_tokens=self.config.image_tokens) for m in messages]
+        extra = tool_schema_tokens(self.tools)
+        before = sum(costs) + extra
+        base = CompressionReport(
+            Outcome.NOOP, before_tokens=before, after_tokens=before,
+            before_messages=len(messages), after_messages=len(messages),
+        )  # fmt: skip
+        if not force and self._low_savings_streak >= 2:
+            return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason.INEFFECTIVE)
+        plan = self._plan(messages, costs)
+        self.previous_summary = plan.previous_summary
+        if not plan.compressible:
+            return self._unchanged(
+                messages, base, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS
+            )
+        return self._compact(messages, plan, base, started, focus_topic, extra)
+
+    def _unchanged(
+        self,
+        messages: list[Message],
+        base: CompressionReport,
+        started: float,
+        outcome: Outcome,
+        reason: Reason,
+        detail: str = "",
+        **fields: Any,
+    ) -> CompressionResult:
+        elapsed = (self._clock() - started) * 1000
+        if not detail:
+            detail = _DETAILS.get(reason, reason.value)
+        report = replace(base, outcome=outcome, reason=reason, detail=detail, **fields)
+        return CompressionResult(messages, replace(report, elapsed_ms=elapsed))
+
+    def _compact(
+        self,
+        messages: list[Message],
+        plan: CompactionPlan,
+        base: CompressionReport,
+        started: float,
+        focus_topic: str | None,
+        extra: int,
+    ) -> CompressionResult:
+        settings = PruneSettings(
+            plan.head_end, plan.tail_start, self.config.prune_min_chars,
+            self.config.args_truncate_over, self.config.args_head_chars,
+        )  # fmt: skip
+        pruned = prune(messages, settings)
+        turns = _turns(messages, plan)
+        request = self._request(messages, turns, plan, focus_topic)
+        outcome, failure = self._summarize(request)
+        if outcome.body is None:
+            assert failure is not None
+            return self._unchanged(
+                messages, base, started, Outcome.ABORTED, Reason.SUMMARY_FAILED,
+                f"compression aborted, nothing was dropped: {failure.kind.value}: "
+                f"{failure.detail}. Fix the cause and run compress again, or start a new "
+                "session.",
+                failure=failure.kind, summarizer=outcome.summarizer,
+            )  # fmt: skip
+        body = self._body(outcome.body, turns, plan)
+        assembled, repairs = self._assemble(messages, pruned.messages, plan, render_handoff(body))
+        after = extra + sum(
+            message_tokens(m, image_tokens=self.config.image_tokens) for m in assembled
+        )
+        if after >= base.before_tokens:
+            return self._unchanged(messages, base, started, Outcome.NOOP, Reason.INEFFECTIVE)
+        report = replace(
+            base,
+            outcome=Outcome.COMPRESSED, after_tokens=after, after_messages=len(assembled),
+            pruned=pruned.changed, summarized_messages=plan.tail_start - plan.head_end,
+            summary_tokens=estimate_tokens(body), fallback_used=failure is not None,
+            summarizer=outcome.summarizer, failure=failure.kind if failure else None,
+            repairs=repairs,
+        )  # fmt: skip
+        archived = (*pruned.archived, *_archive_turns(messages, plan))
+        return self._finish(CompressionResult(assembled, report, archived, body), started)
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        turns: list[Message],
+        plan: CompactionPlan,
+        focus_topic: str | None,
+    ) -> SummaryRequest:
+        previous = split_ledger(plan.previous_summary)[0] if plan.previous_summary else None
+        ledger_budget = int(plan.summary_budget_tokens * LEDGER_SHARE)
+        snapshot_index = newest_real_user(turns)
+        snapshot = live_text(turns[snapshot_index]) if snapshot_index is not None else None
+        return SummaryRequest(
+            turns=turns,
+            previous_summary=previous or None,
+            focus_topic=focus_topic,
+            budget_tokens=max(200, plan.summary_budget_tokens - ledger_budget),
+            today=self._today(),
+            task_snapshot=snapshot,
+            has_user_turn=newest_real_user(messages) is not None,
+        )
+
+    def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:
+        """The summary, or the extractive fallback, or (for aborting failures) the failure."""
+        outcome = self.summarizer.summarize(request)
+        if outcome.body is not None and outcome.body.strip():
+            return outcome, None
+        failure = outcome.failure or SummaryFailure(
+            FailureKind.EMPTY, "the summarizer returned an empty summary"
+        )
+        if failure.kind.aborts or self.config.abort_on_summary_failure:
+            log.warning("summary failed (%s): %s", failure.kind.value, failure.detail)
+            return SummaryOutcome(failure=failure, summarizer=outcome.summarizer), failure
+        log.warning("summary failed (%s); using the extractive fallback", failure.kind.value)
+        return self._fallback.summarize(request), failure
+
+    def _body(self, sections: str, turns: list[Message], plan: CompactionPlan) -> str:
+        """Section text plus the deterministic ledger, merged with the previous one."""
+        ledger = extract_ledger(turns)
+        if plan.previous_summary:
+            ledger = merge_ledgers(parse_ledger(split_ledger(plan.previous_summary)[1]), ledger)
+        remaining = max(200, plan.summary_budget_tokens - estimate_tokens(sections))
+        ledger_text = render_ledger(ledger, remaining)
+        return f"{sections.strip()}\n\n{ledger_text}".strip() if ledger_text else sections.strip()
+
+    def _assemble(
+        self,
+        messages: list[Message],
+        pruned: list[Message],
+        plan: CompactionPlan,
+        handoff_text: str,
+    ) -> tuple[list[Message], int]:
+        head = with_system_note(list(pruned[: plan.head_end]))
+        tail = [m for m in (unwrap(x) for x in pruned[plan.tail_start :]) if m is not None]
+        restated = messages[plan.restated_user] if plan.restated_user is not None else None
+        assembled = place_handoff(head, handoff_text, tail, restated)
+        repaired = sanitize_tool_pairs(assembled)
+        return strip_historical_media(repaired.messages), repaired.repairs.total
+
+    def _finish(self, result: CompressionResult, started: float) -> CompressionResult:
+        """Book-keeping after a completed compaction: count, savings streak, warnings."""
+        self.compression_count += 1
+        self.previous_summary = result.summary
+        low = result.report.savings_ratio < self.config.min_savings_ratio
+        self._low_savings_streak = self._low_savings_streak + 1 if low else 0
+        warnings = list(result.report.warnings)
+        if self.compression_count >= 2:
+            warnings.append(
+                f"session compressed {self.compression_count} times; accuracy may degrade"
+            )
+        elapsed = (self._clock() - started) * 1000
+        report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
+        return replace(result, report=report)
+
+
+_DETAILS = {
+    Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
+    Reason.INEFFECTIVE: "compression skipped: it would not reduce the context",
+}
+
+
+def _previous_summary(messages: Sequence[Message]) -> str | None:
+    return newest_handoff_body(messages)
+
+
+def _skip_handoffs_in_tail(messages: Sequence[Message], start: int) -> int:
+    """Move the tail start past a standalone handoff inside the tail, so the old handoff is
+    folded into the new one instead of being kept beside it. The newest user message
+    stays in the tail."""
+    anchor = newest_real_user(messages)
+    for index in range(len(messages) - 1, start - 1, -1):
+        message = messages[index]
+        standalone = is_handoff(message) and unwrap(message) is None
+        if standalone and index + 1 < len(messages) and (anchor is None or anchor > index):
+            return index + 1
+    return start
+
+
+def _turns(messages: Sequence[Message], plan: CompactionPlan) -> list[Message]:
+    """The summarized middle, original content, with earlier handoffs unwrapped."""
+    turns = []
+    for message in messages[plan.head_end : plan.tail_start]:
+        kept = unwrap(message)
+        if kept is not None:
+            turns.append(kept)
+    return turns
+
+
+def _archive_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[ArchivedItem]:
+    """Every summarized message, retrievable by a handle derived from its content."""
+    items = []
+    for index in range(plan.head_end, plan.tail_start):
+        message = messages[index]
+        key = "\x1f".join(
+            (str(message.get("role")), content_text(message.get("content")),
+             *(call_arguments(c) for c in tool_calls(message)))
+        )  # fmt: skip
+        items.append(ArchivedItem(make_handle(key), "message", index, message))
+    return items
