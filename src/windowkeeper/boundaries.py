@@ -105,10 +105,11 @@ def tail_cut(
         else:
             cut = user
     if restated is None:
+        # The newest assistant text joins the tail only when that still fits the ceiling:
+        # in a long run after it, anchoring it would leave nothing to compress.
         answer = newest_assistant_text(messages, head)
         if answer is not None and answer < cut:
-            cut = align_back(messages, answer)
-    cut = max(cut, align_forward(messages, head))
-    if restated is not None and restated < head:
-        restated = None
-    return TailCut(cut, restated)
+            start = align_back(messages, answer)
+            if sum(costs[start:]) <= ceiling:
+                cut = start
+    return TailCut(max(cut, align_forward(messages, head)), restated)

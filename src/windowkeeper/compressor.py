@@ -25,6 +25,16 @@ from .config import (
     tail_budget_tokens,
 )
 from .extractive import ExtractiveSummarizer
+from .guard import (
+    GuardState,
+    blocked,
+    on_compaction,
+    on_force,
+    on_structural_noop,
+    on_summary_failure,
+    on_summary_success,
+    on_usage,
+)
 from .handoff import (
     is_handoff,
     live_text,
@@ -89,7 +99,7 @@ class ContextCompressor:
         model / provider: select per-model threshold overrides.
         tools: tool schemas sent with each request (counted in estimates).
         summarizer: writes the handoff sections; the extractive one when ``None``.
-        clock / today: injected time sources (monotonic seconds; current date).
+        clock / today: injected time sources (wall-clock seconds for cooldowns; the date).
     """
 
     def __init__(
@@ -102,7 +112,7 @@ class ContextCompressor:
         provider: str | None = None,
         tools: Sequence[ToolSchema] | None = None,
         summarizer: Summarizer | None = None,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = time.time,
         today: Callable[[], date] = date.today,
     ) -> None:
         self.config = config or CompressionConfig()
@@ -116,11 +126,14 @@ class ContextCompressor:
         self._today = today
         self.max_tokens = max_tokens
         self.threshold_tokens = self._derive_threshold()
-        self.compression_count = 0
+        self.guard = GuardState()
         self.previous_summary: str | None = None
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
-        self._low_savings_streak = 0
+
+    @property
+    def compression_count(self) -> int:
+        return self.guard.compression_count
 
     # --- thresholds and triggers -----------------------------------------------------
 
@@ -142,8 +155,9 @@ class ContextCompressor:
             return Decision(False, tokens, self.threshold_tokens, Reason.DISABLED)
         if tokens < self.threshold_tokens:
             return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
-        if self._low_savings_streak >= 2:
-            return Decision(False, tokens, self.threshold_tokens, Reason.INEFFECTIVE)
+        block, self.guard = blocked(self.guard, self._clock())
+        if block is not None:
+            return Decision(False, tokens, self.threshold_tokens, Reason(block.value))
         return Decision(True, tokens, self.threshold_tokens)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
@@ -157,6 +171,7 @@ class ContextCompressor:
         completion = usage.get("completion_tokens", 0)
         self.last_prompt_tokens = prompt if isinstance(prompt, int) else 0
         self.last_completion_tokens = completion if isinstance(completion, int) else 0
+        self.guard = on_usage(self.guard, self.last_prompt_tokens, self.threshold_tokens)
 
     def get_status(self) -> dict[str, Any]:
         tokens = max(0, self.last_prompt_tokens)
@@ -217,7 +232,7 @@ class ContextCompressor:
         ``current_tokens`` is informational (the caller's real prompt count); savings are
         always measured on estimates of the messages themselves.
         """
-        started = self._clock()
+        started = time.perf_counter()
         costs = [message_tokens(m, image_tokens=self.config.image_tokens) for m in messages]
         extra = tool_schema_tokens(self.tools)
         before = sum(costs) + extra
@@ -225,11 +240,16 @@ class ContextCompressor:
             Outcome.NOOP, before_tokens=before, after_tokens=before,
             before_messages=len(messages), after_messages=len(messages),
         )  # fmt: skip
-        if not force and self._low_savings_streak >= 2:
-            return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason.INEFFECTIVE)
+        if force:
+            self.guard = on_force(self.guard)
+        else:
+            block, self.guard = blocked(self.guard, self._clock())
+            if block is not None:
+                return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason(block))
         plan = self._plan(messages, costs)
         self.previous_summary = plan.previous_summary
         if not plan.compressible:
+            self.guard = on_structural_noop(self.guard, self._clock())
             return self._unchanged(
                 messages, base, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS
             )
@@ -245,7 +265,7 @@ class ContextCompressor:
         detail: str = "",
         **fields: Any,
     ) -> CompressionResult:
-        elapsed = (self._clock() - started) * 1000
+        elapsed = (time.perf_counter() - started) * 1000
         if not detail:
             detail = _DETAILS.get(reason, reason.value)
         report = replace(base, outcome=outcome, reason=reason, detail=detail, **fields)
@@ -283,7 +303,7 @@ class ContextCompressor:
             message_tokens(m, image_tokens=self.config.image_tokens) for m in assembled
         )
         if after >= base.before_tokens:
-            return self._unchanged(messages, base, started, Outcome.NOOP, Reason.INEFFECTIVE)
+            return self._unchanged(messages, base, started, Outcome.NOOP, Reason.NO_REDUCTION)
         report = replace(
             base,
             outcome=Outcome.COMPRESSED, after_tokens=after, after_messages=len(assembled),
@@ -320,10 +340,12 @@ class ContextCompressor:
         """The summary, or the extractive fallback, or (for aborting failures) the failure."""
         outcome = self.summarizer.summarize(request)
         if outcome.body is not None and outcome.body.strip():
+            self.guard = on_summary_success(self.guard)
             return outcome, None
         failure = outcome.failure or SummaryFailure(
             FailureKind.EMPTY, "the summarizer returned an empty summary"
         )
+        self.guard = on_summary_failure(self.guard, failure.kind, self._clock())
         if failure.kind.aborts or self.config.abort_on_summary_failure:
             log.warning("summary failed (%s): %s", failure.kind.value, failure.detail)
             return SummaryOutcome(failure=failure, summarizer=outcome.summarizer), failure
@@ -355,23 +377,27 @@ class ContextCompressor:
 
     def _finish(self, result: CompressionResult, started: float) -> CompressionResult:
         """Book-keeping after a completed compaction: count, savings streak, warnings."""
-        self.compression_count += 1
+        ratio = result.report.savings_ratio
+        self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
         self.previous_summary = result.summary
-        low = result.report.savings_ratio < self.config.min_savings_ratio
-        self._low_savings_streak = self._low_savings_streak + 1 if low else 0
         warnings = list(result.report.warnings)
         if self.compression_count >= 2:
             warnings.append(
                 f"session compressed {self.compression_count} times; accuracy may degrade"
             )
-        elapsed = (self._clock() - started) * 1000
+        elapsed = (time.perf_counter() - started) * 1000
         report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
         return replace(result, report=report)
 
 
 _DETAILS = {
     Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
-    Reason.INEFFECTIVE: "compression skipped: it would not reduce the context",
+    Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
+    Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
+    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
+    Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
+    "compacting (the system prompt and tool schemas may exceed it)",
+    Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
 }
 
 

@@ -21,9 +21,13 @@ class Reason(enum.StrEnum):
     """Why a compaction did not (fully) happen, or how it was completed."""
 
     NOTHING_TO_COMPRESS = "nothing_to_compress"
+    NO_REDUCTION = "no_reduction"
     BELOW_THRESHOLD = "below_threshold"
     DISABLED = "disabled"
+    COOLDOWN = "cooldown"
+    STRUCTURAL_BACKOFF = "structural_backoff"
     INEFFECTIVE = "ineffective"
+    LOW_SAVINGS = "low_savings"
     SUMMARY_FAILED = "summary_failed"
     CONCURRENT_COMPACTION = "concurrent_compaction"
 

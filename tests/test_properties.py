@@ -1,0 +1,123 @@
+"""Property tests: invariants hold for random valid conversations."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from factories import call, image_part
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.compressor import ContextCompressor
+from windowkeeper.config import CompressionConfig
+from windowkeeper.handoff import is_real_user, live_text, system_note
+from windowkeeper.invariants import violations
+from windowkeeper.messages import content_text
+from windowkeeper.report import Outcome
+from windowkeeper.tokens import estimate_messages_tokens
+
+Message = dict[str, Any]
+
+_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40
+)
+_big = st.integers(min_value=0, max_value=6_000).map(lambda n: "log line\n" * (n // 9))
+
+
+@st.composite
+def user_message(draw: st.DrawFn) -> Message:
+    text = draw(_text) + " " + draw(st.sampled_from(["fix it", "why?", "never push", "ok"]))
+    if draw(st.booleans()):
+        parts: list[Any] = [{"type": "text", "text": text}]
+        if draw(st.booleans()):
+            parts.append(image_part())
+        return {"role": "user", "content": parts}
+    return {"role": "user", "content": text}
+
+
+@st.composite
+def tool_round(draw: st.DrawFn, counter: list[int]) -> list[Message]:
+    calls = []
+    results = []
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        counter[0] += 1
+        cid = f"call_{counter[0]}"
+        name = draw(st.sampled_from(["bash", "Read", "edit_file", "grep", "lookup"]))
+        arg = draw(st.sampled_from(["x", "y" * 700, "src/app.py"]))
+        calls.append(call(cid, name, command=arg, path=arg))
+        content: Any = draw(
+            st.one_of(_big, st.just(None), st.just([{"type": "text", "text": "ok"}]))
+        )
+        if draw(st.integers(0, 9)) == 0:
+            content = [{"type": "text", "text": "shot"}, image_part()]
+        results.append({"role": "tool", "tool_call_id": cid, "content": content})
+    text = draw(st.one_of(st.none(), _text))
+    return [{"role": "assistant", "content": text, "tool_calls": calls}, *results]
+
+
+@st.composite
+def conversation(draw: st.DrawFn) -> list[Message]:
+    counter = [0]
+    messages: list[Message] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(st.one_of(_text, st.none()))})
+    for _ in range(draw(st.integers(min_value=1, max_value=8))):
+        messages.append(draw(user_message()))
+        for _ in range(draw(st.integers(min_value=0, max_value=5))):
+            messages.extend(draw(tool_round(counter)))
+        messages.append({"role": "assistant", "content": draw(_text)})
+    if draw(st.booleans()):
+        messages.pop()  # ends on a user message or a tool result
+        if messages[-1]["role"] == "assistant":
+            messages.append(draw(user_message()))
+    if draw(st.booleans()) and messages[-1]["role"] != "assistant":
+        counter[0] += 1
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call(f"call_{counter[0]}", "bash", command="sleep")],
+            }
+        )
+    return messages
+
+
+def _newest_user(messages: list[Message]) -> Message | None:
+    for message in reversed(messages):
+        if is_real_user(message):
+            return message
+    return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=conversation(),
+    window=st.sampled_from([2_000, 8_000, 32_000]),
+    first_n=st.integers(0, 3),
+)
+def test_compaction_invariants(messages: list[Message], window: int, first_n: int) -> None:
+    assert violations(messages) == []
+    snapshot = copy.deepcopy(messages)
+    config = CompressionConfig(protect_first_n=first_n, summary_min_tokens=300)
+    comp = ContextCompressor(config, context_length=window)
+    result = comp.compress(messages, force=True)
+    out = result.messages
+    assert messages == snapshot  # input never mutated
+    assert violations(out) == [], violations(out)
+    if result.report.outcome is not Outcome.COMPRESSED:
+        assert out is messages  # identity on no-op
+        return
+    assert estimate_messages_tokens(out) <= estimate_messages_tokens(messages)
+    if messages[0]["role"] == "system":
+        original = messages[0]["content"] or ""
+        assert out[0]["role"] == "system"
+        assert content_text(out[0]["content"]) in {f"{original}\n\n{system_note()}", system_note()}
+    newest = _newest_user(messages)
+    if newest is not None:
+        assert any(
+            live_text(newest) in content_text(m.get("content")) for m in out if m["role"] == "user"
+        )
+    assert any(m["role"] == "user" for m in out)
+    again = comp.compress(out, force=True)
+    assert violations(again.messages) == []
