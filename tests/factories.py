@@ -45,7 +45,9 @@ def shell_round(n: int, command: str, output: str) -> list[Message]:
     return [assistant(None, call(cid, "bash", command=command)), tool(cid, output)]
 
 
-def long_session(rounds: int = 30, output_chars: int = 4_000, *, with_system: bool = True) -> list[Message]:
+def long_session(
+    rounds: int = 30, output_chars: int = 4_000, *, with_system: bool = True
+) -> list[Message]:
     """A coding session: a task, many tool rounds with big outputs, a final question."""
     messages: list[Message] = [system()] if with_system else []
     messages.append(user("Fix the failing refund test in payments/refunds.py. Never push to main."))

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from factories import assistant, call, system, tool, user
-
 from windowkeeper.boundaries import TailCut, head_end, tail_cut
 from windowkeeper.handoff import HANDOFF_KEY, in_progress_header, system_note
 from windowkeeper.invariants import alternation_violations

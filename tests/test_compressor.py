@@ -7,8 +7,8 @@ import json
 from datetime import date
 
 import pytest
-from factories import assistant, call, image_part, long_session, system, tool, user
 
+from factories import assistant, call, image_part, long_session, system, tool, user
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
 from windowkeeper.guard import GuardState

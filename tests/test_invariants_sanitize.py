@@ -3,7 +3,6 @@ from __future__ import annotations
 import copy
 
 from factories import assistant, call, system, tool, user
-
 from windowkeeper.invariants import (
     align_back,
     align_forward,
@@ -48,8 +47,12 @@ def test_in_flight_call_is_not_a_violation() -> None:
 
 
 def test_alternation_and_system_first() -> None:
-    assert alternation_violations([user("a"), user("b")]) == ["messages 0-1: two adjacent user messages"]
-    assert system_first_violations([user("a"), system()]) == ["message 1: system message after the start"]
+    assert alternation_violations([user("a"), user("b")]) == [
+        "messages 0-1: two adjacent user messages"
+    ]
+    assert system_first_violations([user("a"), system()]) == [
+        "message 1: system message after the start"
+    ]
 
 
 def test_alignment_never_splits_a_group() -> None:

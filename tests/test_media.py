@@ -3,7 +3,6 @@ from __future__ import annotations
 import copy
 
 from factories import assistant, image_part, tool, user
-
 from windowkeeper.media import STRIPPED_IMAGE, strip_historical_media
 from windowkeeper.messages import is_image_part
 
@@ -39,7 +38,9 @@ def test_assistant_and_tool_images_before_the_anchor_are_stripped() -> None:
         tool("d", "text"),
     ]
     out = strip_historical_media(messages)
-    assert not any(is_image_part(p) for m in out[:3] if isinstance(m["content"], list) for p in m["content"])
+    assert not any(
+        is_image_part(p) for m in out[:3] if isinstance(m["content"], list) for p in m["content"]
+    )
     assert is_image_part(out[3]["content"][1])
 
 

@@ -18,7 +18,9 @@ GOOD = [
     {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        ],
     },
     {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
 ]
@@ -54,7 +56,11 @@ def test_single_message_jsonl_is_not_mistaken_for_a_body() -> None:
             "line 2",
             "arguments must be a JSON string, got object",
         ),
-        ('{"role": "assistant", "tool_calls": {"id": "a"}}', "line 2", "'tool_calls' must be a list"),
+        (
+            '{"role": "assistant", "tool_calls": {"id": "a"}}',
+            "line 2",
+            "'tool_calls' must be a list",
+        ),
         ('["not", "a", "message"]', "line 2", "expected a message object, got array"),
         ('{"content": "x"}', "line 2", "no string 'role'"),
         ('{"role": "user", "content": [{"text": "x"}]}', "line 2", "content part 0"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from factories import call, image_part
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from factories import call, image_part
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
 from windowkeeper.handoff import is_real_user, live_text, system_note

@@ -4,7 +4,6 @@ import copy
 import json
 
 from factories import assistant, call, image_part, tool, user
-
 from windowkeeper.prune import (
     PruneSettings,
     dedupe_tool_outputs,
@@ -25,7 +24,9 @@ def _conv(*rounds: tuple[str, dict[str, object], str]) -> list[dict[str, object]
 
 
 def test_shell_result_becomes_one_informative_line() -> None:
-    output = "collected 47 items\n" + "test passed ok\n" * 46 + "[Command finished with exit code 0]"
+    output = (
+        "collected 47 items\n" + "test passed ok\n" * 46 + "[Command finished with exit code 0]"
+    )
     messages = _conv(("bash", {"command": "npm test"}, output))
     result = summarize_tool_outputs(messages, PruneSettings(0, len(messages)))
     text = result.messages[2]["content"]
@@ -63,7 +64,9 @@ def test_common_tool_shapes() -> None:
 
 
 def test_short_outputs_and_protected_region_are_left_alone() -> None:
-    messages = _conv(("bash", {"command": "ls"}, "a.py\nb.py"), ("bash", {"command": "cat x"}, "y" * 999))
+    messages = _conv(
+        ("bash", {"command": "ls"}, "a.py\nb.py"), ("bash", {"command": "cat x"}, "y" * 999)
+    )
     result = summarize_tool_outputs(messages, PruneSettings(0, 3))
     assert result.messages[2] is messages[2]
     assert result.messages[4] is messages[4]  # index 4 lies outside [0, 3)

@@ -26,7 +26,9 @@ from windowkeeper.errors import ConfigError
         (64_000, 0.50, 64_000, 54_400),
     ],
 )
-def test_worked_trigger_values(window: int, ratio: float, max_tokens: int | None, expected: int) -> None:
+def test_worked_trigger_values(
+    window: int, ratio: float, max_tokens: int | None, expected: int
+) -> None:
     assert compute_threshold_tokens(window, ratio, max_tokens) == expected
 
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from factories import assistant, call, image_part, tool, user
-
 from windowkeeper.tokens import (
     estimate_request_tokens,
     estimate_tokens,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .handoff import is_handoff, is_real_user, live_text
+from .handoff import is_handoff, is_real_user
 from .invariants import SYSTEM_ROLES, align_back, align_forward
 from .messages import content_text, tool_calls
 
@@ -99,8 +99,10 @@ def tail_cut(
     if user is not None and user < cut:
         user_region = sum(costs[user:])
         tool_rounds = _has_calls_between(messages, user, cut)
-        short_ask = costs[user] <= ceiling and len(live_text(messages[user])) <= 4_000
-        if user_region > ceiling and tool_rounds and short_ask and cut > head:
+        # Restating the request costs its own size again, so only a request that fits
+        # the tail ceiling is restated; a larger one keeps its whole turn in the tail.
+        fits = costs[user] <= ceiling
+        if user_region > ceiling and tool_rounds and fits and cut > head:
             restated = user
         else:
             cut = user

@@ -1,0 +1,470 @@
+"""windowkeeper command line: compress, inspect and demo long agent transcripts.
+
+Usage::
+
+    windowkeeper compress IN [-o OUT] --context-length N [--max-tokens M] [--threshold F]
+                          [--if-needed] [--focus TEXT] [--tools FILE] [--report-json FILE]
+    windowkeeper inspect IN --context-length N [--max-tokens M] [--threshold F]
+                         [--tools FILE] [--top K] [--json]
+    windowkeeper demo [--json]
+
+``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
+line), a JSON array of messages, or an OpenAI request body (its ``tools`` are used unless
+``--tools`` is given). ``compress`` writes the compacted messages as JSONL (stdout unless
+``-o``) and one summary line to stderr. ``inspect`` shows where the tokens go and what a
+compaction would keep, summarize and prune. ``demo`` runs both offline on a bundled
+synthetic coding-agent session (no API key, no network).
+
+Exit codes: 0 success or nothing to do; 2 invalid input or options (one ``error:`` line
+naming the line/index and the defect); 3 compaction aborted (nothing was dropped).
+
+``inspect --json`` prints one object with these keys: ``messages``, ``context_length``,
+``max_tokens``, ``threshold``, ``threshold_tokens``, ``total_tokens``, ``usage_of_window``
+and ``usage_of_threshold`` (ratios), ``over_threshold``, ``breakdown`` (``system``,
+``tool_schemas``, ``user_text``, ``assistant_text``, ``tool_calls``, ``tool_results``,
+``images``; they sum to ``total_tokens``), ``images`` (``count``, ``tokens_each``),
+``tool_call_count``, ``tool_results_by_tool`` (``name``, ``count``, ``tokens``; all tools,
+heaviest first) and ``plan`` (``compressible``; ``head``/``middle``/``tail`` with
+``messages`` and ``tokens``, the middle also ``pruned_outputs`` and ``pruned_tokens``;
+``restated_request``, ``restated_index``, ``summary_budget_tokens``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .compressor import ContextCompressor
+from .config import CompressionConfig
+from .errors import ConfigError, WindowkeeperError
+from .inspection import Inspection, inspect_conversation
+from .messages import Message, ToolSchema, dump_jsonl, load_conversation, load_tools
+from .report import CompressionReport, CompressionResult, Outcome
+from .tokens import estimate_request_tokens
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+EXIT_ABORTED = 3
+
+app = typer.Typer(
+    name="windowkeeper",
+    help="Keep long-running tool-using LLM agents inside their context window.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+InputArg = Annotated[str, typer.Argument(metavar="IN", help="Conversation file, or '-' for stdin.")]
+ContextLengthOpt = Annotated[
+    int, typer.Option("--context-length", help="Model context window in tokens.")
+]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
+]
+ThresholdOpt = Annotated[
+    float, typer.Option("--threshold", help="Trigger as a fraction of the effective window.")
+]
+ToolsOpt = Annotated[
+    Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
+]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A conversation read from the command line's input, with its compressor."""
+
+    messages: list[Message]
+    tools: list[ToolSchema] | None
+    compressor: ContextCompressor
+    config: CompressionConfig
+
+
+# --- plumbing ------------------------------------------------------------------------
+
+
+def _stderr() -> Console:
+    # Created per use so redirected/captured streams (tests, pipes) are honoured.
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+def _stdout() -> Console:
+    return Console(file=sys.stdout, highlight=False)
+
+
+def fail(message: str, code: int = EXIT_INVALID) -> typer.Exit:
+    """Print one ``error:`` line (newlines folded) and return the exit to raise."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn our own errors into one ``error:`` line and exit code 2 (never a traceback)."""
+    try:
+        yield
+    except WindowkeeperError as exc:
+        raise fail(str(exc)) from None
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def collected_warnings() -> Iterator[list[str]]:
+    """Hold back library warnings so the CLI decides how (and whether) to show them.
+
+    An abort already explains its cause in its one error line; a compaction prints them
+    after its summary line.
+    """
+    logger = logging.getLogger("windowkeeper")
+    handler = _Collect()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def build_compressor(
+    config: CompressionConfig,
+    *,
+    context_length: int,
+    max_tokens: int | None,
+    model: str | None,
+    tools: list[ToolSchema] | None,
+) -> ContextCompressor:
+    """The compressor the commands use (a seam: tests inject another summarizer here)."""
+    return ContextCompressor(
+        config, context_length=context_length, max_tokens=max_tokens, model=model, tools=tools
+    )
+
+
+def load(
+    source: str,
+    *,
+    context_length: int,
+    max_tokens: int | None,
+    threshold: float,
+    tools_file: Path | None,
+) -> Loaded:
+    """Validate the options, read the conversation and build its compressor."""
+    if context_length <= 0:
+        raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
+    if max_tokens is not None and max_tokens < 0:
+        raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
+    config = CompressionConfig(threshold=threshold)
+    conversation = load_conversation(source)
+    tools = load_tools(tools_file) if tools_file is not None else conversation.tools
+    compressor = build_compressor(
+        config,
+        context_length=context_length,
+        max_tokens=max_tokens,
+        model=conversation.model,
+        tools=tools,
+    )
+    return Loaded(conversation.messages, tools, compressor, config)
+
+
+def exit_code_for(report: CompressionReport) -> int:
+    """Process exit code of a compaction: 3 when it aborted, else 0 (a no-op is success)."""
+    return EXIT_ABORTED if report.outcome is Outcome.ABORTED else EXIT_OK
+
+
+def summary_line(report: CompressionReport) -> str:
+    """One human line, e.g. ``compressed 343 → 41 messages, 121,840 → 18,230 tokens ...``."""
+    if not report.compressed:
+        return report.detail or f"not compressed ({report.outcome.value})"
+    line = (
+        f"compressed {report.before_messages} → {report.after_messages} messages, "
+        f"{report.before_tokens:,} → {report.after_tokens:,} tokens "
+        f"({report.savings_ratio:.0%} saved) in {report.elapsed_ms:,.0f} ms"
+    )
+    extras = [f"{report.pruned} tool outputs pruned"] if report.pruned else []
+    if report.fallback_used:
+        extras.append("extractive fallback used")
+    return f"{line}; {', '.join(extras)}" if extras else line
+
+
+def report_dict(report: CompressionReport, compressor: ContextCompressor) -> dict[str, Any]:
+    """The ``--report-json`` object: the report plus the window figures it was judged by."""
+    data = report.to_dict()
+    data["threshold_tokens"] = compressor.threshold_tokens
+    data["context_length"] = compressor.context_length
+    return data
+
+
+def write_text(text: str, destination: Path | None) -> None:
+    """Write to ``destination``, or stdout when it is ``None``."""
+    if destination is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{destination}: cannot write: {exc.strerror}") from exc
+
+
+# --- compress ------------------------------------------------------------------------
+
+
+@app.command()
+def compress(
+    source: InputArg,
+    context_length: ContextLengthOpt,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.")
+    ] = None,
+    max_tokens: MaxTokensOpt = None,
+    threshold: ThresholdOpt = 0.50,
+    if_needed: Annotated[
+        bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
+    ] = False,
+    focus: Annotated[
+        str | None, typer.Option("--focus", help="Topic to keep in more detail.")
+    ] = None,
+    tools_file: ToolsOpt = None,
+    report_json: Annotated[
+        Path | None, typer.Option("--report-json", help="Write the compaction report here.")
+    ] = None,
+) -> None:
+    """Compact a conversation: prune old tool output, summarize the middle, keep the tail."""
+    with user_errors():
+        loaded = load(
+            source,
+            context_length=context_length,
+            max_tokens=max_tokens,
+            threshold=threshold,
+            tools_file=tools_file,
+        )
+        if if_needed:
+            tokens = estimate_request_tokens(
+                loaded.messages, loaded.tools, image_tokens=loaded.config.image_tokens
+            )
+            if tokens < loaded.compressor.threshold_tokens:
+                write_text(dump_jsonl(loaded.messages), output)
+                typer.echo(
+                    f"below the threshold ({tokens:,} < {loaded.compressor.threshold_tokens:,}"
+                    " tokens): written unchanged",
+                    err=True,
+                )
+                return
+        result = _run_compress(loaded, focus)
+        if report_json is not None:
+            write_text(
+                json.dumps(report_dict(result.report, loaded.compressor), indent=2) + "\n",
+                report_json,
+            )
+        code = exit_code_for(result.report)
+        if code != EXIT_OK:
+            raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
+        write_text(dump_jsonl(result.messages), output)
+
+
+def _run_compress(loaded: Loaded, focus: str | None) -> CompressionResult:
+    with collected_warnings() as warnings:
+        # force: a command-line compaction is a manual one, like /compress in an agent.
+        result = loaded.compressor.compress(loaded.messages, force=True, focus_topic=focus)
+    if result.report.aborted:
+        return result
+    typer.echo(summary_line(result.report), err=True)
+    for warning in (*warnings, *result.report.warnings):
+        typer.echo(f"warning: {warning}", err=True)
+    return result
+
+
+# --- inspect -------------------------------------------------------------------------
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "-"
+
+
+def render_inspection(console: Console, inspection: Inspection, top: int = 10) -> None:
+    """Rich tables: token categories, heaviest tools, window usage and the compaction plan."""
+    tokens, total = inspection.tokens, inspection.tokens.total
+    table = Table(title="Where the tokens go", title_justify="left")
+    table.add_column("category")
+    table.add_column("tokens", justify="right")
+    table.add_column("share", justify="right")
+    labels = {
+        "system": "system prompt",
+        "tool_schemas": "tool schemas",
+        "user_text": "user text",
+        "assistant_text": "assistant text",
+        "tool_calls": f"tool calls ({tokens.tool_call_count})",
+        "tool_results": "tool results",
+        "images": f"images ({tokens.image_count} × {tokens.image_tokens_each:,})",
+    }
+    for key, value in tokens.categories().items():
+        table.add_row(labels[key], f"{value:,}", _pct(value, total))
+    table.add_section()
+    table.add_row("[bold]total[/bold]", f"[bold]{total:,}[/bold]", _pct(total, total))
+    console.print(table)
+    if tokens.by_tool:
+        console.print(_tools_table(inspection, top))
+    console.print(_window_table(inspection))
+    console.print(_plan_table(inspection))
+
+
+def _tools_table(inspection: Inspection, top: int) -> Table:
+    table = Table(title="Tool results by tool", title_justify="left")
+    for name, justify in (("tool", "left"), ("results", "right"), ("tokens", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("share", justify="right")
+    head, other = inspection.tokens.top_tools(top)
+    for usage in (*head, *([other] if other else [])):
+        share = _pct(usage.tokens, inspection.tokens.total)
+        table.add_row(usage.name, str(usage.count), f"{usage.tokens:,}", share)
+    return table
+
+
+def _window_table(inspection: Inspection) -> Table:
+    table = Table(title="Window", title_justify="left", show_header=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("messages", f"{inspection.messages:,}")
+    table.add_row("estimated prompt tokens", f"{inspection.tokens.total:,}")
+    table.add_row("context length", f"{inspection.context_length:,}")
+    if inspection.max_tokens:
+        table.add_row("reserved for output", f"{inspection.max_tokens:,}")
+    table.add_row(
+        f"threshold ({inspection.threshold:.0%} → trigger)", f"{inspection.threshold_tokens:,}"
+    )
+    table.add_row("usage of the window", f"{inspection.usage_of_window:.1%}")
+    over = " (over: would compact)" if inspection.usage_of_threshold >= 1 else ""
+    table.add_row("usage of the threshold", f"{inspection.usage_of_threshold:.1%}{over}")
+    return table
+
+
+def _plan_table(inspection: Inspection) -> Table:
+    plan = inspection.plan
+    title = "What a compaction would do" + ("" if plan.compressible else " (nothing to compress)")
+    table = Table(title=title, title_justify="left")
+    for name in ("segment", "messages", "tokens", "what happens"):
+        table.add_column(name, justify="left" if name in ("segment", "what happens") else "right")
+    pruned = f"; {plan.pruned_outputs} tool outputs pruned first" if plan.pruned_outputs else ""
+    rows = (
+        ("protected head", plan.head, "kept verbatim"),
+        ("middle", plan.middle, f"summarized into the handoff{pruned}"),
+        ("recent tail", plan.tail, "kept verbatim"),
+    )
+    for label, segment, action in rows:
+        table.add_row(label, f"{segment.messages:,}", f"{segment.tokens:,}", action)
+    table.add_section()
+    restated = f"yes (message {plan.restated_index})" if plan.restated_index is not None else "no"
+    table.add_row("in-progress request restated", "", "", restated)
+    table.add_row("summary budget", "", f"{plan.summary_budget_tokens:,}", "tokens")
+    return table
+
+
+@app.command()
+def inspect(
+    source: InputArg,
+    context_length: ContextLengthOpt,
+    max_tokens: MaxTokensOpt = None,
+    threshold: ThresholdOpt = 0.50,
+    tools_file: ToolsOpt = None,
+    top: Annotated[int, typer.Option("--top", help="Tools listed by name.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Show where the tokens go and what a compaction would keep, summarize and prune."""
+    with user_errors():
+        loaded = load(
+            source,
+            context_length=context_length,
+            max_tokens=max_tokens,
+            threshold=threshold,
+            tools_file=tools_file,
+        )
+        inspection = inspect_conversation(
+            loaded.messages,
+            loaded.tools,
+            loaded.compressor,
+            context_length=context_length,
+            max_tokens=max_tokens,
+            threshold=threshold,
+            image_tokens=loaded.config.image_tokens,
+        )
+    if as_json:
+        typer.echo(json.dumps(inspection.to_dict(), indent=2))
+    else:
+        render_inspection(_stdout(), inspection, top)
+
+
+# --- demo ----------------------------------------------------------------------------
+
+
+@app.command()
+def demo(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable figures.")] = False,
+    context_length: Annotated[
+        int, typer.Option("--context-length", help="Window of the simulated model.")
+    ] = 32_000,
+) -> None:
+    """Offline demo: inspect and compact a bundled synthetic coding-agent session."""
+    from . import demo as demo_flow  # the demo data is only read when the demo runs
+
+    with user_errors():
+        if context_length <= 0:
+            raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
+        outcome = demo_flow.run_demo(context_length=context_length)
+    if as_json:
+        typer.echo(json.dumps(outcome.to_dict(), indent=2))
+        return
+    console = _stdout()
+    demo_flow.render_intro(console, outcome)
+    render_inspection(console, outcome.inspection)
+    demo_flow.render_outcome(console, outcome)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"windowkeeper {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Keep long-running tool-using LLM agents inside their context window."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the exit code (usage errors are one line, exit 2)."""
+    try:
+        code = app(args=argv, prog_name="windowkeeper", standalone_mode=False)
+    except typer.TyperException as exc:
+        # Click-level usage errors (unknown option, missing --context-length, not an int).
+        # Bare `windowkeeper` has already printed the help; its error has no message.
+        message = " ".join(exc.format_message().split())
+        if message:
+            typer.echo(f"error: {message}", err=True)
+        return getattr(exc, "exit_code", EXIT_INVALID) or EXIT_INVALID
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    return code if isinstance(code, int) else EXIT_OK

@@ -1,0 +1,54 @@
+"""Every real session compressed at a small window: invariants and reduction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import real_session_paths
+from windowkeeper.compressor import ContextCompressor
+from windowkeeper.handoff import is_real_user, live_text, render_handoff
+from windowkeeper.invariants import violations
+from windowkeeper.messages import content_text, load_conversation
+from windowkeeper.placement import with_system_note
+from windowkeeper.tokens import estimate_messages_tokens, estimate_tokens
+
+PATHS = real_session_paths()
+pytestmark = [
+    pytest.mark.real_sessions,
+    pytest.mark.skipif(not PATHS, reason="../shared/data/sessions is not available"),
+]
+
+
+@pytest.mark.parametrize("window", [16_000, 32_000])
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_real_session_compaction(path: Path, window: int) -> None:
+    conversation = load_conversation(path)
+    messages = conversation.messages
+    before_text = json.dumps(messages)
+    comp = ContextCompressor(context_length=window)
+    plan = comp.plan(messages)
+    result = comp.compress(messages, force=True)
+    out = result.messages
+    assert json.dumps(messages) == before_text  # input untouched
+    assert violations(out) == []
+    newest = next((m for m in reversed(messages) if is_real_user(m)), None)
+    if newest is not None:
+        assert any(live_text(newest) in content_text(m.get("content")) for m in out)
+    if not result.report.compressed:
+        assert out is messages
+        return
+    report = result.report
+    assert report.after_tokens < report.before_tokens
+    # What the design must keep: head (with the note), the verbatim tail, the handoff and a
+    # restated request. The rest must go; >= 80% reduction wherever that floor allows it.
+    kept = estimate_messages_tokens(with_system_note(messages[: plan.head_end]))
+    kept += estimate_messages_tokens(messages[plan.tail_start :])
+    kept += plan.summary_budget_tokens + estimate_tokens(render_handoff("")) + 50
+    if plan.restated_user is not None:
+        kept += estimate_messages_tokens([messages[plan.restated_user]]) + 60
+    assert report.after_tokens <= max(kept, int(report.before_tokens * 0.20))
+    if kept <= report.before_tokens * 0.20:
+        assert report.savings_ratio >= 0.80
