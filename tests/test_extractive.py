@@ -126,7 +126,8 @@ def test_sections_filled_mechanically() -> None:
     assert actions[0] == "1. Ran `cd /srv/app && git checkout -b fix/refunds` — ok [tool: bash]"
     assert actions[1] == "2. Read payments/refunds.py ×2 — ok [tool: Read]"
     assert actions[2] == (
-        "3. Ran `pytest -x tests/test_refunds.py` — exit 1 (1 failed, 4 passed in 0.2s) [tool: bash]"
+        "3. Ran `pytest -x tests/test_refunds.py` — exit 1 (1 failed, 4 passed in 0.2s)"
+        " [tool: bash]"
     )
     assert actions[3] == "4. Edited payments/refunds.py — ok [tool: Edit]"
     state = section(body, "Active State")
@@ -273,7 +274,7 @@ def test_focus_topic_items_kept_first() -> None:
 
 
 def test_deterministic_and_input_not_mutated() -> None:
-    turns = coding_session() + [user([{"type": "text", "text": "see"}, {"type": "image_url"}])]
+    turns = [*coding_session(), user([{"type": "text", "text": "see"}, {"type": "image_url"}])]
     before = copy.deepcopy(turns)
     bodies = {summarize(turns, budget=700, snapshot="see") for _ in range(3)}
     assert len(bodies) == 1

@@ -6,7 +6,8 @@ gateway live in their own namespaces.
 
 from __future__ import annotations
 
-from .compressor import CompactionPlan, ContextCompressor, Decision
+from .compaction import CompactionPlan
+from .compressor import ContextCompressor, Decision
 from .config import (
     CompressionConfig,
     compute_threshold_tokens,

@@ -15,68 +15,43 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
-from .boundaries import head_end, newest_real_user, tail_cut
+from .compaction import (
+    CompactionPlan,
+    archive_turns,
+    assemble,
+    handoff_body,
+    make_plan,
+    summarized_turns,
+    summary_request,
+)
 from .config import (
     CompressionConfig,
     apply_threshold_cap,
     compute_threshold_tokens,
     resolve_model_threshold,
-    summary_budget_tokens,
     tail_budget_tokens,
 )
+from .engine import ContextEngine, ToolProvider
 from .extractive import ExtractiveSummarizer
 from .guard import (
     GuardState,
     blocked,
     on_compaction,
     on_force,
+    on_reset,
     on_structural_noop,
     on_summary_failure,
     on_summary_success,
     on_usage,
 )
-from .handoff import (
-    is_handoff,
-    live_text,
-    newest_handoff_body,
-    render_handoff,
-    split_ledger,
-    unwrap,
-)
-from .ledger import extract_ledger, merge_ledgers, parse_ledger, render_ledger
-from .media import strip_historical_media
-from .messages import Message, ToolSchema, call_arguments, content_text, tool_calls
-from .placement import place_handoff, with_system_note
-from .prune import PruneSettings, make_handle, prune
-from .report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
-from .sanitize import sanitize_tool_pairs
-from .summarizer import (
-    FailureKind,
-    Summarizer,
-    SummaryFailure,
-    SummaryOutcome,
-    SummaryRequest,
-)
+from .handoff import render_handoff
+from .messages import Message, ToolSchema
+from .prune import PruneSettings, prune
+from .report import CompressionReport, CompressionResult, Outcome, Reason
+from .summarizer import FailureKind, Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
 from .tokens import estimate_tokens, message_tokens, tool_schema_tokens
 
 log = logging.getLogger("windowkeeper.compressor")
-
-LEDGER_SHARE = 0.40
-"""Fraction of the handoff budget reserved for the deterministic state ledger."""
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    """Where a compaction would cut; see :meth:`ContextCompressor.plan`."""
-
-    head_end: int
-    tail_start: int
-    prune_indices: tuple[int, ...]
-    restated_user: int | None
-    compressible: bool
-    summary_budget_tokens: int
-    middle_tokens: int
-    previous_summary: str | None
 
 
 @dataclass(frozen=True)
@@ -89,7 +64,7 @@ class Decision:
     reason: Reason | None = None
 
 
-class ContextCompressor:
+class ContextCompressor(ContextEngine):
     """Keeps a conversation under its model's context window.
 
     Args:
@@ -99,6 +74,7 @@ class ContextCompressor:
         model / provider: select per-model threshold overrides.
         tools: tool schemas sent with each request (counted in estimates).
         summarizer: writes the handoff sections; the extractive one when ``None``.
+        tool_providers: tools offered to the model through ``get_tool_schemas``.
         clock / today: injected time sources (wall-clock seconds for cooldowns; the date).
     """
 
@@ -112,6 +88,7 @@ class ContextCompressor:
         provider: str | None = None,
         tools: Sequence[ToolSchema] | None = None,
         summarizer: Summarizer | None = None,
+        tool_providers: Sequence[ToolProvider] = (),
         clock: Callable[[], float] = time.time,
         today: Callable[[], date] = date.today,
     ) -> None:
@@ -122,6 +99,7 @@ class ContextCompressor:
         self.tools = list(tools) if tools else None
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
         self._fallback: Summarizer = ExtractiveSummarizer()
+        self.tool_providers = list(tool_providers)
         self._clock = clock
         self._today = today
         self.max_tokens = max_tokens
@@ -185,6 +163,48 @@ class ContextCompressor:
             "blocked_reason": decision.reason.value if decision.reason else None,
         }
 
+    # --- lifecycle and tools ---------------------------------------------------------
+
+    name = "compressor"
+
+    def update_model(
+        self,
+        *,
+        model: str | None = None,
+        context_length: int | None = None,
+        max_tokens: object = None,
+        provider: str | None = None,
+    ) -> None:
+        """Re-derive the trigger from the raw configured ratio and reset calibration."""
+        self.model = model if model is not None else self.model
+        self.provider = provider if provider is not None else self.provider
+        self.context_length = context_length or self.context_length
+        if max_tokens is not None:
+            self.max_tokens = max_tokens
+        self.threshold_tokens = self._derive_threshold()
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+        self.guard = on_reset(self.guard, new_session=False)
+
+    def on_session_start(self, session_id: str) -> None:
+        self.on_session_reset()
+
+    def on_session_reset(self) -> None:
+        self.guard = on_reset(self.guard, new_session=True)
+        self.previous_summary = None
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+
+    def get_tool_schemas(self) -> list[ToolSchema]:
+        return [schema for provider in self.tool_providers for schema in provider.schemas()]
+
+    def handle_tool_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        for provider in self.tool_providers:
+            answer = provider.call(name, arguments)
+            if answer is not None:
+                return answer
+        return super().handle_tool_call(name, arguments)
+
     # --- planning --------------------------------------------------------------------
 
     def plan(self, messages: Sequence[Message]) -> CompactionPlan:
@@ -193,29 +213,7 @@ class ContextCompressor:
         return self._plan(messages, costs)
 
     def _plan(self, messages: Sequence[Message], costs: Sequence[int]) -> CompactionPlan:
-        decayed = any(is_handoff(m) for m in messages)
-        head = head_end(messages, self.config.protect_first_n, decayed)
-        cut = tail_cut(
-            messages,
-            costs,
-            head,
-            self.tail_budget_tokens,
-            soft_ceiling=self.config.tail_soft_ceiling,
-            min_tail=self.config.min_tail_messages,
-        )
-        start = _skip_handoffs_in_tail(messages, cut.start)
-        middle = sum(costs[head:start])
-        prunable = tuple(
-            i
-            for i in range(head, start)
-            if messages[i].get("role") == "tool"
-            and len(str(messages[i].get("content") or "")) > self.config.prune_min_chars
-        )
-        budget = summary_budget_tokens(middle, self.context_length, self.config)
-        previous = _previous_summary(messages)
-        return CompactionPlan(
-            head, start, prunable, cut.restated_user, start > head, budget, middle, previous
-        )
+        return make_plan(messages, costs, self.config, self.context_length, self.tail_budget_tokens)
 
     # --- compaction ------------------------------------------------------------------
 
@@ -285,8 +283,8 @@ class ContextCompressor:
             self.config.args_truncate_over, self.config.args_head_chars,
         )  # fmt: skip
         pruned = prune(messages, settings)
-        turns = _turns(messages, plan)
-        request = self._request(messages, turns, plan, focus_topic)
+        turns = summarized_turns(messages, plan)
+        request = summary_request(messages, turns, plan, focus_topic, self._today())
         outcome, failure = self._summarize(request)
         if outcome.body is None:
             assert failure is not None
@@ -297,8 +295,8 @@ class ContextCompressor:
                 "session.",
                 failure=failure.kind, summarizer=outcome.summarizer,
             )  # fmt: skip
-        body = self._body(outcome.body, turns, plan)
-        assembled, repairs = self._assemble(messages, pruned.messages, plan, render_handoff(body))
+        body = handoff_body(outcome.body, turns, plan)
+        assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         after = extra + sum(
             message_tokens(m, image_tokens=self.config.image_tokens) for m in assembled
         )
@@ -312,29 +310,8 @@ class ContextCompressor:
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
             repairs=repairs,
         )  # fmt: skip
-        archived = (*pruned.archived, *_archive_turns(messages, plan))
+        archived = (*pruned.archived, *archive_turns(messages, plan))
         return self._finish(CompressionResult(assembled, report, archived, body), started)
-
-    def _request(
-        self,
-        messages: Sequence[Message],
-        turns: list[Message],
-        plan: CompactionPlan,
-        focus_topic: str | None,
-    ) -> SummaryRequest:
-        previous = split_ledger(plan.previous_summary)[0] if plan.previous_summary else None
-        ledger_budget = int(plan.summary_budget_tokens * LEDGER_SHARE)
-        snapshot_index = newest_real_user(turns)
-        snapshot = live_text(turns[snapshot_index]) if snapshot_index is not None else None
-        return SummaryRequest(
-            turns=turns,
-            previous_summary=previous or None,
-            focus_topic=focus_topic,
-            budget_tokens=max(200, plan.summary_budget_tokens - ledger_budget),
-            today=self._today(),
-            task_snapshot=snapshot,
-            has_user_turn=newest_real_user(messages) is not None,
-        )
 
     def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:
         """The summary, or the extractive fallback, or (for aborting failures) the failure."""
@@ -351,29 +328,6 @@ class ContextCompressor:
             return SummaryOutcome(failure=failure, summarizer=outcome.summarizer), failure
         log.warning("summary failed (%s); using the extractive fallback", failure.kind.value)
         return self._fallback.summarize(request), failure
-
-    def _body(self, sections: str, turns: list[Message], plan: CompactionPlan) -> str:
-        """Section text plus the deterministic ledger, merged with the previous one."""
-        ledger = extract_ledger(turns)
-        if plan.previous_summary:
-            ledger = merge_ledgers(parse_ledger(split_ledger(plan.previous_summary)[1]), ledger)
-        remaining = max(200, plan.summary_budget_tokens - estimate_tokens(sections))
-        ledger_text = render_ledger(ledger, remaining)
-        return f"{sections.strip()}\n\n{ledger_text}".strip() if ledger_text else sections.strip()
-
-    def _assemble(
-        self,
-        messages: list[Message],
-        pruned: list[Message],
-        plan: CompactionPlan,
-        handoff_text: str,
-    ) -> tuple[list[Message], int]:
-        head = with_system_note(list(pruned[: plan.head_end]))
-        tail = [m for m in (unwrap(x) for x in pruned[plan.tail_start :]) if m is not None]
-        restated = messages[plan.restated_user] if plan.restated_user is not None else None
-        assembled = place_handoff(head, handoff_text, tail, restated)
-        repaired = sanitize_tool_pairs(assembled)
-        return strip_historical_media(repaired.messages), repaired.repairs.total
 
     def _finish(self, result: CompressionResult, started: float) -> CompressionResult:
         """Book-keeping after a completed compaction: count, savings streak, warnings."""
@@ -399,43 +353,3 @@ _DETAILS = {
     "compacting (the system prompt and tool schemas may exceed it)",
     Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
 }
-
-
-def _previous_summary(messages: Sequence[Message]) -> str | None:
-    return newest_handoff_body(messages)
-
-
-def _skip_handoffs_in_tail(messages: Sequence[Message], start: int) -> int:
-    """Move the tail start past a standalone handoff inside the tail, so the old handoff is
-    folded into the new one instead of being kept beside it. The newest user message
-    stays in the tail."""
-    anchor = newest_real_user(messages)
-    for index in range(len(messages) - 1, start - 1, -1):
-        message = messages[index]
-        standalone = is_handoff(message) and unwrap(message) is None
-        if standalone and index + 1 < len(messages) and (anchor is None or anchor > index):
-            return index + 1
-    return start
-
-
-def _turns(messages: Sequence[Message], plan: CompactionPlan) -> list[Message]:
-    """The summarized middle, original content, with earlier handoffs unwrapped."""
-    turns = []
-    for message in messages[plan.head_end : plan.tail_start]:
-        kept = unwrap(message)
-        if kept is not None:
-            turns.append(kept)
-    return turns
-
-
-def _archive_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[ArchivedItem]:
-    """Every summarized message, retrievable by a handle derived from its content."""
-    items = []
-    for index in range(plan.head_end, plan.tail_start):
-        message = messages[index]
-        key = "\x1f".join(
-            (str(message.get("role")), content_text(message.get("content")),
-             *(call_arguments(c) for c in tool_calls(message)))
-        )  # fmt: skip
-        items.append(ArchivedItem(make_handle(key), "message", index, message))
-    return items

@@ -80,9 +80,11 @@ def looks_like_html(body: object) -> bool:
 def _body_text(body: object, message: str) -> str:
     if isinstance(body, Mapping):
         error = body.get("error", body)
-        parts = [str(error.get(k, "")) for k in ("message", "code", "type")] if isinstance(
-            error, Mapping
-        ) else [str(error)]
+        parts = (
+            [str(error.get(k, "")) for k in ("message", "code", "type")]
+            if isinstance(error, Mapping)
+            else [str(error)]
+        )
         return " ".join([*parts, message]).lower()
     return f"{body if isinstance(body, str) else ''} {message}".lower()
 

@@ -99,4 +99,3 @@ def shape_sections(text: str, snapshot: str) -> str:
         body = "\n".join(lines).strip()
         blocks.append(f"## {title}\n{body or 'None'}")
     return "\n\n".join(blocks)
-

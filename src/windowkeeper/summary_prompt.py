@@ -179,7 +179,9 @@ def serialize_turn(message: Mapping[str, Any], limit: int = PER_MESSAGE_LIMIT) -
     return _defuse(bound_text(redact(record), limit, head, tail))
 
 
-def serialize_turns(turns: Sequence[Mapping[str, Any]], limit: int = PER_MESSAGE_LIMIT) -> list[str]:
+def serialize_turns(
+    turns: Sequence[Mapping[str, Any]], limit: int = PER_MESSAGE_LIMIT
+) -> list[str]:
     return [serialize_turn(message, limit) for message in turns]
 
 
@@ -219,9 +221,7 @@ def bound_previous(summary: str, cap: InputCap) -> str:
     return bound_text(redact(summary.strip()), limit, head, limit - head - 100)
 
 
-def take_chunk(
-    records: Sequence[str], start: int, overhead: str, cap: InputCap
-) -> int:
+def take_chunk(records: Sequence[str], start: int, overhead: str, cap: InputCap) -> int:
     """End index of the records, from ``start``, that fit next to ``overhead``.
 
     ``overhead`` is the prompt built without any records. At least one record is always
@@ -246,7 +246,9 @@ def take_chunk(
 
 def _structure(budget_tokens: int) -> str:
     guidance = section_guidance()
-    sections = "\n".join(f"## {title}\n{guidance.get(title, '')}".rstrip() for title in SECTION_TITLES)
+    sections = "\n".join(
+        f"## {title}\n{guidance.get(title, '')}".rstrip() for title in SECTION_TITLES
+    )
     return prompt_template("structure").format(sections=sections, budget=f"{budget_tokens:,}")
 
 

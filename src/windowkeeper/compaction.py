@@ -1,0 +1,158 @@
+"""The pure steps of one compaction: plan, summary request, handoff body, assembly.
+
+Every function here is pure over message lists; :class:`ContextCompressor` strings them
+together and owns the state (guard, counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from .boundaries import head_end, newest_real_user, tail_cut
+from .config import CompressionConfig, summary_budget_tokens
+from .handoff import is_handoff, live_text, newest_handoff_body, split_ledger, unwrap
+from .ledger import extract_ledger, merge_ledgers, parse_ledger, render_ledger
+from .media import strip_historical_media
+from .messages import Message, call_arguments, content_text, tool_calls
+from .placement import place_handoff, with_system_note
+from .prune import make_handle
+from .report import ArchivedItem
+from .sanitize import sanitize_tool_pairs
+from .summarizer import SummaryRequest
+from .tokens import estimate_tokens
+
+LEDGER_SHARE = 0.40
+"""Fraction of the handoff budget reserved for the deterministic state ledger."""
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """Where a compaction would cut; see :meth:`ContextCompressor.plan`."""
+
+    head_end: int
+    tail_start: int
+    prune_indices: tuple[int, ...]
+    restated_user: int | None
+    compressible: bool
+    summary_budget_tokens: int
+    middle_tokens: int
+    previous_summary: str | None
+
+
+def make_plan(
+    messages: Sequence[Message],
+    costs: Sequence[int],
+    config: CompressionConfig,
+    context_length: int,
+    tail_budget: int,
+) -> CompactionPlan:
+    """Where a compaction of ``messages`` cuts (``costs``: per-message token estimates)."""
+    decayed = any(is_handoff(m) for m in messages)
+    head = head_end(messages, config.protect_first_n, decayed)
+    cut = tail_cut(
+        messages,
+        costs,
+        head,
+        tail_budget,
+        soft_ceiling=config.tail_soft_ceiling,
+        min_tail=config.min_tail_messages,
+    )
+    start = _skip_handoffs_in_tail(messages, cut.start)
+    middle = sum(costs[head:start])
+    prunable = tuple(
+        i
+        for i in range(head, start)
+        if messages[i].get("role") == "tool"
+        and len(str(messages[i].get("content") or "")) > config.prune_min_chars
+    )
+    budget = summary_budget_tokens(middle, context_length, config)
+    previous = newest_handoff_body(messages)
+    return CompactionPlan(
+        head, start, prunable, cut.restated_user, start > head, budget, middle, previous
+    )
+
+
+def summary_request(
+    messages: Sequence[Message],
+    turns: list[Message],
+    plan: CompactionPlan,
+    focus_topic: str | None,
+    today: date,
+) -> SummaryRequest:
+    """What the summarizer gets; the ledger's share of the budget is held back."""
+    previous = split_ledger(plan.previous_summary)[0] if plan.previous_summary else None
+    ledger_budget = int(plan.summary_budget_tokens * LEDGER_SHARE)
+    snapshot_index = newest_real_user(turns)
+    snapshot = live_text(turns[snapshot_index]) if snapshot_index is not None else None
+    return SummaryRequest(
+        turns=turns,
+        previous_summary=previous or None,
+        focus_topic=focus_topic,
+        budget_tokens=max(200, plan.summary_budget_tokens - ledger_budget),
+        today=today,
+        task_snapshot=snapshot,
+        has_user_turn=newest_real_user(messages) is not None,
+    )
+
+
+def handoff_body(sections: str, turns: list[Message], plan: CompactionPlan) -> str:
+    """Section text plus the deterministic ledger, merged with the previous one."""
+    ledger = extract_ledger(turns)
+    if plan.previous_summary:
+        ledger = merge_ledgers(parse_ledger(split_ledger(plan.previous_summary)[1]), ledger)
+    remaining = max(200, plan.summary_budget_tokens - estimate_tokens(sections))
+    ledger_text = render_ledger(ledger, remaining)
+    return f"{sections.strip()}\n\n{ledger_text}".strip() if ledger_text else sections.strip()
+
+
+def assemble(
+    messages: list[Message],
+    pruned: list[Message],
+    plan: CompactionPlan,
+    handoff_text: str,
+) -> tuple[list[Message], int]:
+    """Head + handoff + tail, pairing repaired, old media stripped; and the repair count."""
+    head = with_system_note(list(pruned[: plan.head_end]))
+    tail = [m for m in (unwrap(x) for x in pruned[plan.tail_start :]) if m is not None]
+    restated = messages[plan.restated_user] if plan.restated_user is not None else None
+    assembled = place_handoff(head, handoff_text, tail, restated)
+    repaired = sanitize_tool_pairs(assembled)
+    return strip_historical_media(repaired.messages), repaired.repairs.total
+
+
+def _skip_handoffs_in_tail(messages: Sequence[Message], start: int) -> int:
+    """Move the tail start past a standalone handoff inside the tail, so the old handoff is
+    folded into the new one instead of being kept beside it. The newest user message
+    stays in the tail."""
+    anchor = newest_real_user(messages)
+    for index in range(len(messages) - 1, start - 1, -1):
+        message = messages[index]
+        standalone = is_handoff(message) and unwrap(message) is None
+        if standalone and index + 1 < len(messages) and (anchor is None or anchor > index):
+            return index + 1
+    return start
+
+
+def summarized_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[Message]:
+    """The summarized middle, original content, with earlier handoffs unwrapped."""
+    turns = []
+    for message in messages[plan.head_end : plan.tail_start]:
+        kept = unwrap(message)
+        if kept is not None:
+            turns.append(kept)
+    return turns
+
+
+def archive_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[ArchivedItem]:
+    """Every summarized message, retrievable by a handle derived from its content."""
+    items = []
+    for index in range(plan.head_end, plan.tail_start):
+        message = messages[index]
+        key = "\x1f".join(
+            (str(message.get("role")), content_text(message.get("content")),
+             *(call_arguments(c) for c in tool_calls(message)))
+        )  # fmt: skip
+        items.append(ArchivedItem(make_handle(key), "message", index, message))
+    return items
