@@ -77,72 +77,74 @@ def looks_like_html(body: object) -> bool:
     return head.startswith(("<!doctype html", "<html", "<head", "<body")) or "<html" in head
 
 
+def _error_object(body: object) -> object:
+    """The error object of a body: the SDK passes either ``{"error": {...}}`` or its inside."""
+    if isinstance(body, Mapping) and "error" in body:
+        return body["error"]
+    return body
+
+
 def _body_text(body: object, message: str) -> str:
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        parts = (
-            [str(error.get(k, "")) for k in ("message", "code", "type")]
-            if isinstance(error, Mapping)
-            else [str(error)]
-        )
+    error = _error_object(body)
+    if isinstance(error, Mapping):
+        parts = [str(error.get(k) or "") for k in ("message", "code", "type")]
         return " ".join([*parts, message]).lower()
-    return f"{body if isinstance(body, str) else ''} {message}".lower()
+    return f"{error if isinstance(error, str) else ''} {message}".lower()
 
 
 def _message(body: object, message: str) -> str:
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping) and error.get("message"):
-            return _one_line(error["message"])
-        if isinstance(error, str):
-            return _one_line(error)
-    if looks_like_html(body):
+    error = _error_object(body)
+    if isinstance(error, Mapping) and error.get("message"):
+        return _one_line(error["message"])
+    if looks_like_html(error):
         return "an HTML page instead of JSON"
+    if isinstance(error, str) and error.strip():
+        return _one_line(error)
     return _one_line(message) if message else "no details"
 
 
 def classify_status(
     status: int, body: object, message: str = "", *, endpoint: str = "the summary endpoint"
 ) -> SummaryFailure:
-    """Classify an HTTP error response from the summary endpoint."""
+    """Classify an HTTP error response (``status`` 0: an error event inside a stream)."""
     text = _body_text(body, message)
-    said = _message(body, message)
+    said = f"{status}: {_message(body, message)}" if status else _message(body, message)
     if status in (401, 403) and not any(w in text for w in _QUOTA_WORDS):
         return SummaryFailure(
             FailureKind.AUTH,
-            f"{endpoint} rejected the API key ({status}: {said}): {KEY_HINT}",
+            f"{endpoint} rejected the API key ({said}): {KEY_HINT}",
         )
     if status == 402 or any(w in text for w in _QUOTA_WORDS):
         return SummaryFailure(
             FailureKind.AUTH,
-            f"{endpoint} reports no quota or billing problem ({status}: {said}): "
+            f"{endpoint} reports no quota or billing problem ({said}): "
             "top up the account or use another key/provider",
         )
     if status == 404 or any(w in text for w in _MODEL_WORDS):
         return SummaryFailure(
             FailureKind.MODEL_NOT_FOUND,
-            f"{endpoint} does not know the model ({status}: {said}): check --summary-model "
+            f"{endpoint} does not know the model ({said}): check --summary-model "
             "and --summary-base-url (it usually ends in /v1)",
         )
     if status == 429:
         return SummaryFailure(
             FailureKind.RATE_LIMIT,
-            f"{endpoint} is rate limiting ({status}: {said}): wait and retry, or lower the "
+            f"{endpoint} is rate limiting ({said}): wait and retry, or lower the "
             "request rate",
         )
     if status in (503, 529) or any(w in text for w in _OVERLOAD_WORDS):
         return SummaryFailure(
             FailureKind.OVERLOADED,
-            f"{endpoint} is overloaded ({status}: {said}): retry later or use another model",
+            f"{endpoint} is overloaded ({said}): retry later or use another model",
         )
     if status >= 500 or looks_like_html(body):
         return SummaryFailure(
             FailureKind.SERVER_ERROR,
-            f"{endpoint} failed with a server error ({status}: {said}): retry later; check "
+            f"{endpoint} failed with a server error ({said}): retry later; check "
             "the provider's status",
         )
     return SummaryFailure(
-        FailureKind.OTHER, f"{endpoint} refused the summary request ({status}: {said})"
+        FailureKind.OTHER, f"{endpoint} refused the summary request ({said})"
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 REDACTED = "[REDACTED]"
 
@@ -34,7 +35,10 @@ _TOKEN = re.compile(
     r"|hf_[A-Za-z0-9]{30,}"
     r")"
 )
-_TOKEN_HINTS = ("sk-", "gh", "github_pat_", "xox", "AKIA", "ASIA", "AIza", "glpat-", "hf_")
+_TOKEN_HINTS = (
+    "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AKIA", "ASIA",
+    "AIza", "glpat-", "hf_",
+)  # fmt: skip
 
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
@@ -48,7 +52,7 @@ _AUTH_HEADER = re.compile(
 _BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
 
 # Credentials inside URLs and connection strings: scheme://user:password@host.
-_URL_CREDENTIAL = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)(@)")
+_URL_CREDENTIAL = re.compile(r"(://[^\s:/@]*:)([^\s@/]+)(@)")
 
 _SECRET_KEY = (
     r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
@@ -64,7 +68,8 @@ _FLAG = re.compile(
     r"(?i)(--(?:[a-z0-9]+-)*(?:password|passwd|secret|token|api-?key|access-key"
     r"|client-secret)(?:=|\s+))(?:([\"'])([^\"'\n]*)\2|([^\s\"']+))"
 )
-_KEY_HINTS = ("pass", "secret", "token", "key", "credential")
+# Every alternative of _SECRET_KEY starts with one of these (anchored matching needs it).
+_KEY_HINTS = ("pass", "secret", "token", "api", "access", "private", "client", "auth", "cred")
 
 # Values next to a secret-like key that are not secrets: type hints, placeholders,
 # references to other variables, booleans/nulls and values already redacted.
@@ -109,35 +114,82 @@ def _auth_header(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED
 
 
-_Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str] | str, tuple[str, ...], bool]
-# (pattern, replacement, substrings of which one must occur, case-insensitive hints)
+@dataclass(frozen=True)
+class _Rule:
+    """A pattern applied where one of its ``hints`` occurs.
+
+    ``anchored`` rules are only tried at hint positions (each match starts with a
+    hint), which avoids running a slow alternation at every position of a large text;
+    the others run as one ``sub`` when any hint occurs at all.
+    """
+
+    pattern: re.Pattern[str]
+    replacement: Callable[[re.Match[str]], str] | str
+    hints: tuple[str, ...]
+    insensitive: bool = False
+    anchored: bool = False
+
+
 _RULES: tuple[_Rule, ...] = (
-    (_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",), False),
-    (_TOKEN, REDACTED, _TOKEN_HINTS, False),
-    (_AUTH_HEADER, _auth_header, ("authorization",), True),
-    (_BEARER, _keep_group_1, ("bearer",), True),
-    (_URL_CREDENTIAL, _url_credential, ("://",), False),
-    (_FLAG, _assignment, ("--",), False),
-    (_ASSIGNMENT, _assignment, _KEY_HINTS, True),
+    _Rule(_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",)),
+    _Rule(_TOKEN, REDACTED, _TOKEN_HINTS, anchored=True),
+    _Rule(_AUTH_HEADER, _auth_header, ("authorization",), insensitive=True, anchored=True),
+    _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
+    _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True),
+    _Rule(_FLAG, _assignment, ("--",)),
+    _Rule(_ASSIGNMENT, _assignment, _KEY_HINTS, insensitive=True, anchored=True),
 )
+
+
+def _positions(haystack: str, hints: tuple[str, ...]) -> list[int]:
+    found: set[int] = set()
+    for hint in hints:
+        index = haystack.find(hint)
+        while index >= 0:
+            found.add(index)
+            index = haystack.find(hint, index + 1)
+    return sorted(found)
+
+
+def _replace(match: re.Match[str], replacement: Callable[[re.Match[str]], str] | str) -> str:
+    return replacement if isinstance(replacement, str) else replacement(match)
+
+
+def _sub_anchored(rule: _Rule, text: str, starts: list[int]) -> str:
+    pieces: list[str] = []
+    done = 0
+    for start in starts:
+        if start < done:
+            continue
+        match = rule.pattern.match(text, start)
+        if match is None:
+            continue
+        pieces.append(text[done:start])
+        pieces.append(_replace(match, rule.replacement))
+        done = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _apply(rule: _Rule, text: str, lowered: str) -> str:
+    haystack = lowered if rule.insensitive else text
+    if not any(hint in haystack for hint in rule.hints):
+        return text
+    # lower() can change the length of some non-ASCII text; positions would then drift
+    if rule.anchored and len(haystack) == len(text):
+        return _sub_anchored(rule, text, _positions(haystack, rule.hints))
+    return rule.pattern.sub(rule.replacement, text)
 
 
 def redact(text: str) -> str:
     """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``."""
     if not text:
         return text
-    lowered: str | None = None
-    for pattern, replacement, hints, insensitive in _RULES:
-        if insensitive:
-            if lowered is None:
-                lowered = text.lower()
-            haystack = lowered
-        else:
-            haystack = text
-        if not any(hint in haystack for hint in hints):
-            continue
-        new = pattern.sub(replacement, text)
-        if new is not text and new != text:
-            text = new
-            lowered = None
+    lowered = text.lower()
+    for rule in _RULES:
+        new = _apply(rule, text, lowered)
+        if new != text:
+            text, lowered = new, new.lower()
     return text
