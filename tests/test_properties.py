@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from factories import call, image_part
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
-from windowkeeper.handoff import is_real_user, live_text, system_note
+from windowkeeper.handoff import is_handoff, is_real_user, live_text, system_note
 from windowkeeper.invariants import violations
 from windowkeeper.messages import content_text
 from windowkeeper.report import Outcome
@@ -90,7 +91,7 @@ def _newest_user(messages: list[Message]) -> Message | None:
     return None
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     messages=conversation(),
     window=st.sampled_from([2_000, 8_000, 32_000]),
@@ -121,3 +122,4 @@ def test_compaction_invariants(messages: list[Message], window: int, first_n: in
     assert any(m["role"] == "user" for m in out)
     again = comp.compress(out, force=True)
     assert violations(again.messages) == []
+    assert sum(1 for m in again.messages if is_handoff(m)) == 1  # folded, never stacked
