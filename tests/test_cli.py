@@ -234,6 +234,7 @@ class FailingSummarizer:
 
 
 def _failing_compressor(config: CompressionConfig, **kwargs: Any) -> ContextCompressor:
+    kwargs.pop("summarizer", None)
     return ContextCompressor(config, summarizer=FailingSummarizer(), **kwargs)
 
 

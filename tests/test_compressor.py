@@ -11,6 +11,7 @@ import pytest
 from factories import assistant, call, image_part, long_session, system, tool, user
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
+from windowkeeper.errors import ConfigError
 from windowkeeper.guard import GuardState
 from windowkeeper.handoff import (
     end_marker,
@@ -295,3 +296,32 @@ def test_low_savings_streak_builds_from_real_compactions() -> None:
     second = comp.compress(grown, force=True)
     assert second.report.compressed and second.report.savings_ratio < 0.10
     assert comp.decide(10**9).reason is Reason.LOW_SAVINGS
+
+
+def test_smaller_summary_window_lowers_the_trigger_and_warns() -> None:
+    big = ContextCompressor(context_length=200_000)
+    small = ContextCompressor(context_length=200_000, summary_context_length=80_000)
+    assert small.threshold_tokens < big.threshold_tokens
+    assert small.threshold_tokens <= 80_000
+    assert small.warnings and small.get_status()["warnings"]
+
+
+def test_summary_window_under_64k_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigError):
+        ContextCompressor(context_length=200_000, summary_context_length=32_000)
+    allowed = ContextCompressor(
+        CompressionConfig(allow_small_summary_model=True),
+        context_length=200_000,
+        summary_context_length=32_000,
+    )
+    assert allowed.threshold_tokens <= 32_000
+
+
+def test_secrets_are_redacted_from_the_handoff() -> None:
+    messages = long_session(30)
+    messages[10]["tool_calls"][0]["function"]["arguments"] = json.dumps(
+        {"command": "curl -H 'Authorization: Bearer sk-live-abcdefghijklmnopqrstuvwx' https://x"}
+    )
+    result = _compressor().compress(messages)
+    assert "curl -H" in (result.summary or "")
+    assert "sk-live-abcdefghijklmnopqrstuvwx" not in (result.summary or "")

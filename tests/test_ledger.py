@@ -199,12 +199,15 @@ def test_identifiers() -> None:
     assert not any("deadbeef" in i or "1b2c3d4e5f6" in i for i in identifiers)
 
 
-def test_uuid_only_from_user_text() -> None:
+def test_uuids_from_user_text_and_a_few_from_command_output() -> None:
     uuid = "258c7280-ae70-4798-800f-63464d01a85d"
     from_user = extract_ledger([user(f"session {uuid}")]).identifiers
-    from_tool = extract_ledger(rounds(("u1", "Bash", {"command": "ls"}, f"id {uuid}"))).identifiers
+    log = "\n".join(f"request {n:08x}-ae70-4798-800f-63464d01a85d" for n in range(10))
+    from_tool = extract_ledger(rounds(("u1", "Bash", {"command": "ls"}, log))).identifiers
+    from_read = extract_ledger(rounds(("u2", "Read", {"file_path": "a.txt"}, uuid))).identifiers
     assert from_user == (uuid,)
-    assert from_tool == ()
+    assert len(from_tool) == 3 and from_tool[0].startswith("00000000-")
+    assert from_read == ()
 
 
 def test_odd_messages_are_tolerated() -> None:
@@ -390,3 +393,76 @@ def test_round_trip_tricky_items(item: str) -> None:
         identifiers=(item, item + "2"),
     )
     assert parse_ledger(render_ledger(ledger, 10_000)) == ledger
+
+
+# --- roots, deletions, failure context -------------------------------------------------
+
+ROOT = "/home/me/projects/app/"
+abs_paths = st.lists(
+    st.sampled_from(["src/a.py", "src/b, c.py", "x/", "/etc/hosts", "rel.py", "", "a\nb"]).map(
+        lambda p: p if p.startswith("/") or p in ("rel.py", "") else ROOT + p
+    )
+    | paths,
+    max_size=6,
+).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(abs_paths, abs_paths, abs_paths)
+def test_round_trip_with_a_shared_root(modified: Any, deleted: Any, read: Any) -> None:
+    ledger = Ledger(files_read=read, files_modified=modified, files_deleted=deleted)
+    assert parse_ledger(render_ledger(ledger, 1_000_000)) == ledger
+
+
+def test_shared_root_is_declared_once() -> None:
+    files = tuple(f"{ROOT}{d}/module.py" for d in ("src", "lib", "docs", "tests", "bin"))
+    ledger = Ledger(files_read=files, files_modified=(*files[:2], "/etc/hosts", "rel.py"))
+    text = render_ledger(ledger, 10_000)
+    assert text.count(ROOT) == 1
+    assert f"Root: {ROOT}" in text.splitlines()
+    assert 'Files modified: src/module.py, lib/module.py, /etc/hosts, "rel.py"' in text
+    assert parse_ledger(text) == ledger
+
+
+def test_deleted_files_are_not_modified() -> None:
+    turns = rounds(
+        ("d1", "Write", {"file_path": "scripts/repro.py", "content": "x"}, "ok"),
+        ("d2", "Edit", {"file_path": "src/a.py"}, "ok"),
+        ("d3", "bash", {"command": "rm scripts/repro.py && git status --short"}, "exit code 0"),
+        ("d4", "bash", {"command": "git rm -q old.py"}, "rm 'old.py'"),
+    )
+    ledger = extract_ledger(turns)
+    assert ledger.files_modified == ("src/a.py",)
+    assert ledger.files_deleted == ("scripts/repro.py", "old.py")
+    again = extract_ledger(rounds(("d5", "Write", {"file_path": "old.py", "content": "y"}, "ok")))
+    merged = merge_ledgers(ledger, again)
+    assert merged.files_modified == ("src/a.py", "old.py")
+    assert merged.files_deleted == ("scripts/repro.py",)
+    assert parse_ledger(render_ledger(merged, 1_000)) == merged
+
+
+def test_indented_error_names_in_successful_output_are_not_errors() -> None:
+    diff = "diff --git a/x.py b/x.py\n     errors.GatewayError: 502,\n+    raise ValueError\n"
+    ok = extract_ledger(rounds(("g1", "bash", {"command": "git diff"}, diff + "[exit code 0]")))
+    assert ok.errors == ()
+    failed = extract_ledger(rounds(("g2", "bash", {"command": "make"}, "  KeyError: 'x'\nexit 2")))
+    assert failed.errors == ("KeyError: 'x'",)
+
+
+def test_ids_from_command_output_and_agent_reports() -> None:
+    turns = rounds(
+        (
+            "i1",
+            "Bash",
+            {"command": "bd ready"},
+            "1. [P1] proj-a0y.3: Tail adapter\nsee https://x.io/t",
+        ),
+        (
+            "i2",
+            "Task",
+            {"prompt": "Look at ABC-12"},
+            "Done.\nagentId: a93ccab (resume)\n9f8e7d6c5b",
+        ),
+    )
+    identifiers = extract_ledger(turns).identifiers
+    assert identifiers == ("proj-a0y.3", "https://x.io/t", "ABC-12", "a93ccab")

@@ -91,7 +91,11 @@ def _newest_user(messages: list[Message]) -> Message | None:
     return None
 
 
-@settings(max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     messages=conversation(),
     window=st.sampled_from([2_000, 8_000, 32_000]),

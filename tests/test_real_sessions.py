@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import real_session_paths
+from realdata import real_session_paths
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.handoff import is_real_user, live_text, render_handoff
 from windowkeeper.invariants import violations

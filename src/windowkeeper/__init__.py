@@ -14,6 +14,7 @@ from .config import (
     resolve_model_threshold,
     summary_budget_tokens,
 )
+from .engine import ContextEngine, ToolProvider
 from .errors import (
     CompressionExhaustedError,
     ConfigError,
@@ -26,6 +27,7 @@ from .errors import (
 from .extractive import ExtractiveSummarizer
 from .guard import Block, GuardState
 from .invariants import violations
+from .llm import LLMSummarizer, LLMSummarizerConfig
 from .messages import (
     Conversation,
     Message,
@@ -56,12 +58,15 @@ __all__ = [
     "CompressionResult",
     "ConfigError",
     "ContextCompressor",
+    "ContextEngine",
     "Conversation",
     "Decision",
     "ExtractiveSummarizer",
     "FailureKind",
     "GuardState",
     "InvalidMessagesError",
+    "LLMSummarizer",
+    "LLMSummarizerConfig",
     "Message",
     "Outcome",
     "Reason",
@@ -71,6 +76,7 @@ __all__ = [
     "SummaryFailure",
     "SummaryOutcome",
     "SummaryRequest",
+    "ToolProvider",
     "UpstreamError",
     "WindowkeeperError",
     "__version__",

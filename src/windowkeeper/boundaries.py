@@ -77,6 +77,29 @@ def _has_calls_between(messages: Sequence[Mapping[str, Any]], start: int, end: i
     return any(tool_calls(messages[i]) for i in range(start, end))
 
 
+def _align_cut(
+    messages: Sequence[Mapping[str, Any]],
+    costs: Sequence[int],
+    cut: int,
+    ceiling: int,
+    min_tail: int,
+) -> int:
+    """Move a cut inside a tool group to a group boundary.
+
+    Normally back to the group's assistant message (the group joins the tail). A group
+    that alone exceeds the tail ceiling goes forward instead, into the middle, when enough
+    tail remains after it: keeping it would blow the tail budget, and in a long autonomous
+    run right after a restated request it would leave nothing to compress at all.
+    """
+    start = align_back(messages, cut)
+    if start == cut:
+        return cut
+    end = align_forward(messages, cut)
+    if sum(costs[start:end]) > ceiling and len(messages) - end >= min_tail:
+        return end
+    return start
+
+
 def tail_cut(
     messages: Sequence[Mapping[str, Any]],
     costs: Sequence[int],
@@ -93,7 +116,7 @@ def tail_cut(
     if cut <= head:
         # Everything fits the soft ceiling: cut on the raw budget so a middle exists.
         cut = _walk(costs, head, budget, min_tail)
-    cut = align_back(messages, min(cut, n - min_tail))
+    cut = _align_cut(messages, costs, min(cut, n - min_tail), ceiling, min_tail)
     user = newest_real_user(messages, head)
     restated = None
     if user is not None and user < cut:

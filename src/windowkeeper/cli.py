@@ -45,12 +45,27 @@ from rich.console import Console
 
 from . import __version__
 from .cli_render import render_inspection
+from .cli_summarizer import (
+    AllowSmallOpt,
+    SummarizerChoice,
+    SummarizerOpt,
+    SummaryApiKeyOpt,
+    SummaryBackendOpt,
+    SummaryBaseUrlOpt,
+    SummaryContextOpt,
+    SummaryMaxInputOpt,
+    SummaryModelOpt,
+    SummaryStreamOpt,
+    SummaryTimeoutOpt,
+    build_summarizer,
+)
 from .compressor import ContextCompressor
 from .config import CompressionConfig
 from .errors import ConfigError, WindowkeeperError
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_conversation, load_tools
 from .report import CompressionReport, CompressionResult, Outcome
+from .summarizer import Summarizer
 from .tokens import estimate_request_tokens
 
 EXIT_OK = 0
@@ -151,10 +166,18 @@ def build_compressor(
     max_tokens: int | None,
     model: str | None,
     tools: list[ToolSchema] | None,
+    summarizer: Summarizer | None = None,
+    summary_context_length: int | None = None,
 ) -> ContextCompressor:
     """The compressor the commands use (a seam: tests inject another summarizer here)."""
     return ContextCompressor(
-        config, context_length=context_length, max_tokens=max_tokens, model=model, tools=tools
+        config,
+        context_length=context_length,
+        max_tokens=max_tokens,
+        model=model,
+        tools=tools,
+        summarizer=summarizer,
+        summary_context_length=summary_context_length,
     )
 
 
@@ -165,21 +188,32 @@ def load(
     max_tokens: int | None,
     threshold: float,
     tools_file: Path | None,
+    choice: SummarizerChoice | None = None,
 ) -> Loaded:
     """Validate the options, read the conversation and build its compressor."""
     if context_length <= 0:
         raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
     if max_tokens is not None and max_tokens < 0:
         raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
-    config = CompressionConfig(threshold=threshold)
+    choice = choice or SummarizerChoice()
+    config = CompressionConfig(threshold=threshold, allow_small_summary_model=choice.allow_small)
     conversation = load_conversation(source)
     tools = load_tools(tools_file) if tools_file is not None else conversation.tools
+    summarizer, window = build_summarizer(choice, main_model=conversation.model)
+    if choice.kind == "llm" and window is None:
+        typer.echo(
+            "warning: the summary model's context window is unknown; set "
+            "--summary-context-length so the trigger can be checked against it",
+            err=True,
+        )
     compressor = build_compressor(
         config,
         context_length=context_length,
         max_tokens=max_tokens,
         model=conversation.model,
         tools=tools,
+        summarizer=summarizer,
+        summary_context_length=window,
     )
     return Loaded(conversation.messages, tools, compressor, config)
 
@@ -246,8 +280,23 @@ def compress(
     report_json: Annotated[
         Path | None, typer.Option("--report-json", help="Write the compaction report here.")
     ] = None,
+    summarizer: SummarizerOpt = "extractive",
+    summary_model: SummaryModelOpt = None,
+    summary_base_url: SummaryBaseUrlOpt = None,
+    summary_api_key: SummaryApiKeyOpt = None,
+    summary_timeout: SummaryTimeoutOpt = 120.0,
+    summary_context_length: SummaryContextOpt = None,
+    summary_stream: SummaryStreamOpt = False,
+    summary_backend: SummaryBackendOpt = "openai",
+    summary_max_input_chars: SummaryMaxInputOpt = 160_000,
+    allow_small_summary_model: AllowSmallOpt = False,
 ) -> None:
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail."""
+    choice = SummarizerChoice(
+        summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
+        summary_context_length, summary_stream, summary_backend, summary_max_input_chars,
+        allow_small_summary_model,
+    )  # fmt: skip
     with user_errors():
         loaded = load(
             source,
@@ -255,6 +304,7 @@ def compress(
             max_tokens=max_tokens,
             threshold=threshold,
             tools_file=tools_file,
+            choice=choice,
         )
         if if_needed:
             tokens = estimate_request_tokens(

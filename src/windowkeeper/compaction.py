@@ -23,8 +23,9 @@ from .sanitize import sanitize_tool_pairs
 from .summarizer import SummaryRequest
 from .tokens import estimate_tokens
 
-LEDGER_SHARE = 0.40
-"""Fraction of the handoff budget reserved for the deterministic state ledger."""
+LEDGER_SHARE = 0.50
+"""Fraction of the handoff budget reserved for the deterministic state ledger (the denser
+carrier of exact facts; sections that need less leave the rest to it)."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from .config import (
 )
 from .engine import ContextEngine, ToolProvider
 from .extractive import ExtractiveSummarizer
+from .feasibility import check_feasibility
 from .guard import (
     GuardState,
     blocked,
@@ -47,6 +48,7 @@ from .guard import (
 from .handoff import render_handoff
 from .messages import Message, ToolSchema
 from .prune import PruneSettings, prune
+from .redact import redact
 from .report import CompressionReport, CompressionResult, Outcome, Reason
 from .summarizer import FailureKind, Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
 from .tokens import estimate_tokens, message_tokens, tool_schema_tokens
@@ -74,6 +76,8 @@ class ContextCompressor(ContextEngine):
         model / provider: select per-model threshold overrides.
         tools: tool schemas sent with each request (counted in estimates).
         summarizer: writes the handoff sections; the extractive one when ``None``.
+        summary_context_length: window of an LLM summary model; when given, the trigger is
+            lowered so the summarizer can read what it must summarize (SPEC §6).
         tool_providers: tools offered to the model through ``get_tool_schemas``.
         clock / today: injected time sources (wall-clock seconds for cooldowns; the date).
     """
@@ -88,6 +92,7 @@ class ContextCompressor(ContextEngine):
         provider: str | None = None,
         tools: Sequence[ToolSchema] | None = None,
         summarizer: Summarizer | None = None,
+        summary_context_length: int | None = None,
         tool_providers: Sequence[ToolProvider] = (),
         clock: Callable[[], float] = time.time,
         today: Callable[[], date] = date.today,
@@ -103,6 +108,8 @@ class ContextCompressor(ContextEngine):
         self._clock = clock
         self._today = today
         self.max_tokens = max_tokens
+        self.summary_context_length = summary_context_length
+        self.warnings: tuple[str, ...] = ()
         self.threshold_tokens = self._derive_threshold()
         self.guard = GuardState()
         self.previous_summary: str | None = None
@@ -120,7 +127,22 @@ class ContextCompressor(ContextEngine):
             self.model, self.config.model_thresholds, self.config.threshold, self.provider
         )
         trigger = compute_threshold_tokens(self.context_length, ratio, self.max_tokens)
-        return apply_threshold_cap(trigger, self.config.threshold_tokens_cap, self.context_length)
+        trigger = apply_threshold_cap(
+            trigger, self.config.threshold_tokens_cap, self.context_length
+        )
+        if self.summary_context_length is None:
+            return trigger
+        feasible = check_feasibility(
+            self.context_length,
+            self.summary_context_length,
+            trigger,
+            allow_small=self.config.allow_small_summary_model,
+            target_ratio=self.config.target_ratio,
+        )
+        self.warnings = feasible.warnings
+        for warning in feasible.warnings:
+            log.warning("%s", warning)
+        return feasible.threshold_tokens
 
     @property
     def tail_budget_tokens(self) -> int:
@@ -161,6 +183,7 @@ class ContextCompressor(ContextEngine):
             "usage_percent": round(100.0 * tokens / self.context_length, 1),
             "compression_count": self.compression_count,
             "blocked_reason": decision.reason.value if decision.reason else None,
+            "warnings": list(self.warnings),
         }
 
     # --- lifecycle and tools ---------------------------------------------------------
@@ -174,6 +197,7 @@ class ContextCompressor(ContextEngine):
         context_length: int | None = None,
         max_tokens: object = None,
         provider: str | None = None,
+        summary_context_length: int | None = None,
     ) -> None:
         """Re-derive the trigger from the raw configured ratio and reset calibration."""
         self.model = model if model is not None else self.model
@@ -181,6 +205,8 @@ class ContextCompressor(ContextEngine):
         self.context_length = context_length or self.context_length
         if max_tokens is not None:
             self.max_tokens = max_tokens
+        if summary_context_length is not None:
+            self.summary_context_length = summary_context_length
         self.threshold_tokens = self._derive_threshold()
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
@@ -295,7 +321,8 @@ class ContextCompressor(ContextEngine):
                 "session.",
                 failure=failure.kind, summarizer=outcome.summarizer,
             )  # fmt: skip
-        body = handoff_body(outcome.body, turns, plan)
+        # Ledger and extractive text come straight from the transcript: redact the whole.
+        body = redact(handoff_body(outcome.body, turns, plan))
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         after = extra + sum(
             message_tokens(m, image_tokens=self.config.image_tokens) for m in assembled

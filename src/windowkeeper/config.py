@@ -32,6 +32,7 @@ class CompressionConfig:
             the handoff budget ``max(min, min(ratio*summarized, min(window_ratio*window, max)))``.
         min_savings_ratio: two consecutive compactions saving less than this stop automation.
         abort_on_summary_failure: abort (messages unchanged) on any summarizer failure.
+        allow_small_summary_model: accept a summary model whose window is under 64K.
     """
 
     enabled: bool = True
@@ -53,6 +54,7 @@ class CompressionConfig:
     summary_window_ratio: float = 0.05
     min_savings_ratio: float = 0.10
     abort_on_summary_failure: bool = False
+    allow_small_summary_model: bool = False
     in_place: bool = True
     hygiene_threshold: float = 0.85
     hygiene_hard_message_limit: int = 5_000

@@ -129,8 +129,7 @@ def classify_status(
     if status == 429:
         return SummaryFailure(
             FailureKind.RATE_LIMIT,
-            f"{endpoint} is rate limiting ({said}): wait and retry, or lower the "
-            "request rate",
+            f"{endpoint} is rate limiting ({said}): wait and retry, or lower the request rate",
         )
     if status in (503, 529) or any(w in text for w in _OVERLOAD_WORDS):
         return SummaryFailure(
@@ -143,9 +142,7 @@ def classify_status(
             f"{endpoint} failed with a server error ({said}): retry later; check "
             "the provider's status",
         )
-    return SummaryFailure(
-        FailureKind.OTHER, f"{endpoint} refused the summary request ({said})"
-    )
+    return SummaryFailure(FailureKind.OTHER, f"{endpoint} refused the summary request ({said})")
 
 
 def classify_non_json(text: str, *, endpoint: str = "the summary endpoint") -> SummaryFailure:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,9 @@ def resolve_context_length(
 
 def _from_litellm(model: str) -> int | None:
     """The window from LiteLLM's bundled model map (no network: it ships with the wheel)."""
+    # LiteLLM fetches its model map from the network at import unless told to use the
+    # copy bundled with the wheel; we never download data at run time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         litellm: Any = importlib.import_module("litellm")
     except ImportError:

@@ -8,7 +8,9 @@ rendered text is compact and :func:`parse_ledger` reads back exactly what
 Rendered format (every line optional except the heading)::
 
     ## State Ledger
-    Files modified: src/a.py, "odd, name.py"
+    Root: /home/me/proj/
+    Files modified: src/a.py, "odd, name.py", /etc/hosts
+    Files deleted: scripts/tmp.py
     Files read: README.md
     Commands:
     - `pytest -x tests/` -> exit 1
@@ -20,7 +22,9 @@ Rendered format (every line optional except the heading)::
 
 An item is written bare unless it could be misread: a list item containing a comma, any
 item with surrounding whitespace, a line break or a leading double quote, or the empty
-item is written as a JSON string literal instead. Commands sit between one pair of
+item is written as a JSON string literal instead. ``Root:`` declares a directory shared by
+many file paths: a bare file item not starting with ``/`` is relative to it, while quoted
+items and bare absolute paths are taken literally. Commands sit between one pair of
 backticks and the line always ends with `` -> exit <code>``; the parser reads the code
 from the end, so backticks and arrows inside a command are unambiguous.
 """
@@ -33,23 +37,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .facts import (
-    READ,
-    URL,
-    WINDOW_CHARS,
-    ToolEvent,
-    collapse,
-    dedupe,
-    error_lines,
-    file_touches,
-    largest_fitting,
-    tool_events,
-    user_texts,
-)
+from .facts import collapse, dedupe, largest_fitting, tool_events, user_texts
 from .handoff import LEDGER_HEADING
+from .identifiers import event_identifiers, text_identifiers
+from .ledger_paths import choose_root, parse_paths, render_paths
 from .messages import Message, message_text
+from .outputs import error_lines
+from .shellfacts import DELETED, READ, file_touches
 from .tokens import estimate_tokens
-from .toolshapes import ToolKind, shorten
+from .toolshapes import ToolKind
 
 COMMAND_CHARS = 160
 MAX_FILES = 400
@@ -72,6 +68,7 @@ class Ledger:
 
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
+    files_deleted: tuple[str, ...] = ()
     commands: tuple[CommandRecord, ...] = ()
     errors: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
@@ -80,59 +77,11 @@ class Ledger:
         return not (
             self.files_read
             or self.files_modified
+            or self.files_deleted
             or self.commands
             or self.errors
             or self.identifiers
         )
-
-
-# --- identifiers -----------------------------------------------------------------------
-
-_TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
-_NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA", "HTTP", "UCS"})
-_SLUG_ID = re.compile(
-    r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]*[a-z][a-z0-9]*)+(?:\.\d+)+(?![\w-]|\.\w)"
-)
-_ISSUE = re.compile(r"(?<![\w&#/])#\d{1,6}\b")
-_SHA = re.compile(r"(?<![\w-])[0-9a-f]{7,40}(?![\w-])")
-_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
-_GIT_SHA_LINE = re.compile(r"^(?:commit )?([0-9a-f]{7,40})\b|^\[[^\]\s]+ ([0-9a-f]{7,40})\]", re.M)
-_GIT_COMMAND = re.compile(r"(?:^|[\s;&|(])(?:git|gh)\s")
-
-
-def _is_sha(value: str) -> bool:
-    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-
-
-def text_identifiers(text: str, *, uuids: bool = False) -> list[str]:
-    """Ticket ids, issue numbers, commit SHAs, URLs (and UUIDs when asked) in order."""
-    found: list[tuple[int, str]] = []
-    for match in _TICKET.finditer(text):
-        if match.group(1) not in _NOT_TICKETS:
-            found.append((match.start(), match.group(0)))
-    for pattern in (_SLUG_ID, _ISSUE):
-        found.extend((m.start(), m.group(0)) for m in pattern.finditer(text))
-    found.extend((m.start(), m.group(0)) for m in _SHA.finditer(text) if _is_sha(m.group(0)))
-    if uuids:
-        found.extend((m.start(), m.group(0)) for m in _UUID.finditer(text))
-    for match in URL.finditer(text):
-        found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*"), 200)))
-    return dedupe(value for _, value in sorted(found))
-
-
-def event_identifiers(event: ToolEvent) -> list[str]:
-    """Identifiers of a tool call: from its command or URL, and from git/gh output only."""
-    action = event.action
-    source = action.command if action.kind is ToolKind.SHELL else action.url
-    found = text_identifiers(source or "")
-    if action.command and event.result and _GIT_COMMAND.search(" " + action.command):
-        head = event.result[:WINDOW_CHARS]
-        for match in _GIT_SHA_LINE.finditer(head):
-            sha = match.group(1) or match.group(2)
-            if _is_sha(sha):
-                found.append(sha)
-        found.extend(shorten(m.group(0).rstrip(".,;:!?"), 200) for m in URL.finditer(head))
-    return dedupe(found)
 
 
 # --- extraction ------------------------------------------------------------------------
@@ -142,21 +91,25 @@ def extract_ledger(turns: Sequence[Message]) -> Ledger:
     """The ledger of ``turns``: tool calls with their results, plus user/assistant text.
 
     Errors and identifiers keep transcript order: a message's text comes before the
-    results of the calls it makes.
+    results of the calls it makes. A file deleted after its last change is listed as
+    deleted, not modified.
     """
     read: list[str] = []
-    modified: list[str] = []
+    files: dict[str, bool] = {}  # path -> exists (modified) or not (deleted)
     commands: list[CommandRecord] = []
     errors: list[tuple[int, int, str]] = []
     identifiers: list[tuple[int, int, str]] = []
     for event in tool_events(turns):
         action, at = event.action, event.position
         for path, how in file_touches(event):
-            (read if how == READ else modified).append(path)
+            if how == READ:
+                read.append(path)
+            else:
+                _touch(files, path, deleted=how == DELETED)
         if action.kind is ToolKind.SHELL and action.command:
             commands.append(CommandRecord(collapse(action.command, COMMAND_CHARS), event.exit_code))
         if event.result and (action.kind in (ToolKind.SHELL, ToolKind.OTHER) or event.failed):
-            errors.extend((at, 1, line) for line in error_lines(event.result))
+            errors.extend((at, 1, line) for line in error_lines(event.result, failed=event.failed))
         identifiers.extend((at, 1, value) for value in event_identifiers(event))
     for at, text in user_texts(turns):
         errors.extend((at, 0, line) for line in error_lines(text))
@@ -166,13 +119,24 @@ def extract_ledger(turns: Sequence[Message]) -> Ledger:
             identifiers.extend((at, 0, value) for value in text_identifiers(message_text(message)))
     errors.sort(key=lambda entry: entry[:2])
     identifiers.sort(key=lambda entry: entry[:2])
+    modified = [path for path, exists in files.items() if exists]
+    deleted = [path for path, exists in files.items() if not exists]
     found = [e[2] for e in errors], [i[2] for i in identifiers]
-    return _normalized(read, modified, commands, *found)
+    return _normalized(read, modified, deleted, commands, *found)
+
+
+def _touch(files: dict[str, bool], path: str, *, deleted: bool) -> None:
+    """Record a change: a path whose state flips moves to its newest position."""
+    if path in files and files[path] is not deleted:
+        return
+    files.pop(path, None)
+    files[path] = not deleted
 
 
 def _normalized(
     read: Iterable[str],
     modified: Iterable[str],
+    deleted: Iterable[str],
     commands: Iterable[CommandRecord],
     errors: Iterable[str],
     identifiers: Iterable[str],
@@ -182,6 +146,7 @@ def _normalized(
     return Ledger(
         files_read=tuple(dedupe(read)[-MAX_FILES:]),
         files_modified=tuple(dedupe(modified)[-MAX_FILES:]),
+        files_deleted=tuple(dedupe(deleted)[-MAX_FILES:]),
         commands=tuple(list(dict.fromkeys(reversed(list(commands))))[::-1][-MAX_COMMANDS:]),
         errors=tuple(dedupe(errors, keep_last=True)[-MAX_ERRORS:]),
         identifiers=tuple(dedupe(identifiers)[-MAX_IDENTIFIERS:]),
@@ -189,10 +154,13 @@ def _normalized(
 
 
 def merge_ledgers(old: Ledger, new: Ledger) -> Ledger:
-    """Order-preserving union, ``old`` first; the same rules as extraction apply."""
+    """Order-preserving union, ``old`` first; the same rules as extraction apply (a file
+    ``new`` deleted is no longer modified, one it changed is no longer deleted)."""
+    gone, changed = set(new.files_deleted), set(new.files_modified)
     return _normalized(
         old.files_read + new.files_read,
-        old.files_modified + new.files_modified,
+        [p for p in old.files_modified if p not in gone] + list(new.files_modified),
+        [p for p in old.files_deleted if p not in changed] + list(new.files_deleted),
         old.commands + new.commands,
         old.errors + new.errors,
         old.identifiers + new.identifiers,
@@ -201,7 +169,9 @@ def merge_ledgers(old: Ledger, new: Ledger) -> Ledger:
 
 # --- rendering -------------------------------------------------------------------------
 
+_ROOT = "Root: "
 _MODIFIED = "Files modified: "
+_DELETED = "Files deleted: "
 _READ = "Files read: "
 _IDENTIFIERS = "Identifiers: "
 _COMMANDS = "Commands:"
@@ -212,7 +182,10 @@ _JSON_UNESCAPED_BREAKS = re.compile("[\x85\u2028\u2029]")
 _OMITTED = re.compile(r"\((\d+) older entr(?:y|ies) omitted\)")
 _COMMAND_LINE = re.compile(r"- (.*) -> exit (-?\d+|\?)", re.DOTALL)
 # Drop order when over budget: first category listed loses its oldest entries first.
-_DROP_ORDER = ("commands", "files_read", "errors", "identifiers", "files_modified")
+_DROP_ORDER = (
+    "commands", "files_read", "errors", "identifiers", "files_deleted", "files_modified",
+)  # fmt: skip
+_FILE_LISTS = ((_MODIFIED, "files_modified"), (_DELETED, "files_deleted"), (_READ, "files_read"))
 
 
 def _quote(text: str) -> str:
@@ -243,10 +216,13 @@ def _command(record: CommandRecord) -> str:
 
 def _lines(ledger: Ledger, omitted: int) -> list[str]:
     lines = [LEDGER_HEADING]
-    if ledger.files_modified:
-        lines.append(_MODIFIED + ", ".join(map(_list_item, ledger.files_modified)))
-    if ledger.files_read:
-        lines.append(_READ + ", ".join(map(_list_item, ledger.files_read)))
+    root = choose_root(ledger.files_modified + ledger.files_deleted + ledger.files_read)
+    if root:
+        lines.append(_ROOT + _item(root))
+    for prefix, field in _FILE_LISTS:
+        paths: tuple[str, ...] = getattr(ledger, field)
+        if paths:
+            lines.append(prefix + render_paths(paths, root, _list_item, _quote))
     if ledger.commands:
         lines.append(_COMMANDS)
         lines.extend(map(_command, ledger.commands))
@@ -309,24 +285,25 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _parse_list(text: str) -> tuple[str, ...]:
-    """Inline items separated by ``", "``; quoted items are JSON string literals."""
-    items: list[str] = []
+def _parse_list(text: str) -> list[tuple[str, bool]]:
+    """Inline items separated by ``", "``, each with whether it was quoted (a JSON string
+    literal)."""
+    items: list[tuple[str, bool]] = []
     decoder = json.JSONDecoder()
     index = 0
     while index <= len(text):
         if text.startswith('"', index):
             value, index = decoder.raw_decode(text, index)
-            items.append(str(value))
+            items.append((str(value), True))
         else:
             end = text.find(",", index)
             end = len(text) if end < 0 else end
-            items.append(text[index:end])
+            items.append((text[index:end], False))
             index = end
         if not text.startswith(", ", index):
             break
         index += 2
-    return tuple(items)
+    return items
 
 
 def _parse_command(line: str) -> CommandRecord | None:
@@ -349,7 +326,7 @@ def parse_ledger(text: str) -> Ledger:
     fields: dict[str, tuple[str, ...]] = {}
     commands: list[CommandRecord] = []
     errors: list[str] = []
-    block = ""
+    block, root = "", ""
     for line in text[start + len(LEDGER_HEADING) :].split("\n"):
         if line.startswith("- ") and block == _COMMANDS:
             record = _parse_command(line)
@@ -360,12 +337,17 @@ def parse_ledger(text: str) -> Ledger:
             errors.append(_unquote(line[2:]))
             continue
         block = line if line in (_COMMANDS, _ERRORS) else ""
-        for prefix in (_MODIFIED, _READ, _IDENTIFIERS):
+        if line.startswith(_ROOT):
+            root = _unquote(line[len(_ROOT) :])
+        for prefix in (_MODIFIED, _DELETED, _READ):
             if line.startswith(prefix):
-                fields[prefix] = _parse_list(line[len(prefix) :])
+                fields[prefix] = parse_paths(_parse_list(line[len(prefix) :]), root)
+        if line.startswith(_IDENTIFIERS):
+            fields[_IDENTIFIERS] = tuple(v for v, _ in _parse_list(line[len(_IDENTIFIERS) :]))
     return Ledger(
         files_read=fields.get(_READ, ()),
         files_modified=fields.get(_MODIFIED, ()),
+        files_deleted=fields.get(_DELETED, ()),
         commands=tuple(commands),
         errors=tuple(errors),
         identifiers=fields.get(_IDENTIFIERS, ()),

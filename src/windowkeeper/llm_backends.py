@@ -8,6 +8,7 @@ attribute (duck-typed) because the openai SDK and LiteLLM return look-alike obje
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
@@ -101,6 +102,11 @@ class OpenAIBackend:
         if isinstance(stream, str | bytes):
             return from_response(stream)
         try:
+            # an HTML error page served with 200 would otherwise parse as an empty stream
+            response = getattr(stream, "response", None)
+            content_type = str(getattr(response, "headers", {}).get("content-type", ""))
+            if content_type.startswith("text/html") and response is not None:
+                return from_response(response.read().decode("utf-8", "replace"))
             return from_stream(stream, self._clock, deadline)
         finally:
             stream.close()
@@ -144,6 +150,9 @@ def request_options(config: LLMSummarizerConfig, model: str, prompt: str) -> dic
 
 def load_litellm() -> ModuleType:
     """The ``litellm`` module, or a ConfigError naming the extra to install."""
+    # LiteLLM fetches its model map from the network at import unless told to use the
+    # copy bundled with the wheel; we never download data at run time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
         return importlib.import_module("litellm")
     except ImportError as exc:

@@ -217,6 +217,7 @@ def bound_previous(summary: str, cap: InputCap) -> str:
     limit = int(cap.chars * PREVIOUS_SHARE)
     if cap.tokens is not None:
         limit = min(limit, int(cap.tokens * PREVIOUS_SHARE) * 3)
+    limit = max(1_000, limit)
     head = limit * 3 // 4
     return bound_text(redact(summary.strip()), limit, head, limit - head - 100)
 

@@ -1,0 +1,91 @@
+"""Identifiers worth carrying verbatim: ticket ids, issue numbers, commit SHAs, URLs.
+
+Prose (user and assistant text, an agent tool's report, a subagent prompt) is scanned
+for all of them. Command output is noisier: it gives ticket ids, URLs, its first few
+UUIDs, labelled ids (``commit 1a2b3c4``, ``agentId: 1a2b3c4``) and, from git/gh output
+only, SHAs at the start of a line. File contents (reads) are never scanned. Every scan is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .facts import URL, ToolEvent, dedupe, window
+from .toolshapes import ToolKind, shorten
+
+SCAN_CHARS = 3_000
+"""Head and tail characters of a tool output scanned for identifiers."""
+MAX_UUIDS = 3
+"""UUIDs taken from one tool output at most."""
+
+_TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
+_NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA", "HTTP", "UCS"})
+_SLUG_ID = re.compile(
+    r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]*[a-z][a-z0-9]*)+(?:\.\d+)+(?![\w-]|\.\w)"
+)
+_ISSUE = re.compile(r"(?<![\w&#/])#\d{1,6}\b")
+# Hex runs with at least one digit and one letter (plain words and numbers are not SHAs).
+_SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]{0,39}\d)(?=[0-9a-f]{0,39}[a-f])[0-9a-f]{7,40}(?![\w-])")
+_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
+_GIT_SHA_LINE = re.compile(r"^(?:commit )?([0-9a-f]{7,40})\b|^\[[^\]\s]+ ([0-9a-f]{7,40})\]", re.M)
+_LABELLED_SHA = re.compile(
+    r"(?i:\b(?:commit|sha|revision|rev|agent_?id|task_?id|run_?id|id)\b)[\s:=#\"']{1,3}"
+    r"([0-9a-f]{7,40})(?![\w-])"
+)
+_GIT_COMMAND = re.compile(r"(?:^|[\s;&|(])(?:git|gh)\s")
+
+
+def _is_sha(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def text_identifiers(text: str, *, uuids: bool = False, shas: bool = True) -> list[str]:
+    """Ticket ids, issue numbers, SHAs (unless ``shas`` is false), URLs (and UUIDs when
+    asked), in order of appearance."""
+    text = window(text, SCAN_CHARS * 2)
+    found: list[tuple[int, str]] = []
+    for match in _TICKET.finditer(text):
+        if match.group(1) not in _NOT_TICKETS:
+            found.append((match.start(), match.group(0)))
+    for pattern in (_SLUG_ID, _ISSUE):
+        found.extend((m.start(), m.group(0)) for m in pattern.finditer(text))
+    if shas:
+        found.extend((m.start(), m.group(0)) for m in _SHA.finditer(text))
+    else:
+        labelled = ((m.start(), m.group(1)) for m in _LABELLED_SHA.finditer(text))
+        found.extend((at, value) for at, value in labelled if _is_sha(value))
+    if uuids:
+        found.extend((m.start(), m.group(0)) for m in _UUID.finditer(text))
+    for match in URL.finditer(text):
+        found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
+    return dedupe(value for _, value in sorted(found))
+
+
+def event_identifiers(event: ToolEvent) -> list[str]:
+    """Identifiers of a tool call: its command, URL or (other tools) arguments, and its
+    output unless it is a file's content."""
+    action = event.action
+    if action.kind is ToolKind.SHELL:
+        found = text_identifiers(action.command or "")
+    elif action.kind is ToolKind.OTHER:
+        found = text_identifiers(_arguments_text(event))
+    else:
+        found = text_identifiers(action.url or "")
+    result = event.result
+    if not result or action.kind not in (ToolKind.SHELL, ToolKind.OTHER, ToolKind.FETCH):
+        return found
+    # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
+    # only its first few UUIDs (a log can print one per line).
+    found.extend(text_identifiers(result, shas=False))
+    found.extend(dedupe(m.group(0) for m in _UUID.finditer(window(result, SCAN_CHARS)))[:MAX_UUIDS])
+    if action.command and _GIT_COMMAND.search(" " + action.command[:2_000]):
+        for match in _GIT_SHA_LINE.finditer(result[:SCAN_CHARS]):
+            sha = match.group(1) or match.group(2)
+            if _is_sha(sha):
+                found.append(sha)
+    return dedupe(found)
+
+
+def _arguments_text(event: ToolEvent) -> str:
+    parts = [value for value in event.args.values() if isinstance(value, str)]
+    return "\n".join(parts)[: SCAN_CHARS * 2]

@@ -1,0 +1,143 @@
+"""What tool outputs and prose say: exact error lines, test results, exact values.
+
+Every scan is bounded (head and tail windows of a long text) and every pattern compiled
+once.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, window
+from .toolshapes import shorten
+
+ERROR_LINE_CHARS = 200
+
+
+# --- error lines -----------------------------------------------------------------------
+
+_ERROR_LINE = re.compile(
+    r"""^[ \t]*(?:
+        (?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Failure)(?::[ \t].*|:?[ \t]*)$
+      | (?i:error|fatal|panic|fail)(?:\[[\w-]+\])?:[ \t].*
+      | \S+?:\d+:(?:\d+:)?[ \t]*(?:(?i:fatal[ ]error|error)\b|\w*(?:Error|Exception)\b).*
+      | \S+\(\d+,\d+\):[ \t]*error\b.*
+      | (?:FAILED|ERROR)[ \t]+[\w/.\\-]+.*
+      | E[ \t]{2,}.*(?:assert|Error|Exception|[Ff]ailed|not[ ]found|[Ee]xpected).*
+      | npm[ ](?:ERR!|error)[ \t].*
+      | (?:ba|z)?sh:[ \t].*(?:command[ ]not[ ]found|No[ ]such[ ]file|Permission[ ]denied).*
+      | \*\*[ ]\([\w.]+\)[ \t].*
+      | thread[ ]'.*'[ ]panicked[ ]at.*
+      | Exception[ ]in[ ]thread[ ].*
+      | Caused[ ]by:[ \t].*
+      | ---[ ]FAIL:[ \t].*
+    )""",
+    re.MULTILINE | re.VERBOSE,
+)
+
+
+# OpenHands glues its interpreter banner to the last output line.
+_PROMPT_TAIL = re.compile(r"\[Python Interpreter: [^\]]*\]\s*$")
+
+
+_TRACEBACK = re.compile(r"^Traceback \(most recent call last\)|^\S.*\bpanicked at\b", re.M)
+
+
+def error_lines(text: str, *, failed: bool = True) -> list[str]:
+    """Exact error lines of a tool output or pasted log (head/tail window, deduped).
+
+    Without failure context (``failed`` false and no traceback in the text) only lines
+    that start at the very beginning of a line count: an indented ``x.FooError: 1`` in a
+    diff or a source listing is not an error the agent hit.
+    """
+    scanned = window(text)
+    strict = not failed and _TRACEBACK.search(scanned) is None
+    found = (
+        _PROMPT_TAIL.sub("", m.group(0))
+        for m in _ERROR_LINE.finditer(scanned)
+        if not (strict and m.group(0)[:1] in " \t")
+    )
+    return dedupe(shorten(line.strip(), ERROR_LINE_CHARS) for line in found)
+
+
+# Wrapper lines agents put around output: tags, exit banners, prompts.
+_NOISE_LINE = re.compile(
+    r"\s*(?:</?[\w-]+>.*|\[Command finished.*\]|\((?:Current directory|Open file):.*\)"
+    r"|\S*\$|[\w.-]+@[\w.-]+:\S*\s*[#$])\s*"
+)
+
+
+def last_line(text: str, limit: int = 160) -> str:
+    """The last meaningful line of a text (wrapper lines skipped), or ``(no output)``."""
+    for line in reversed(text[-2_000:].splitlines()):
+        if line.strip() and not _NOISE_LINE.fullmatch(line):
+            return collapse(line, limit)
+    return "(no output)"
+
+
+_TEST_COMMAND = re.compile(
+    r"\b(?:pytest|py\.test|tox|nox|unittest|runtests\.py|manage\.py\s+test"
+    r"|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|jest|vitest|mocha|cargo\s+(?:test|nextest)"
+    r"|go\s+test|mix\s+test|rspec|phpunit|make\s+(?:test|check)|ctest|mvn\s+test"
+    r"|gradlew?\s+test|dotnet\s+test)\b"
+)
+_TEST_SUMMARY = re.compile(
+    r"""^[ \t=]*(
+        (?:\d+[ ](?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)
+          (?:,[ ])?)+.*?
+      | no[ ]tests[ ]ran.*?
+      | Ran[ ]\d+[ ]tests?[ ]in[ ][\d.]+s
+      | (?:OK|FAILED)(?:[ ]\(.*\))?
+      | test[ ]result:[ ].*?
+      | Tests?:[ \t]+.*total.*?
+      | (?:\d+[ ]\w+,[ ])*\d+[ ]tests?,[ ]\d+[ ]failures?.*?
+      | (?:ok|FAIL)[ \t]+\S+.*?
+    )[ \t=]*$""",
+    re.MULTILINE | re.VERBOSE,
+)
+
+
+def is_test_command(command: str) -> bool:
+    return _TEST_COMMAND.search(command) is not None
+
+
+def test_summary(result: str) -> str | None:
+    """The test runner's summary line near the end of its output, if any."""
+    lines = [m.group(1).strip() for m in _TEST_SUMMARY.finditer(result[-WINDOW_CHARS:])]
+    if not lines:
+        return None
+    if lines[-1].startswith(("OK", "FAILED")) and len(lines) > 1 and lines[-2].startswith("Ran"):
+        return f"{lines[-2]} — {lines[-1]}"
+    return shorten(lines[-1], 160)
+
+
+_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("url", URL),
+    ("port", re.compile(r"(?i)(?:\bport\s*:?\s*"
+                        r"|\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0):)\d{2,5}\b")),
+    ("version", re.compile(
+        r"\bv\d+(?:\.\d+)+\b|(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])"
+        r"|[=<>~^]=?\s?\d+(?:\.\d+)+|(?i:python|node|django|java|go|ruby|rust|postgres(?:ql)?"
+        r"|react|version)\s+\d+(?:\.\d+)+"
+    )),
+    ("amount", re.compile(
+        r"[$€£]\d[\d,]*(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|seconds?|secs?|minutes?|mins?"
+        r"|hours?|days?|KB|MB|GB|TB|KiB|MiB|GiB|%|px|tokens|chars|characters|lines|rps|qps"
+        r"|USD|EUR)(?![\w])"
+    )),
+    ("env", re.compile(r"(?<![\w$])\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")),
+    ("quoted", re.compile(r"(?<!\w)(?:\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|`[^`\n]{2,80}`)(?!\w)")),
+)  # fmt: skip
+
+
+def exact_values(text: str) -> list[str]:
+    """Exact values stated in prose, labelled: ``port: 8080``, ``url: https://...``."""
+    prose = CODE_FENCE.sub("\n", window(text))
+    found: list[tuple[int, str]] = []
+    for label, pattern in _VALUE_PATTERNS:
+        for match in pattern.finditer(prose):
+            value = match.group(0).strip()
+            if label == "port":
+                value = value.rpartition(":")[2].split()[-1]
+            found.append((match.start(), f"{label}: {value.rstrip('.,;:!?*')}"))
+    return dedupe(value for _, value in sorted(found))

@@ -1,0 +1,233 @@
+"""Classifying provider errors: context overflow, payload too large, long-context 429, output cap.
+
+Third-party errors (``openai.APIStatusError``, ``httpx.HTTPStatusError``, our own
+``UpstreamError`` carrying a ``status_code``) are read at this edge by duck typing: the
+status code and the provider's message text. Nothing here imports a provider SDK.
+
+What must hold: an error is classified as an overflow only on evidence (a status that
+means "too large", or wording that names the context window); a bare 400 counts only for a
+large session and a short, unexplained message, so a real client error (bad model name,
+bad schema) is never "fixed" by throwing history away.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from .images import shrink_images, strip_images
+from .messages import Message
+
+LONG_CONTEXT_TIER_TOKENS = 200_000
+"""The window a long-context 429 (Anthropic's extra-usage tier) falls back to."""
+
+GENERIC_400_MAX_CHARS = 30
+LARGE_SESSION_WINDOW_SHARE = 0.40
+LARGE_SESSION_MESSAGES = 80
+
+
+class OverflowKind(enum.StrEnum):
+    CONTEXT_OVERFLOW = "context_overflow"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    LONG_CONTEXT_TIER = "long_context_tier"
+    OUTPUT_CAP = "output_cap"
+    """Input + ``max_tokens`` exceed the window (or ``max_tokens`` alone is too large)."""
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A classified provider error.
+
+    Attributes:
+        limit: the real context window when the error states it.
+        available_output: output tokens still available, when an output-cap error says so.
+        status: the HTTP status, when known.
+    """
+
+    kind: OverflowKind
+    limit: int | None = None
+    available_output: int | None = None
+    status: int | None = None
+
+    @property
+    def compressible(self) -> bool:
+        """Whether shrinking the input can help (an output cap without figures cannot)."""
+        return self.kind is not OverflowKind.OUTPUT_CAP or self.limit is not None
+
+
+# Wordings that name the context window (OpenAI, Anthropic, vLLM, llama.cpp, Ollama,
+# Gemini, Bedrock, Mistral and OpenAI-compatible gateways).
+_OVERFLOW_WORDS = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|context window|"
+    r"prompt is too long|prompt too long|exceeds? the (?:available )?context size|"
+    r"exceed_context_size|maximum model length|max_model_len|max model len|"
+    r"input (?:is )?too long|too many (?:input )?tokens|input length exceeds|"
+    r"exceeds? (?:the )?(?:maximum|max) (?:context|input|number of tokens)|"
+    r"reduce the length of the messages|context length of|token limit|"
+    r"longer than the maximum|exceeded max context length|n_ctx",
+    re.IGNORECASE,
+)
+_PAYLOAD_WORDS = re.compile(r"payload too large|request entity too large|body too large", re.I)
+_LONG_CONTEXT_WORDS = re.compile(r"long[- ]context", re.IGNORECASE)
+_OUTPUT_CAP_WORDS = re.compile(
+    r"max_tokens|max_completion_tokens|completion tokens|output tokens", re.IGNORECASE
+)
+
+_NUMBER = r"(\d[\d,_]*)"
+# Patterns that state the window; the first group is the limit.
+_TOO_MANY_WORDS = re.compile(r"too large|exceed|at most|greater than|larger than", re.I)
+_LIMIT_PATTERNS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"maximum context length (?:is|of) {_NUMBER}",
+        rf"{_NUMBER} tokens? > {_NUMBER} maximum",  # Anthropic: "210000 tokens > 200000 maximum"
+        rf"> {_NUMBER}, decrease input length",  # Anthropic output cap: "a + b > limit, ..."
+        rf"available context size \({_NUMBER} tokens?\)",  # llama.cpp
+        rf"n_ctx\W{{0,3}}{_NUMBER}",
+        rf"maximum model length (?:is |of )?{_NUMBER}",  # vLLM
+        rf"max_model_len\W{{0,3}}{_NUMBER}",
+        rf"maximum number of tokens allowed \({_NUMBER}\)",  # Gemini
+        rf"context (?:length|window|size) (?:is |of )?{_NUMBER}",
+    )
+]
+_INPUT_PLUS_OUTPUT = re.compile(rf"{_NUMBER} \+ {_NUMBER} > {_NUMBER}")
+_MIN_LIMIT, _MAX_LIMIT = 256, 100_000_000
+
+
+def status_of(error: BaseException) -> int | None:
+    """The HTTP status of an error: ``status_code``/``status`` or ``response.status_code``."""
+    for holder in (error, getattr(error, "response", None)):
+        for name in ("status_code", "status"):
+            value = getattr(holder, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def error_text(error: BaseException) -> str:
+    """The provider's message: the exception text plus a JSON body's message/code/type."""
+    parts = [str(error)]
+    body = getattr(error, "body", None)
+    if body is None:
+        body = _response_text(getattr(error, "response", None))
+    if isinstance(body, str):
+        parts.append(body)
+    elif isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            parts.extend(str(inner.get(k)) for k in ("message", "code", "type") if inner.get(k))
+        # llama.cpp puts the window in sibling fields (``n_ctx``)
+        parts.append(json.dumps(body, default=str))
+    return "\n".join(parts)
+
+
+def _response_text(response: object) -> str | None:
+    if response is None:
+        return None
+    try:
+        text = getattr(response, "text", None)
+    except httpx.ResponseNotRead:  # a streamed error response whose body was never read
+        return None
+    return text if isinstance(text, str) else None
+
+
+def _provider_message(error: BaseException) -> str:
+    """The bare message a provider sent (for the generic-400 rule), else the text."""
+    body = getattr(error, "body", None)
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    message = getattr(error, "message", None)
+    return message if isinstance(message, str) else str(error)
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", "").replace("_", ""))
+
+
+def parse_limit(text: str) -> int | None:
+    """The context window an error message states, if any (plausible values only)."""
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            value = _number(match.groups()[-1])
+            if _MIN_LIMIT <= value <= _MAX_LIMIT:
+                return value
+    return None
+
+
+def parse_available_output(text: str) -> int | None:
+    """Output tokens left when an error says ``input + max_tokens > limit``."""
+    match = _INPUT_PLUS_OUTPUT.search(text)
+    if not match:
+        return None
+    used, _, limit = (_number(g) for g in match.groups())
+    return max(0, limit - used)
+
+
+def classify(
+    error: BaseException,
+    *,
+    session_tokens: int = 0,
+    context_length: int | None = None,
+    message_count: int = 0,
+) -> Overflow | None:
+    """Classify ``error``; ``None`` when it is not about the request being too large.
+
+    ``session_tokens``, ``context_length`` and ``message_count`` describe the session and
+    only matter for a bare 400: it counts as an overflow when its message is short and the
+    session is large (over 40% of the window or over 80 messages).
+    """
+    status = status_of(error)
+    text = error_text(error)
+    limit = parse_limit(text)
+    if status == 413 or _PAYLOAD_WORDS.search(text):
+        return Overflow(OverflowKind.PAYLOAD_TOO_LARGE, limit, None, status)
+    if status == 429:
+        if _LONG_CONTEXT_WORDS.search(text):
+            return Overflow(OverflowKind.LONG_CONTEXT_TIER, limit, None, status)
+        return None  # an ordinary rate limit: retry later, do not drop history
+    available = parse_available_output(text)
+    capped = available is not None or (_output_cap_words(text) and not _OVERFLOW_WORDS.search(text))
+    if capped and status in (None, 400):
+        return Overflow(OverflowKind.OUTPUT_CAP, limit, available, status)
+    if _OVERFLOW_WORDS.search(text) and (status is None or 400 <= status < 500):
+        return Overflow(OverflowKind.CONTEXT_OVERFLOW, limit, None, status)
+    short = len(_provider_message(error).strip()) < GENERIC_400_MAX_CHARS
+    if status == 400 and short and _large_session(session_tokens, context_length, message_count):
+        return Overflow(OverflowKind.CONTEXT_OVERFLOW, None, None, status)
+    return None
+
+
+def _output_cap_words(text: str) -> bool:
+    return bool(_OUTPUT_CAP_WORDS.search(text) and _TOO_MANY_WORDS.search(text))
+
+
+def _large_session(tokens: int, context_length: int | None, count: int) -> bool:
+    if count > LARGE_SESSION_MESSAGES:
+        return True
+    return bool(context_length) and tokens > LARGE_SESSION_WINDOW_SHARE * (context_length or 0)
+
+
+def lighter_images(
+    messages: list[Message], roles: Collection[str] | None
+) -> tuple[list[Message], int, str]:
+    """After a 413: re-encode oversized images, else strip those of ``roles`` (None: all).
+
+    Text compaction cannot make image bytes smaller, so this comes first. Returns the
+    messages (the input list itself when nothing changed), how many parts changed, and
+    ``"shrunk"`` or ``"stripped"``.
+    """
+    shrunk = shrink_images(messages)
+    if shrunk.worth_retrying:
+        return shrunk.messages, shrunk.shrunk, "shrunk"
+    stripped, count = strip_images(messages, roles=roles)
+    return stripped, count, "stripped"

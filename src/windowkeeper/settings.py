@@ -1,0 +1,376 @@
+"""Effective settings: one YAML file + environment overrides, validated, with provenance.
+
+The file (SPEC §11) is the first of:
+
+1. ``--config FILE`` (the ``path`` argument),
+2. ``$WINDOWKEEPER_CONFIG``,
+3. ``./windowkeeper.yaml``,
+4. ``$XDG_CONFIG_HOME/windowkeeper/config.yaml`` (``~/.config/windowkeeper/config.yaml``).
+
+An explicitly named file (1, 2) must exist; the others are optional, and with no file the
+defaults apply. Environment variables ``WINDOWKEEPER_<SECTION>__<KEY>`` (nested sections
+joined by ``__`` too, e.g. ``WINDOWKEEPER_AUXILIARY__COMPRESSION__MODEL``) override the
+file; their values are read as YAML scalars (``0.6``, ``true``, ``null``) or, for maps
+such as ``compression.model_thresholds``, as a YAML/JSON mapping that replaces the file's
+whole map. String settings take the variable's text verbatim (an empty value or ``null``
+means unset). ``WINDOWKEEPER_*`` variables without ``__`` are not overrides.
+
+Every effective value records where it came from: ``default``, the file path, or the
+environment variable's name. Model context windows are never guessed: ``model.
+context_length`` is configured, or found by the caller from model metadata (SPEC §3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from .config import (
+    CompressionConfig,
+    apply_threshold_cap,
+    compute_threshold_tokens,
+    resolve_model_threshold,
+)
+from .errors import ConfigError
+
+ENV_PREFIX = "WINDOWKEEPER_"
+CONFIG_ENV = "WINDOWKEEPER_CONFIG"
+LOCAL_FILE = "windowkeeper.yaml"
+DEFAULT_SOURCE = "default"
+STORE_SCHEMES = ("sqlite://", "postgresql://", "postgres://")
+
+_DEFAULTS = CompressionConfig()
+_NULL_WORDS = frozenset({"", "null", "none", "~"})
+
+Fraction = Annotated[float, Field(gt=0, le=1)]
+Count = Annotated[int, Field(ge=0)]
+Positive = Annotated[int, Field(ge=1)]
+
+
+class _Section(BaseModel):
+    # Unknown keys are errors: a typo must not silently fall back to a default.
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+
+
+class ContextSettings(_Section):
+    engine: str = "compressor"
+
+
+class CompressionSettings(_Section):
+    """``compression.*``; defaults come from :class:`CompressionConfig` (one source)."""
+
+    enabled: bool = _DEFAULTS.enabled
+    threshold: Fraction = _DEFAULTS.threshold
+    target_ratio: Fraction = _DEFAULTS.target_ratio
+    protect_first_n: Count = _DEFAULTS.protect_first_n
+    protect_last_n: Count = _DEFAULTS.protect_last_n
+    min_tail_messages: Positive = _DEFAULTS.min_tail_messages
+    tail_soft_ceiling: Annotated[float, Field(ge=1.0)] = _DEFAULTS.tail_soft_ceiling
+    threshold_tokens_cap: Positive | None = _DEFAULTS.threshold_tokens_cap
+    model_thresholds: dict[str, Fraction] = Field(default_factory=dict)
+    image_tokens: Count = _DEFAULTS.image_tokens
+    prune_min_chars: Count = _DEFAULTS.prune_min_chars
+    args_truncate_over: Positive = _DEFAULTS.args_truncate_over
+    args_head_chars: Count = _DEFAULTS.args_head_chars
+    summary_min_tokens: Positive = _DEFAULTS.summary_min_tokens
+    summary_max_tokens: Positive = _DEFAULTS.summary_max_tokens
+    summary_ratio: Fraction = _DEFAULTS.summary_ratio
+    summary_window_ratio: Fraction = _DEFAULTS.summary_window_ratio
+    min_savings_ratio: Annotated[float, Field(ge=0, lt=1)] = _DEFAULTS.min_savings_ratio
+    abort_on_summary_failure: bool = _DEFAULTS.abort_on_summary_failure
+    in_place: bool = _DEFAULTS.in_place
+    hygiene_threshold: Annotated[float, Field(ge=0.10, le=0.99)] = _DEFAULTS.hygiene_threshold
+    hygiene_hard_message_limit: Positive = _DEFAULTS.hygiene_hard_message_limit
+    max_attempts: Positive = _DEFAULTS.max_attempts
+
+    @field_validator("target_ratio")
+    @classmethod
+    def _clamp_ratio(cls, value: float) -> float:
+        # SPEC §5: clamped, not rejected; clamping here makes `config show` truthful.
+        return min(0.80, max(0.10, value))
+
+
+class SummaryModelSettings(_Section):
+    """``auxiliary.compression``: the summarizer endpoint (its window must be >= the main)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    timeout: Annotated[float, Field(gt=0)] = 120.0  # seconds; the LLM summarizer's default
+    api_key_env: str | None = None  # the variable's name; the key itself is never stored
+
+
+class AuxiliarySettings(_Section):
+    compression: SummaryModelSettings = Field(default_factory=SummaryModelSettings)
+
+
+class ModelSettings(_Section):
+    name: str | None = None
+    context_length: Positive | None = None
+    max_tokens: Positive | None = None
+    provider: str | None = None
+
+
+class StoreSettings(_Section):
+    url: str | None = None  # None: the store's own default location
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(STORE_SCHEMES):
+            raise ValueError(f"must start with one of {', '.join(STORE_SCHEMES)}")
+        return value
+
+
+class SettingEntry(NamedTuple):
+    key: str
+    value: Any
+    source: str
+
+
+class Settings(_Section):
+    """Typed effective settings; :meth:`source` tells where each value came from."""
+
+    context: ContextSettings = Field(default_factory=ContextSettings)
+    compression: CompressionSettings = Field(default_factory=CompressionSettings)
+    auxiliary: AuxiliarySettings = Field(default_factory=AuxiliarySettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _config_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The YAML file read, or None when only defaults and env applied."""
+        return self._config_file
+
+    def source(self, key: str) -> str:
+        """``default``, the file path, or the env var name that set dotted ``key``."""
+        return self._sources.get(key, DEFAULT_SOURCE)
+
+    def entries(self) -> list[SettingEntry]:
+        """Every leaf setting in declaration order, with its value and source."""
+        values = _leaves(self.model_dump())
+        return [SettingEntry(key, value, self.source(key)) for key, value in values.items()]
+
+    def compression_config(self) -> CompressionConfig:
+        """The compressor's frozen config built from these settings."""
+        names = [f.name for f in dataclasses.fields(CompressionConfig)]
+        return CompressionConfig(**{name: getattr(self.compression, name) for name in names})
+
+    def effective_threshold(self) -> float:
+        """``compression.threshold``, or the ``model_thresholds`` entry matching the model."""
+        return resolve_model_threshold(
+            self.model.name,
+            self.compression.model_thresholds,
+            self.compression.threshold,
+            self.model.provider,
+        )
+
+    def threshold_tokens(self) -> int | None:
+        """The compaction trigger in tokens, or None while ``model.context_length`` is unset."""
+        window = self.model.context_length
+        if window is None:
+            return None
+        trigger = compute_threshold_tokens(
+            window, self.effective_threshold(), self.model.max_tokens
+        )
+        return apply_threshold_cap(trigger, self.compression.threshold_tokens_cap, window)
+
+
+# --- loading ----------------------------------------------------------------------------
+
+
+def find_config_file(
+    path: str | Path | None = None,
+    env: Mapping[str, str] = os.environ,
+    *,
+    cwd: Path | None = None,
+) -> Path | None:
+    """The config file to read (see the module docstring), or None."""
+    for named, origin in ((path, "--config"), (env.get(CONFIG_ENV), CONFIG_ENV)):
+        if named is not None and str(named) != "":
+            chosen = Path(named).expanduser()
+            if not chosen.is_file():
+                raise ConfigError(f"config file not found: {chosen} (named by {origin})")
+            return chosen
+    candidates = [(cwd or Path.cwd()) / LOCAL_FILE]
+    xdg = env.get("XDG_CONFIG_HOME")
+    home = env.get("HOME")
+    if xdg:
+        candidates.append(Path(xdg) / "windowkeeper" / "config.yaml")
+    elif home:
+        candidates.append(Path(home) / ".config" / "windowkeeper" / "config.yaml")
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
+
+
+def load_settings(
+    path: str | Path | None = None,
+    env: Mapping[str, str] = os.environ,
+    *,
+    cwd: Path | None = None,
+) -> Settings:
+    """Read the config file and env overrides into validated :class:`Settings`.
+
+    Raises :class:`ConfigError` naming the key, where it came from and the bad value.
+    """
+    config_file = find_config_file(path, env, cwd=cwd)
+    raw = read_config_file(config_file) if config_file is not None else {}
+    sources = dict.fromkeys(_flatten_keys(raw, Settings), str(config_file))
+    for name, dotted, value in _env_overrides(env):
+        _assign(raw, dotted, value, config_file)
+        sources[dotted] = name
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, sources)) from None
+    settings._sources = sources
+    settings._config_file = config_file
+    try:
+        settings.compression_config()  # cross-field checks of the dataclass itself
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (config file: {config_file or 'none'})") from None
+    return settings
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The YAML mapping in ``path`` (an empty file is an empty mapping)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config file is not UTF-8 text") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections, got {type(data).__name__}")
+    return data
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _submodel(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _flatten_keys(raw: Mapping[str, Any], model: type[BaseModel], prefix: str = "") -> list[str]:
+    """Dotted keys of the leaves in ``raw`` (unknown keys included, for error reports)."""
+    keys: list[str] = []
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        field = model.model_fields.get(str(key))
+        sub = _submodel(field.annotation) if field is not None else None
+        if sub is not None and isinstance(value, Mapping):
+            keys.extend(_flatten_keys(value, sub, dotted + "."))
+        else:
+            keys.append(dotted)
+    return keys
+
+
+def _leaves(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        field_model = _model_at(f"{prefix}{key}".split("."))
+        if isinstance(value, dict) and field_model is not None:
+            out.update(_leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _model_at(path: list[str]) -> type[BaseModel] | None:
+    """The section model at a dotted path, None for leaves and unknown paths."""
+    model: type[BaseModel] | None = Settings
+    for name in path:
+        field = model.model_fields.get(name) if model is not None else None
+        model = _submodel(field.annotation) if field is not None else None
+    return model
+
+
+def _leaf_annotation(path: list[str]) -> tuple[bool, object]:
+    """(known leaf?, its annotation) for a path of field names."""
+    section = _model_at(path[:-1]) if len(path) > 1 else None
+    field = section.model_fields.get(path[-1]) if section is not None else None
+    if field is None or _submodel(field.annotation) is not None:
+        return False, None
+    return True, field.annotation
+
+
+def _is_text(annotation: object) -> bool:
+    if annotation is str:
+        return True
+    return get_origin(annotation) in (Union, types.UnionType) and str in get_args(annotation)
+
+
+def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
+    """(variable, dotted key, parsed value) for each ``WINDOWKEEPER_<A>__<B>`` variable."""
+    out: list[tuple[str, str, Any]] = []
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        known, annotation = _leaf_annotation(path)
+        if not known:
+            raise ConfigError(f"{name}: no setting {'.'.join(path)} (check the spelling)")
+        out.append((name, ".".join(path), _parse_env_value(env[name], annotation)))
+    return out
+
+
+def _parse_env_value(text: str, annotation: object) -> Any:
+    if text.strip().lower() in _NULL_WORDS:
+        return None
+    if _is_text(annotation):
+        return text  # verbatim: a model named "on" or "1.0" stays a string
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # validation reports it with the variable's name
+
+
+def _assign(raw: dict[str, Any], dotted: str, value: Any, config_file: Path | None) -> None:
+    *sections, leaf = dotted.split(".")
+    node = raw
+    for depth, name in enumerate(sections):
+        child = node.setdefault(name, {})
+        if not isinstance(child, dict):
+            where = ".".join(sections[: depth + 1])
+            raise ConfigError(f"{where} in {config_file} must be a mapping, got {child!r}")
+        node = child
+    node[leaf] = value
+
+
+def _describe(exc: ValidationError, sources: Mapping[str, str]) -> str:
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"])
+        source = _source_of(key, sources)
+        message = "unknown setting" if error["type"] == "extra_forbidden" else error["msg"]
+        problems.append(f"{key}: {message}, got {error['input']!r} (from {source})")
+    return "invalid configuration: " + "; ".join(problems)
+
+
+def _source_of(key: str, sources: Mapping[str, str]) -> str:
+    parts = key.split(".")
+    for end in range(len(parts), 0, -1):
+        found = sources.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return DEFAULT_SOURCE

@@ -1,0 +1,111 @@
+"""Durable sessions (SPEC §8): pick a backend by URL with :func:`open_store`.
+
+``memory://`` (in-process), ``sqlite:///path/to/sessions.db`` (default) or
+``postgresql://user@host/db`` (needs the ``postgres`` extra). Without a URL the store is
+``$WINDOWKEEPER_STORE``, else SQLite at ``$XDG_DATA_HOME/windowkeeper/sessions.db``
+(``~/.local/share/windowkeeper/sessions.db`` when XDG_DATA_HOME is unset).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ..errors import StoreError
+from .base import (
+    LOCK_TTL,
+    ArchiveEntry,
+    Clock,
+    CommitOutcome,
+    Compaction,
+    Migration,
+    SearchHit,
+    SessionRecord,
+    SessionStore,
+    Snapshot,
+    StoredRow,
+    UnknownSessionError,
+)
+from .memory import MemoryStore
+from .recall import RecallTool
+from .session import (
+    StoredCompaction,
+    compact_session,
+    compress_stored,
+    lineage,
+    resolve_handle,
+    restore_state,
+    save_state,
+)
+from .sqlite import SQLiteStore
+
+__all__ = [
+    "LOCK_TTL",
+    "ArchiveEntry",
+    "Clock",
+    "CommitOutcome",
+    "Compaction",
+    "MemoryStore",
+    "Migration",
+    "RecallTool",
+    "SQLiteStore",
+    "SearchHit",
+    "SessionRecord",
+    "SessionStore",
+    "Snapshot",
+    "StoredCompaction",
+    "StoredRow",
+    "UnknownSessionError",
+    "compact_session",
+    "compress_stored",
+    "default_store_url",
+    "lineage",
+    "open_store",
+    "resolve_handle",
+    "restore_state",
+    "save_state",
+]
+
+STORE_ENV = "WINDOWKEEPER_STORE"
+
+
+def default_store_url() -> str:
+    """``$WINDOWKEEPER_STORE``, else SQLite in the user's data directory."""
+    configured = os.environ.get(STORE_ENV, "").strip()
+    if configured:
+        return configured
+    data_home = os.environ.get("XDG_DATA_HOME", "").strip()
+    base = Path(data_home) if data_home else Path.home() / ".local" / "share"
+    return f"sqlite:///{base / 'windowkeeper' / 'sessions.db'}"
+
+
+def open_store(url: str | None = None, *, clock: Clock = time.time) -> SessionStore:
+    """Open (and migrate) the store named by ``url``; see the module docstring.
+
+    Raises:
+        StoreError: unsupported URL, missing driver, or the backend cannot be opened.
+    """
+    url = url or default_store_url()
+    if url.startswith("memory://"):
+        return MemoryStore(clock=clock)
+    if url.startswith("sqlite://"):
+        path = Path(url.removeprefix("sqlite://"))
+        if not str(path) or str(path) == ".":
+            raise StoreError(f"store URL {url!r} names no file; use sqlite:///path/to/file.db")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {path.parent}: {exc.strerror}") from exc
+        return SQLiteStore(path, clock=clock)
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:
+            raise StoreError(
+                "PostgreSQL stores need the postgres extra: pip install 'windowkeeper[postgres]'"
+            ) from exc
+        return PostgresStore(url, clock=clock)
+    raise StoreError(
+        f"unsupported store URL {url!r}; use memory://, sqlite:///PATH or postgresql://…"
+    )

@@ -1,0 +1,330 @@
+"""The session store contract (SPEC §8): one small ABC, frozen records, shared helpers.
+
+Every backend (memory, SQLite, PostgreSQL) keeps the same model:
+
+* A **session** has an id, an optional parent (rotation lineage), a ``generation`` that
+  every committed compaction bumps, a ``last_seq`` high-water mark, and the compressor's
+  persisted state (guard JSON and previous summary).
+* A **row** is one message with a per-session ``seq`` (its position), an ``active`` flag
+  and an ``origin`` (``"append"`` for messages written by the agent, ``"compaction"`` for
+  rows a compaction inserted). Nothing is ever deleted: compaction only flips rows to
+  archived, so every appended message exists exactly once, forever.
+* An **archive entry** is an original that a compaction replaced (pruned tool output,
+  shortened arguments, summarized message), keyed by its short handle and full-text
+  searchable.
+* A **lease** is the per-session compression lock: holder id + expiry, renewable and
+  released only by its holder.
+
+The contract is documented here once; backends do not repeat it.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from ..errors import StoreError
+from ..messages import Message, call_arguments, call_id, call_name, message_text, tool_calls
+
+__all__ = (
+    "ArchiveEntry",
+    "Clock",
+    "CommitOutcome",
+    "Compaction",
+    "Migration",
+    "SearchHit",
+    "SessionRecord",
+    "SessionStore",
+    "Snapshot",
+    "StoredRow",
+    "UnknownSessionError",
+    "query_terms",
+    "render_archived",
+    "snippet",
+)
+
+Clock = Callable[[], float]
+
+LOCK_TTL = 300.0
+"""Seconds a compression lease lasts unless renewed (SPEC §8)."""
+
+END_REASON_COMPRESSION = "compression"
+
+
+class UnknownSessionError(StoreError):
+    """No session has the given id."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"unknown session {session_id!r}")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One named schema step; backends apply the missing ones in list order.
+
+    ``statements`` are dialect SQL run in one transaction together with the row that
+    records ``name`` in the applied-migrations table, so a step is applied whole or not.
+    """
+
+    name: str
+    statements: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: str
+    parent_id: str | None
+    title: str
+    created_at: float
+    updated_at: float
+    ended_at: float | None
+    end_reason: str | None
+    generation: int
+    last_seq: int
+    compactions: int
+    active_messages: int
+    guard_state: str | None
+    previous_summary: str | None
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    seq: int
+    message: Message
+    active: bool
+    origin: str
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A consistent read of a session: its record and its rows in ``seq`` order.
+
+    ``watermark`` is the session's ``last_seq`` at the time of the read; a compaction
+    commits against it so rows appended later survive (see :meth:`commit_compaction`).
+    """
+
+    session: SessionRecord
+    rows: tuple[StoredRow, ...]
+
+    @property
+    def watermark(self) -> int:
+        return self.session.last_seq
+
+    @property
+    def messages(self) -> list[Message]:
+        return [row.message for row in self.rows if row.active]
+
+
+@dataclass(frozen=True)
+class ArchiveEntry:
+    session_id: str
+    handle: str
+    kind: str
+    text: str
+    message: Message
+    created_at: float
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    session_id: str
+    handle: str
+    kind: str
+    snippet: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a compaction wants to commit.
+
+    Args:
+        generation: the session generation the input was read at (optimistic check).
+        watermark: the ``last_seq`` the input was read at.
+        messages: the compacted rows that replace the active rows up to ``watermark``.
+        archive: ``(handle, kind, text, message)`` originals, text already rendered.
+        guard_state / previous_summary: the compressor state after this compaction.
+        rotate: end the session and put the result into a new child session instead.
+    """
+
+    generation: int
+    watermark: int
+    messages: tuple[Message, ...]
+    archive: tuple[tuple[str, str, str, Message], ...]
+    guard_state: str | None
+    previous_summary: str | None
+    rotate: bool = False
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """``committed`` is False when another compaction won (generation changed)."""
+
+    committed: bool
+    session_id: str
+    generation: int
+
+
+class SessionStore(abc.ABC):
+    """Durable sessions, compaction commits, the archive and the compression lease.
+
+    Every method raises :class:`UnknownSessionError` for an unknown session id and
+    :class:`~windowkeeper.errors.StoreError` for backend failures. Stores are context
+    managers; :meth:`close` releases connections and is idempotent.
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def create_session(
+        self, messages: Sequence[Message] = (), *, parent_id: str | None = None, title: str = ""
+    ) -> SessionRecord:
+        """Start a session holding ``messages`` as its first active rows."""
+
+    @abc.abstractmethod
+    def get_session(self, session_id: str) -> SessionRecord:
+        """The session's record (no messages)."""
+
+    @abc.abstractmethod
+    def list_sessions(self, *, limit: int = 100) -> list[SessionRecord]:
+        """Sessions, most recently updated first."""
+
+    @abc.abstractmethod
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> int:
+        """Append active rows after the current ones; returns the new ``last_seq``.
+
+        Appending to an ended (rotated) session raises :class:`StoreError`.
+        """
+
+    @abc.abstractmethod
+    def load(self, session_id: str, *, include_archived: bool = False) -> Snapshot:
+        """Active rows (and archived ones when asked) in ``seq`` order, read consistently."""
+
+    @abc.abstractmethod
+    def commit_compaction(self, session_id: str, compaction: Compaction) -> CommitOutcome:
+        """Atomically replace the active rows up to ``compaction.watermark``.
+
+        In one transaction: if the session's generation is no longer
+        ``compaction.generation`` (another compaction committed) or it has ended, nothing
+        changes and ``committed`` is False. Otherwise the active rows with
+        ``seq <= watermark`` become archived, the compacted messages become the new
+        active rows, active rows appended after the watermark move behind them in their
+        order, archive entries are inserted (an existing handle is kept), the state is
+        saved and the generation is bumped. With ``rotate`` the session instead ends with
+        reason ``"compression"`` and a child session (parent = this one) receives the
+        compacted messages, the newer rows, the archive entries and the state.
+        """
+
+    @abc.abstractmethod
+    def save_state(
+        self, session_id: str, *, guard_state: str | None, previous_summary: str | None
+    ) -> None:
+        """Persist the compressor's guard state and previous summary for the session."""
+
+    @abc.abstractmethod
+    def archived(self, session_id: str, handles: Sequence[str] | None = None) -> list[ArchiveEntry]:
+        """The session's archive entries with these handles (all when ``None``), oldest first.
+
+        Unknown handles are skipped, so an empty list means none is archived here.
+        """
+
+    @abc.abstractmethod
+    def search_archive(
+        self, query: str, *, session_id: str | None = None, limit: int = 10
+    ) -> list[SearchHit]:
+        """Archive entries containing every term of ``query``, best first."""
+
+    @abc.abstractmethod
+    def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
+        """Take or renew the session's compression lease for ``ttl`` seconds.
+
+        True when ``holder`` now holds it: it was free, expired, or already ``holder``'s
+        (renewal). The session need not exist.
+        """
+
+    @abc.abstractmethod
+    def release_lock(self, session_id: str, holder: str) -> bool:
+        """Release the lease if ``holder`` holds it; True when it did."""
+
+    def close(self) -> None:  # noqa: B027 - stores without resources need no cleanup
+        """Release connections; safe to call twice."""
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# --- helpers shared by every backend ----------------------------------------------------
+
+
+def dump_message(message: Mapping[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False, sort_keys=True)
+
+
+def load_message(text: str) -> Message:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise StoreError("a stored message is not a JSON object; the store is damaged")
+    return value
+
+
+# Letters and digits only: FTS5's unicode61 tokenizer and the PostgreSQL index (which
+# replaces everything else by spaces) split text the same way.
+_TERM = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased word terms of a search query; every backend matches all of them."""
+    return [t.lower() for t in _TERM.findall(query)][:16]
+
+
+def term_score(text: str, terms: Sequence[str]) -> float:
+    """Memory-backend relevance: 0 unless every term occurs as a word; else occurrences."""
+    words: dict[str, int] = {}
+    for word in _TERM.findall(text.lower()):
+        words[word] = words.get(word, 0) + 1
+    if not terms or any(t not in words for t in terms):
+        return 0.0
+    return sum(words[t] for t in terms) / (1 + len(text) / 2000)
+
+
+def snippet(text: str, terms: Sequence[str], width: int = 160) -> str:
+    """A one-line excerpt around the first occurrence of a query term."""
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    found = [i for i in (lowered.find(t) for t in terms) if i >= 0]
+    start = max(0, min(found) - width // 3) if found else 0
+    piece = flat[start : start + width]
+    return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+
+
+def _call_line(call: Mapping[str, Any]) -> str:
+    return f"{call_name(call)}({call_arguments(call)})"
+
+
+def render_archived(kind: str, message: Mapping[str, Any], call: Mapping[str, Any] | None) -> str:
+    """The text recall returns (and search indexes) for an archived original.
+
+    A tool output starts with the ``name(arguments)`` line of the call that produced it;
+    a message (or shortened arguments) is its role, text and tool calls.
+    """
+    body = message_text(message)
+    if kind == "tool_output":
+        head = f"tool output of {_call_line(call)}" if call else "tool output"
+        return f"{head}\n{body}"
+    lines = [f"{message.get('role', '?')}: {body}".rstrip()]
+    lines += [f"  tool call {call_id(c)}: {_call_line(c)}" for c in tool_calls(message)]
+    return "\n".join(lines)

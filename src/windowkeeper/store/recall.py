@@ -1,0 +1,149 @@
+"""The ``recall`` tool: lets the model fetch what a compaction archived (SPEC §8).
+
+Instead of re-running a command whose output was pruned, the agent calls
+``recall(handle=…)`` with the ``(ref wk…)`` handle from a stub, or ``recall(query=…)`` to
+search everything this session (and its rotation ancestors) archived. Answers are bounded
+in size and end with a note saying how to get the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import StoreError
+from ..messages import ToolSchema
+from .base import SearchHit, SessionStore
+from .session import lineage, resolve_handle
+
+__all__ = ("DEFAULT_MAX_CHARS", "RECALL_TOOL", "RecallTool")
+
+RECALL_TOOL = "recall"
+DEFAULT_MAX_CHARS = 8_000
+
+_DESCRIPTION = (
+    "Fetch context that was compacted away. Pass `handle` (the wk… reference shown in a "
+    "pruned stub such as '(ref wk1a2b3c4d5e)') to get the original text, or `query` to "
+    "search all archived tool outputs and summarized messages of this session. Use it "
+    "instead of re-running a command whose output was pruned."
+)
+
+
+class RecallTool:
+    """An :class:`~windowkeeper.engine.ToolProvider` over one stored session's archive.
+
+    ``session_id`` may be reassigned after a rotation; ancestors are searched too.
+    """
+
+    def __init__(
+        self,
+        store: SessionStore,
+        session_id: str,
+        *,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        default_limit: int = 5,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.max_chars = max(500, max_chars)
+        self.default_limit = default_limit
+
+    def schemas(self) -> list[ToolSchema]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": RECALL_TOOL,
+                    "description": _DESCRIPTION,
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "handle": {
+                                "type": "string",
+                                "description": "An archive handle such as wk1a2b3c4d5e.",
+                            },
+                            "offset": {
+                                "type": "integer",
+                                "description": "With handle: character offset to read from.",
+                            },
+                            "query": {
+                                "type": "string",
+                                "description": "Words to search for in the archive.",
+                            },
+                            "limit": {
+                                "type": "integer",
+                                "description": "With query: maximum number of hits (1-20).",
+                            },
+                        },
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        ]
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        if name != RECALL_TOOL:
+            return None
+        handle = arguments.get("handle")
+        query = arguments.get("query")
+        try:
+            if isinstance(handle, str) and handle.strip():
+                return self.by_handle(handle.strip(), _int(arguments.get("offset"), 0))
+            if isinstance(query, str) and query.strip():
+                limit = min(20, max(1, _int(arguments.get("limit"), self.default_limit)))
+                return self.search(query, limit)
+        except StoreError as exc:
+            return f"error: recall failed: {exc}"
+        return "error: recall needs a `handle` (e.g. wk1a2b3c4d5e) or a `query`"
+
+    def by_handle(self, handle: str, offset: int = 0) -> str:
+        """The archived original, one bounded window of it starting at ``offset``."""
+        entry = resolve_handle(self.store, self.session_id, handle)
+        if entry is None:
+            return f"error: no archived item with handle {handle!r} in this session"
+        text = entry.text
+        offset = min(max(0, offset), len(text))
+        # Leave room for the header and the continuation note inside the bound.
+        end = min(len(text), offset + self.max_chars - 300)
+        header = f"[archived {entry.handle} · {entry.kind} · chars {offset}-{end} of {len(text)}]"
+        body = text[offset:end]
+        if end >= len(text):
+            return f"{header}\n{body}"
+        more = json.dumps({"handle": entry.handle, "offset": end})
+        note = (
+            f"[truncated: {len(text) - end} more chars; call recall with {more} for the next part]"
+        )
+        return f"{header}\n{body}\n{note}"
+
+    def search(self, query: str, limit: int) -> str:
+        """The best hits with handles and snippets, within the size bound."""
+        hits: list[SearchHit] = []
+        for record in lineage(self.store, self.session_id):
+            hits += self.store.search_archive(query, session_id=record.id, limit=limit)
+        hits.sort(key=lambda h: -h.score)
+        hits = hits[:limit]
+        if not hits:
+            return f"no archived item matches {query!r}"
+        lines = [f"{len(hits)} archived item(s) match {query!r}:"]
+        footer = 'Call recall with {"handle": "<handle>"} for the full text.'
+        used = len(lines[0]) + len(footer) + 120
+        for shown, hit in enumerate(hits):
+            line = f"- {hit.handle} ({hit.kind}): {hit.snippet}"
+            if used + len(line) + 1 > self.max_chars:
+                lines.append(f"[{len(hits) - shown} more hit(s) not shown; narrow the query]")
+                break
+            lines.append(line)
+            used += len(line) + 1
+        lines.append(footer)
+        return "\n".join(lines)
+
+
+def _int(value: object, default: int) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return default

@@ -1,0 +1,102 @@
+"""Secret redaction: what must go, what must stay, and that it is fast."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from windowkeeper.redact import REDACTED, redact
+
+POSITIVES = [
+    ("key sk-abcdefghijklmnopqrstuvwx end", "sk-abcdefghijklmnopqrstuvwx"),
+    ("sk-ant-api03-abcdefghijklmnopqrstuv", "abcdefghijklmnopqrstuv"),
+    ("token ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_abcdefghijklmnopqrstuvwxyz0123"),
+    ("gho_abcdefghijklmnopqrstuvwxyz0123", "gho_abcdefghijklmnopqrstuvwxyz0123"),
+    ("ghs_abcdefghijklmnopqrstuvwxyz0123", "ghs_abcdefghijklmnopqrstuvwxyz0123"),
+    ("github_pat_11ABCDEFG0123456789_abcdefghij", "11ABCDEFG0123456789"),
+    ("xoxb-1234567890-abcdefghij", "xoxb-1234567890"),
+    ("aws AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890"),
+    ("glpat-abcdefghijklmnopqrst", "glpat-abcdefghijklmnopqrst"),
+    ("hf_abcdefghijklmnopqrstuvwxyzABCDEF", "hf_abcdefghijklmnopqrstuvwxyzABCDEF"),
+    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.abc.def", "eyJhbGciOiJIUzI1NiJ9"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNz'", "dXNlcjpwYXNz"),
+    ("use Bearer abcdefghijkl123 here", "abcdefghijkl123"),
+    ("DB_PASSWORD=hunter22", "hunter22"),
+    ('{"password": "hunter 2"}', "hunter 2"),
+    ("password: hunter22", "hunter22"),
+    ("passwd: hunter22", "hunter22"),
+    ("client_secret = 'abcdef123456'", "abcdef123456"),
+    ("mysql --password hunter22 -u root", "hunter22"),
+    ("tool --api-key=abcdef123", "abcdef123"),
+    ("postgresql://u:hunter2@db/x", "hunter2"),
+    ("redis://:s3cretpw@cache:6379/0", "s3cretpw"),
+    ("https://user:pa55w0rd@github.com/org/repo.git", "pa55w0rd"),
+    ("export GITHUB_TOKEN=abc123456abcdef", "abc123456abcdef"),
+    ("https://example.com/cb?token=abc123xyz&x=1", "abc123xyz"),
+    ("x-api-key: abcdef12345", "abcdef12345"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----", "MIIEabc"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk", "b3BlbnNzaC1rZXk"),
+]
+
+NEGATIVES = [
+    "commit 3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the bug",
+    "/home/user/.ssh/id_rsa and src/task-manager/disk-usage.py",
+    "max_tokens=4096 prompt_tokens: 12 completion_tokens=3",
+    "def f(token: str) -> None:",
+    "password = os.environ['DB_PASS']",
+    "password=${DB_PASSWORD}",
+    "PWD=/work/main",
+    "the token count is large and the password policy is strict",
+    "http://localhost:8080/v1/models",
+    "risk-assessment-for-the-quarterly-review-document",
+    "secretary: Jane",
+    "--token-file /tmp/t --password-stdin",
+    "pip install scikit-learn",
+    "Bearer tokens are documented in RFC 6750.",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), POSITIVES)
+def test_secrets_are_redacted(text: str, secret: str) -> None:
+    result = redact(text)
+    assert secret not in result
+    assert REDACTED in result
+    assert redact(result) == result  # idempotent
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_ordinary_text_is_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_context_around_secrets_is_kept() -> None:
+    text = "connect to postgresql://app:hunter2@db.internal:5432/main then run migrations"
+    assert redact(text) == (
+        "connect to postgresql://app:[REDACTED]@db.internal:5432/main then run migrations"
+    )
+    assert redact("") == ""
+
+
+def test_non_ascii_text() -> None:
+    text = "İstanbul şifre: password=gizli123 ✓ 日本語"
+    assert redact(text) == "İstanbul şifre: password=[REDACTED] ✓ 日本語"
+
+
+def test_one_megabyte_is_fast() -> None:
+    rng = random.Random(7)
+    words = [
+        "the", "build", "failed", "in", "src/app/main.py:42", "3f2a9c1d8e7b", "token", "key",
+        "pass", "--verbose", "http://x.org/a", "AssertionError", "high", "{", "}", "=", "x",
+    ]  # fmt: skip
+    text = " ".join(rng.choice(words) for _ in range(250_000))[:1_000_000]
+    best = min(_timed(text) for _ in range(5))
+    assert best < 0.05, f"redacting 1 MB took {best * 1000:.1f} ms"
+
+
+def _timed(text: str) -> float:
+    started = time.perf_counter()
+    redact(text)
+    return time.perf_counter() - started
