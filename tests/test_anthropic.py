@@ -181,7 +181,7 @@ def test_openai_origin_conversation() -> None:
                     "function": {"name": "bash", "arguments": "not json"},
                 },
                 {"id": "call_3", "type": "function", "function": {"name": "noop", "arguments": ""}},
-            ],  # fmt: skip
+            ],
             "_wk_meta": 1,
         },
         {"role": "tool", "tool_call_id": "functions.bash:0", "content": "a\nb"},

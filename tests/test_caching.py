@@ -131,10 +131,11 @@ def test_markers_survive_the_anthropic_adapter() -> None:
     assert total == 3
 
 
+_text = {"type": st.just("text"), "text": st.text(max_size=3)}
 _part = st.one_of(
-    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=3)}),
-    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=3), "cache_control": st.just(MARK)}),
-)  # fmt: skip
+    st.fixed_dictionaries(_text),
+    st.fixed_dictionaries({**_text, "cache_control": st.just(MARK)}),
+)
 _content = st.one_of(st.none(), st.text(max_size=3), st.lists(_part, max_size=3))
 _message = st.builds(
     lambda role, content, marked: (

@@ -89,6 +89,15 @@ def test_dimension_trigger_downscales_to_the_cap() -> None:
     assert image.size[0] // image.size[1] == 30
 
 
+def test_large_jpeg_is_drafted_then_resized() -> None:
+    messages: list[Message] = [
+        {"role": "user", "content": [chat_part(data_url(noise(2400, 600), "JPEG"))]}
+    ]
+    result = shrink_images(messages, max_dimension=500)
+    image = decoded(result.messages[0]["content"][0]["image_url"]["url"])
+    assert image.size == (500, 125)
+
+
 def test_transparency_keeps_png_and_alpha() -> None:
     image = solid(2000, 500, "RGBA")
     image.putpixel((0, 0), (0, 0, 0, 0))

@@ -179,7 +179,7 @@ def test_invalid_env_values(home: dict[str, str], cwd: Path) -> None:
     with pytest.raises(ConfigError, match=r"max_attempts.*'zero'.*WINDOWKEEPER_COMPRESSION__MAX"):
         load_settings(env=env, cwd=cwd)
     typo = {**home, "WINDOWKEEPER_COMPRESION__THRESHOLD": "0.5"}
-    with pytest.raises(ConfigError, match="no setting compresion.threshold"):
+    with pytest.raises(ConfigError, match=r"no setting compresion\.threshold"):
         load_settings(env=typo, cwd=cwd)
     section = {**home, "WINDOWKEEPER_COMPRESSION": "x", "WINDOWKEEPER_MODEL__X__Y": "1"}
     with pytest.raises(ConfigError, match="WINDOWKEEPER_MODEL__X__Y"):
@@ -209,7 +209,7 @@ def test_empty_file_means_defaults(tmp_path: Path, home: dict[str, str], cwd: Pa
 def test_env_into_a_non_mapping_section(tmp_path: Path, home: dict[str, str], cwd: Path) -> None:
     path = write(tmp_path / "odd.yaml", "model: gpt\n")
     env = {**home, "WINDOWKEEPER_MODEL__NAME": "gpt-4o"}
-    with pytest.raises(ConfigError, match="model in .*odd.yaml must be a mapping"):
+    with pytest.raises(ConfigError, match=r"model in .*odd\.yaml must be a mapping"):
         load_settings(path, env=env, cwd=cwd)
 
 

@@ -101,7 +101,8 @@ def _part_from(block: Mapping[str, Any]) -> Block:
         return dict(block)
     extras = {k: v for k, v in block.items() if k not in ("type", "source")}
     if source.get("type") == "base64":
-        url = f"data:{source.get('media_type')};base64,{source.get('data')}"
+        media_type = source.get("media_type") or "image/png"
+        url = f"data:{media_type};base64,{source.get('data')}"
     elif source.get("type") == "url":
         url = str(source.get("url"))
     else:  # a file id or future source type: the Anthropic part is canonical too

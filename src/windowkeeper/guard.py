@@ -89,8 +89,13 @@ def remaining_cooldown(state: GuardState, now: float) -> float:
 
 
 def on_summary_failure(state: GuardState, kind: FailureKind, now: float) -> GuardState:
-    """Arm the cooldown for a failed summary: timeouts climb 60 -> 300 -> 900 s."""
-    if kind is FailureKind.TIMEOUT:
+    """Arm the cooldown for a failed summary (SPEC §7).
+
+    Timeouts and network failures climb the ladder 60 -> 300 -> 900 s; missing
+    configuration and rejected credentials wait 600 s (they do not fix themselves);
+    everything else is transient (45 s).
+    """
+    if kind in (FailureKind.TIMEOUT, FailureKind.NETWORK):
         step = min(state.timeout_streak, len(TIMEOUT_LADDER) - 1)
         return replace(
             state,
@@ -98,7 +103,8 @@ def on_summary_failure(state: GuardState, kind: FailureKind, now: float) -> Guar
             cooldown_kind=kind,
             timeout_streak=state.timeout_streak + 1,
         )
-    seconds = NOT_CONFIGURED_COOLDOWN if kind is FailureKind.NOT_CONFIGURED else TRANSIENT_COOLDOWN
+    lasting = kind in (FailureKind.NOT_CONFIGURED, FailureKind.AUTH)
+    seconds = NOT_CONFIGURED_COOLDOWN if lasting else TRANSIENT_COOLDOWN
     return replace(state, cooldown_until=now + seconds, cooldown_kind=kind)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import math
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -171,6 +172,15 @@ def _reencode(image: Image.Image, *, max_bytes: int, max_dimension: int) -> _Pay
         scale *= _SCALE_STEP
 
 
+def _draft(image: Image.Image, max_dimension: int) -> None:
+    """Let a JPEG decoder downscale while decoding (cheap, never below the target size)."""
+    longest = max(image.size)
+    if image.format == "JPEG" and longest > max_dimension:
+        ratio = max_dimension / longest
+        width, height = image.size
+        image.draft(image.mode, (math.ceil(width * ratio), math.ceil(height * ratio)))
+
+
 # --- the walk ---------------------------------------------------------------------------
 
 
@@ -225,6 +235,7 @@ class _Shrinker:
         if not (over_bytes or over_dimension):
             return None
         try:
+            _draft(image, self.max_dimension)
             image.load()
             new = _reencode(
                 ImageOps.exif_transpose(image),

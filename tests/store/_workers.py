@@ -48,14 +48,16 @@ def appended_digests(store: SessionStore, session_id: str) -> list[str]:
 
 
 def compact_rounds(url: str, session_id: str, rounds: int, barrier: Any, results: Any) -> None:
-    """One of N racing processes: each round, compact after the start barrier."""
+    """One of N racing processes. Per round: read, wait for all readers, compact, wait."""
     compressor = make_compressor()
     with open_store(url) as store:
         for number in range(rounds):
             barrier.wait(timeout=60)
-            done = compact_session(store, session_id, compressor, force=True)
-            outcome = done.result.report
-            results.put((number, outcome.outcome.value, str(outcome.reason),
+            snapshot = store.load(session_id)
+            barrier.wait(timeout=60)
+            done = compact_session(store, session_id, compressor, force=True, snapshot=snapshot)
+            report = done.result.report
+            results.put((number, report.outcome.value, str(report.reason),
                          len(done.result.messages)))  # fmt: skip
             barrier.wait(timeout=60)
 

@@ -1,7 +1,7 @@
 """4 processes race to compact one session, 50 rounds, on SQLite and PostgreSQL.
 
-Each round every worker reads the session and compacts it (forced) while the parent
-appends a batch at the same time. Exactly one worker may win a round; the others get the
+Each round every worker reads the session, then all compact it (forced) while the
+parent appends a batch at the same time (rows newer than every reader's watermark). Exactly one worker may win a round; the others get the
 "concurrent compaction" skip. Afterwards every appended row exists exactly once (active
 or archived), the total row count is what the winners' commits imply, and the active
 appended rows keep their append order (the watermark moved late rows, never reordered).
@@ -69,7 +69,8 @@ def _race(url: str, sid: str, store: SessionStore) -> tuple[list[Result], list[s
     collected: list[Result] = []
     try:
         for number in range(ROUNDS):
-            barrier.wait(timeout=60)
+            barrier.wait(timeout=60)  # workers read their input
+            barrier.wait(timeout=60)  # workers compact
             batch = round_messages(f"p{number}", rounds=1)
             store.append_messages(sid, batch)  # races with this round's compactions
             appended += [row_digest(m) for m in batch]

@@ -37,6 +37,7 @@ from .base import (
     Compaction,
     SessionRecord,
     SessionStore,
+    Snapshot,
     render_archived,
 )
 
@@ -152,9 +153,14 @@ def compact_session(
     rotate: bool = False,
     holder: str | None = None,
     ttl: float = LOCK_TTL,
+    snapshot: Snapshot | None = None,
 ) -> StoredCompaction:
-    """Compact the stored session under its lease; see the module docstring."""
-    snapshot = store.load(session_id)
+    """Compact the stored session under its lease; see the module docstring.
+
+    ``snapshot`` is the input when the caller already read the session (it must come
+    from ``store.load(session_id)``); otherwise the session is read here.
+    """
+    snapshot = snapshot or store.load(session_id)
     if snapshot.session.ended_at is not None:
         raise StoreError(
             f"session {session_id!r} has ended ({snapshot.session.end_reason}); "
@@ -166,6 +172,9 @@ def compact_session(
     if locked is False:
         return StoredCompaction(skipped_result(messages), session_id)
     try:
+        if locked and store.get_session(session_id).generation != snapshot.session.generation:
+            # Someone committed between our read and our lease: our input is stale.
+            return StoredCompaction(skipped_result(messages), session_id)
         restore_state(compressor, snapshot.session)
         before = (compressor.guard, compressor.previous_summary)
         result = compressor.compress(messages, force=force, focus_topic=focus_topic)
