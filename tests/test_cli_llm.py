@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from factories import long_session
 
+from factories import long_session
 from windowkeeper import cli
 from windowkeeper.testing import OpenAITestServer, Step
 

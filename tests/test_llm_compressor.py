@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-from factories import long_session
 
+from factories import long_session
 from windowkeeper import CompressionConfig, ContextCompressor, LLMSummarizer, LLMSummarizerConfig
 from windowkeeper.guard import remaining_cooldown
 from windowkeeper.handoff import is_handoff

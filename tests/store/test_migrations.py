@@ -59,7 +59,7 @@ def test_sqlite_concurrent_first_open(tmp_path: Path) -> None:
     def open_once() -> None:
         try:
             SQLiteStore(path).close()
-        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=open_once) for _ in range(6)]
