@@ -11,7 +11,10 @@ from factories import long_session
 from windowkeeper import cli
 from windowkeeper.testing import OpenAITestServer, Step
 
-GOOD = "## Historical Task Snapshot\nx\n\n## Goal\nFix the refund bug.\n\n## Completed Actions\n1. Ran tests"
+GOOD = (
+    "## Historical Task Snapshot\nx\n\n## Goal\nFix the refund bug.\n\n"
+    "## Completed Actions\n1. Ran tests"
+)
 
 
 @pytest.fixture
