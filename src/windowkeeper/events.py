@@ -45,6 +45,8 @@ class WarningCode(enum.StrEnum):
     COMPRESSED_MANY_TIMES = "compressed_many_times"
     BLOCKED = "blocked"
     """Over the threshold but automatic compaction is blocked (see ``reason``)."""
+    TRUNCATED = "truncated"
+    """Compaction could not fit the window: the largest tool results were cut."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +94,7 @@ class Reporter:
 
     def __init__(self, callback: EventCallback | None) -> None:
         self.callback = callback
-        self._warned: set[str] = set()
+        self._warned: set[tuple[WarningCode, str]] = set()
 
     def emit(
         self, kind: EventKind, message: str, trigger: Trigger | None = None, **fields: Any
@@ -100,10 +102,10 @@ class Reporter:
         deliver(self.callback, Event(kind=kind, message=message, trigger=trigger, **fields))
 
     def warn(self, code: WarningCode, key: str, message: str, **fields: Any) -> None:
-        """A warning event, once per ``key`` (``reason`` is the part before ``:``)."""
-        if key in self._warned:
+        """A warning event, once per ``(code, key)``; ``reason`` is ``key`` up to a ``:``."""
+        if (code, key) in self._warned:
             return
-        self._warned.add(key)
+        self._warned.add((code, key))
         self.emit(EventKind.WARNING, message, warning=code, reason=key.split(":", 1)[0], **fields)
 
     def reset(self) -> None:
@@ -160,7 +162,7 @@ class Reporter:
         hint = f" The system prompt and tool schemas alone are ~{floor:,} tokens." if floor else ""
         self.warn(
             WarningCode.BLOCKED,
-            f"blocked:{reason}",
+            reason,
             f"over threshold but blocked: {reason} (~{tokens:,} tokens >= {threshold:,})."
             f"{hint} Start a new session or compress manually.",
             tokens_before=tokens,
@@ -174,6 +176,17 @@ class Reporter:
             f"request still over the window after compacting: ~{tokens:,} tokens >= "
             f"{window:,}; start a new session or raise the window",
             tokens_before=tokens,
+        )
+
+    def truncated(self, count: int, before: int, after: int) -> None:
+        self.warn(
+            WarningCode.TRUNCATED,
+            f"truncated:{before}",
+            f"compaction could not fit the window; {count} large tool result(s) were cut "
+            f"(~{before:,} -> ~{after:,} tokens)",
+            tokens_before=before,
+            tokens_after=after,
+            count=count,
         )
 
     def overflow(self, kind: str, status: int | None, tokens: int, attempt: int) -> None:

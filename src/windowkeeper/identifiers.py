@@ -13,16 +13,18 @@ import re
 from .facts import URL, ToolEvent, dedupe, window
 from .toolshapes import ToolKind, shorten
 
-SCAN_CHARS = 3_000
+SCAN_CHARS = 4_000
+"""Head and tail characters of a prose text scanned for identifiers."""
+OUTPUT_SCAN_CHARS = 2_000
 """Head and tail characters of a tool output scanned for identifiers."""
 MAX_UUIDS = 3
 """UUIDs taken from one tool output at most."""
 
 _TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
 _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA", "HTTP", "UCS"})
-_SLUG_ID = re.compile(
-    r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]*[a-z][a-z0-9]*)+(?:\.\d+)+(?![\w-]|\.\w)"
-)
+# ``spotter-gqc.4``: hyphenated words with a numeric suffix; every part after the first
+# hyphen must hold a letter (checked after matching, which keeps the pattern linear).
+_SLUG_ID = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
 _ISSUE = re.compile(r"(?<![\w&#/])#\d{1,6}\b")
 # Hex runs with at least one digit and one letter (plain words and numbers are not SHAs).
 _SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]{0,39}\d)(?=[0-9a-f]{0,39}[a-f])[0-9a-f]{7,40}(?![\w-])")
@@ -39,16 +41,26 @@ def _is_sha(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
-def text_identifiers(text: str, *, uuids: bool = False, shas: bool = True) -> list[str]:
-    """Ticket ids, issue numbers, SHAs (unless ``shas`` is false), URLs (and UUIDs when
-    asked), in order of appearance."""
-    text = window(text, SCAN_CHARS * 2)
+def _slug(value: str) -> bool:
+    parts = value.split(".", 1)[0].split("-")[1:]
+    return all(any(c.isalpha() for c in part) for part in parts)
+
+
+def text_identifiers(
+    text: str, *, uuids: bool = False, shas: bool = True, scan: int = SCAN_CHARS
+) -> list[str]:
+    """Ticket ids, issue numbers, SHAs (only labelled ones unless ``shas``), URLs (and
+    UUIDs when asked), in order of appearance, from the head and tail ``scan`` chars."""
+    text = window(text, scan)
     found: list[tuple[int, str]] = []
     for match in _TICKET.finditer(text):
         if match.group(1) not in _NOT_TICKETS:
             found.append((match.start(), match.group(0)))
-    for pattern in (_SLUG_ID, _ISSUE):
-        found.extend((m.start(), m.group(0)) for m in pattern.finditer(text))
+    if "." in text:  # cheap literal checks skip most scans
+        slugs = _SLUG_ID.finditer(text)
+        found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
+    if "#" in text:
+        found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
     if shas:
         found.extend((m.start(), m.group(0)) for m in _SHA.finditer(text))
     else:
@@ -56,7 +68,7 @@ def text_identifiers(text: str, *, uuids: bool = False, shas: bool = True) -> li
         found.extend((at, value) for at, value in labelled if _is_sha(value))
     if uuids:
         found.extend((m.start(), m.group(0)) for m in _UUID.finditer(text))
-    for match in URL.finditer(text):
+    for match in URL.finditer(text) if "://" in text else ():
         found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
     return dedupe(value for _, value in sorted(found))
 
@@ -76,10 +88,11 @@ def event_identifiers(event: ToolEvent) -> list[str]:
         return found
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).
-    found.extend(text_identifiers(result, shas=False))
-    found.extend(dedupe(m.group(0) for m in _UUID.finditer(window(result, SCAN_CHARS)))[:MAX_UUIDS])
+    output = window(result, OUTPUT_SCAN_CHARS)
+    found.extend(text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS))
+    found.extend(dedupe(m.group(0) for m in _UUID.finditer(output))[:MAX_UUIDS])
     if action.command and _GIT_COMMAND.search(" " + action.command[:2_000]):
-        for match in _GIT_SHA_LINE.finditer(result[:SCAN_CHARS]):
+        for match in _GIT_SHA_LINE.finditer(result[:OUTPUT_SCAN_CHARS]):
             sha = match.group(1) or match.group(2)
             if _is_sha(sha):
                 found.append(sha)
@@ -88,4 +101,4 @@ def event_identifiers(event: ToolEvent) -> list[str]:
 
 def _arguments_text(event: ToolEvent) -> str:
     parts = [value for value in event.args.values() if isinstance(value, str)]
-    return "\n".join(parts)[: SCAN_CHARS * 2]
+    return "\n".join(parts)[:SCAN_CHARS]

@@ -36,8 +36,15 @@ from .hooks import (
     budget_blocks,
     insert_live_state,
 )
-from .messages import Message, ToolSchema
-from .overflow import LONG_CONTEXT_TIER_TOKENS, Overflow, OverflowKind, classify, lighter_images
+from .messages import Message, ToolSchema, strip_private_keys
+from .overflow import (
+    LONG_CONTEXT_TIER_TOKENS,
+    Overflow,
+    OverflowKind,
+    classify,
+    lighter_images,
+    truncate_tool_results,
+)
 from .tokens import IMAGE_TOKENS, message_tokens, tool_schema_tokens
 
 R = TypeVar("R")
@@ -226,12 +233,13 @@ class ContextManager:
     # --- the step machine and its drivers ----------------------------------------------
 
     def turn(self, messages: list[Message]) -> Turn:
-        """One request as a state machine: yields the messages to send, receives
-        :class:`Answered` or :class:`Failed`, returns the working list to continue with."""
+        """One request as a state machine: yields the messages to send (``_`` metadata
+        keys stripped), receives :class:`Answered` or :class:`Failed`, and returns the
+        working list to continue with."""
         request = self.preflight(messages)
         attempt = 0
         while True:
-            outcome = yield request
+            outcome = yield _wire(request)
             if isinstance(outcome, Answered):
                 return self.after_response(usage_of(outcome.response), request)
             attempt += 1
@@ -297,7 +305,12 @@ class ContextManager:
             current, tokens = compacted, self.estimate(compacted)
             if tokens < self.window:
                 return current
-        self.events.over_window(tokens, self.window)
+        truncated, count = truncate_tool_results(current, tokens - int(self.window * 0.9))
+        if count:
+            self.events.truncated(count, tokens, self.estimate(truncated))
+            current, tokens = truncated, self.estimate(truncated)
+        if tokens >= self.window:
+            self.events.over_window(tokens, self.window)
         return current
 
     def _compact(
@@ -381,6 +394,12 @@ class ContextManager:
             if lighter is not messages:
                 return lighter
         out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        if out is messages and overflow.limit is None and 0 < tokens < self.context_length:
+            # The provider proved a request of this size does not fit but named no limit:
+            # our window is too optimistic, so take the rejected size as the window.
+            self.engine.update_model(context_length=tokens)
+            self.events.limit_learned(tokens, self.threshold)
+            out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
         if out is messages and payload:
             out = self._lighter_images(messages, None)
         if out is messages:
@@ -405,7 +424,7 @@ class ContextManager:
 
     def _warn_blocked(self, reason: str, tokens: int, messages: Sequence[Message]) -> None:
         floor = None
-        if reason in ("ineffective", "low_savings"):
+        if reason in ("ineffective", "low_savings", "structural_backoff"):
             system = [m for m in messages if m.get("role") in ("system", "developer")]
             floor = self.schema_tokens() + sum(map(message_tokens, system))
         self.events.blocked(reason, tokens, self.threshold, floor)
@@ -413,6 +432,14 @@ class ContextManager:
     def _report_hook_failures(self, trigger: Trigger) -> None:
         for failure in self.hooks.take_failures():
             self.events.hook_failed(failure.hook, failure.phase, failure.error_type, trigger)
+
+
+def _wire(messages: list[Message]) -> list[Message]:
+    """What goes to the provider: ``_`` metadata keys stripped (SPEC §1), copies only
+    where a message has them."""
+    if not any(key.startswith("_") for m in messages for key in m):
+        return messages
+    return [strip_private_keys(m) if any(k.startswith("_") for k in m) else m for m in messages]
 
 
 def _answer(steps: Turn, response: object) -> list[Message]:

@@ -57,7 +57,9 @@ class Overflow:
     @property
     def compressible(self) -> bool:
         """Whether shrinking the input can help (an output cap without figures cannot)."""
-        return self.kind is not OverflowKind.OUTPUT_CAP or self.limit is not None
+        if self.kind is not OverflowKind.OUTPUT_CAP:
+            return True
+        return self.limit is not None or self.available_output is not None
 
 
 # Wordings that name the context window (OpenAI, Anthropic, vLLM, llama.cpp, Ollama,
@@ -86,7 +88,7 @@ _LIMIT_PATTERNS = [
     for p in (
         rf"maximum context length (?:is|of) {_NUMBER}",
         rf"{_NUMBER} tokens? > {_NUMBER} maximum",  # Anthropic: "210000 tokens > 200000 maximum"
-        rf"> {_NUMBER}, decrease input length",  # Anthropic output cap: "a + b > limit, ..."
+        rf"\d \+ \d[\d,_]* > {_NUMBER}",  # Anthropic output cap: "input + max_tokens > limit"
         rf"available context size \({_NUMBER} tokens?\)",  # llama.cpp
         rf"n_ctx\W{{0,3}}{_NUMBER}",
         rf"maximum model length (?:is |of )?{_NUMBER}",  # vLLM
@@ -231,3 +233,56 @@ def lighter_images(
         return shrunk.messages, shrunk.shrunk, "shrunk"
     stripped, count = strip_images(messages, roles=roles)
     return stripped, count, "stripped"
+
+
+TRUNCATION_MARKER = (
+    "\n[... {cut:,} characters cut here: the request exceeded the context window ...]\n"
+)
+_MIN_KEEP_CHARS = 400
+
+
+def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[list[Message], int]:
+    """The last rung of the overflow ladder (SPEC §9): shorten the largest tool results.
+
+    Used only when compaction cannot bring a request under the window (typically one huge
+    group of fresh tool results). Each string result longer than a common cap keeps its
+    head and tail around a visible marker; messages and pairing stay as they are. The cap
+    is found by water-filling so the cut totals about ``excess_tokens`` (~4 characters a
+    token). Returns the messages (the input list itself when nothing was cut) and how many
+    results were shortened.
+    """
+    sizes = {
+        i: len(m["content"])
+        for i, m in enumerate(messages)
+        if m.get("role") == "tool" and isinstance(m.get("content"), str)
+    }
+    need = excess_tokens * 4
+    cap = _water_level(sorted(sizes.values(), reverse=True), need)
+    if cap is None:
+        return messages, 0
+    out = list(messages)
+    count = 0
+    for index, size in sizes.items():
+        if size > cap:
+            out[index] = {**messages[index], "content": _shorten(messages[index]["content"], cap)}
+            count += 1
+    return (out, count) if count else (messages, 0)
+
+
+def _water_level(sizes: list[int], need: int) -> int | None:
+    """The largest cap whose cut (sum of ``size - cap`` over larger sizes) reaches ``need``."""
+    if need <= 0 or not sizes:
+        return None
+    for count in range(1, len(sizes) + 1):
+        floor = sizes[count] if count < len(sizes) else 0
+        level = (sum(sizes[:count]) - need) // count
+        if level >= floor:
+            return max(_MIN_KEEP_CHARS, level)
+    return _MIN_KEEP_CHARS
+
+
+def _shorten(text: str, cap: int) -> str:
+    head = cap * 2 // 3
+    tail = cap - head
+    marker = TRUNCATION_MARKER.format(cut=len(text) - cap)
+    return f"{text[:head]}{marker}{text[len(text) - tail :]}"

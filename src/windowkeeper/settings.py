@@ -85,6 +85,7 @@ class CompressionSettings(_Section):
     summary_window_ratio: Fraction = _DEFAULTS.summary_window_ratio
     min_savings_ratio: Annotated[float, Field(ge=0, lt=1)] = _DEFAULTS.min_savings_ratio
     abort_on_summary_failure: bool = _DEFAULTS.abort_on_summary_failure
+    allow_small_summary_model: bool = _DEFAULTS.allow_small_summary_model
     in_place: bool = _DEFAULTS.in_place
     hygiene_threshold: Annotated[float, Field(ge=0.10, le=0.99)] = _DEFAULTS.hygiene_threshold
     hygiene_hard_message_limit: Positive = _DEFAULTS.hygiene_hard_message_limit
@@ -161,8 +162,13 @@ class Settings(_Section):
         return [SettingEntry(key, value, self.source(key)) for key, value in values.items()]
 
     def compression_config(self) -> CompressionConfig:
-        """The compressor's frozen config built from these settings."""
-        names = [f.name for f in dataclasses.fields(CompressionConfig)]
+        """The compressor's frozen config built from these settings.
+
+        A dataclass field without a setting keeps its dataclass default (a test keeps
+        the two in step, so that is only ever a transient state).
+        """
+        known = CompressionSettings.model_fields
+        names = [f.name for f in dataclasses.fields(CompressionConfig) if f.name in known]
         return CompressionConfig(**{name: getattr(self.compression, name) for name in names})
 
     def effective_threshold(self) -> float:

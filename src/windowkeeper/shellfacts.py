@@ -176,11 +176,16 @@ def branch_hint(event: ToolEvent) -> str | None:
     return None
 
 
+_BACKGROUND_WORDS = ("&", "nohup", "setsid", "tmux", "screen")
+
+
 def is_background(event: ToolEvent) -> bool:
     if event.args.get("run_in_background") is True:
         return True
-    command = (event.action.command or "").strip()
-    return bool(command and _BACKGROUND.search(command[:COMMAND_SCAN]))
+    command = (event.action.command or "")[:COMMAND_SCAN].strip()
+    if not any(word in command for word in _BACKGROUND_WORDS):
+        return False
+    return _BACKGROUND.search(command) is not None
 
 
 # --- exact values ----------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from datetime import date
 from typing import Any
 
@@ -60,15 +59,3 @@ def compact_rounds(url: str, session_id: str, rounds: int, barrier: Any, results
             results.put((number, report.outcome.value, str(report.reason),
                          len(done.result.messages)))  # fmt: skip
             barrier.wait(timeout=60)
-
-
-def crash_child(url: str, session_id: str) -> None:
-    """Compact once; the parent SIGKILLs this process at a random moment."""
-    with open_store(url) as store:
-        print("ready", flush=True)
-        compact_session(store, session_id, make_compressor(), force=True)
-        print("done", flush=True)
-
-
-if __name__ == "__main__":
-    crash_child(sys.argv[1], sys.argv[2])

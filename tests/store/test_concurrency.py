@@ -1,7 +1,8 @@
 """4 processes race to compact one session, 50 rounds, on SQLite and PostgreSQL.
 
-Each round every worker reads the session, then all compact it (forced) while the
-parent appends a batch at the same time (rows newer than every reader's watermark). Exactly one worker may win a round; the others get the
+Each round the parent appends a batch, every worker reads the session, then all compact
+it (forced) while the parent appends another batch (rows newer than every reader's
+watermark, which must stay active behind the winner's compacted rows). Exactly one worker may win a round; the others get the
 "concurrent compaction" skip. Afterwards every appended row exists exactly once (active
 or archived), the total row count is what the winners' commits imply, and the active
 appended rows keep their append order (the watermark moved late rows, never reordered).
@@ -69,11 +70,10 @@ def _race(url: str, sid: str, store: SessionStore) -> tuple[list[Result], list[s
     collected: list[Result] = []
     try:
         for number in range(ROUNDS):
+            appended += _append(store, sid, f"r{number}")  # something to compact
             barrier.wait(timeout=60)  # workers read their input
-            barrier.wait(timeout=60)  # workers compact
-            batch = round_messages(f"p{number}", rounds=1)
-            store.append_messages(sid, batch)  # races with this round's compactions
-            appended += [row_digest(m) for m in batch]
+            barrier.wait(timeout=60)  # workers compact ...
+            appended += _append(store, sid, f"late{number}")  # ... while this lands
             barrier.wait(timeout=60)
         collected = [results.get(timeout=30) for _ in range(ROUNDS * WORKERS)]
     finally:
@@ -85,6 +85,12 @@ def _race(url: str, sid: str, store: SessionStore) -> tuple[list[Result], list[s
         _close(results)
     assert [proc.exitcode for proc in procs] == [0] * WORKERS
     return collected, appended
+
+
+def _append(store: SessionStore, sid: str, tag: str) -> list[str]:
+    batch = round_messages(tag, rounds=1)
+    store.append_messages(sid, batch)
+    return [row_digest(m) for m in batch]
 
 
 def _close(results: Any) -> None:

@@ -271,7 +271,8 @@ class SessionStore(abc.ABC):
 
 
 def dump_message(message: Mapping[str, Any]) -> str:
-    return json.dumps(message, ensure_ascii=False, sort_keys=True)
+    # Key order is kept, so an export reproduces the imported file byte for byte.
+    return json.dumps(message, ensure_ascii=False)
 
 
 def load_message(text: str) -> Message:
