@@ -10,7 +10,7 @@ import pytest
 from factories import long_session
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.events import Event, EventKind
-from windowkeeper.handoff import is_handoff, unwrap
+from windowkeeper.handoff import end_marker, handoff_body, is_handoff, unwrap
 from windowkeeper.hooks import (
     LIVE_STATE_HEADER,
     CompressionHook,
@@ -56,9 +56,11 @@ def test_post_compress_live_state_follows_the_handoff() -> None:
     text = content_text(carrier["content"])
     assert LIVE_STATE_HEADER in text and "fix refund rounding" in text
     assert "return 42" in text and violations(out) == []
-    # the live state is outside the handoff body: a later compaction treats it as context
-    restored = unwrap(carrier)
-    assert restored is not None and "fix refund rounding" in content_text(restored["content"])
+    # the live state sits inside the handoff framing but outside its body: a later
+    # compaction drops it with the handoff and never carries it as summary
+    assert text.index(LIVE_STATE_HEADER) < text.index(end_marker())
+    assert unwrap(carrier) is None
+    assert LIVE_STATE_HEADER not in (handoff_body(text) or "")
 
 
 def test_live_state_respects_the_budget() -> None:

@@ -438,8 +438,8 @@ def test_events_carry_no_message_text() -> None:
 def test_aborted_compaction_emits_no_finished_event() -> None:
     class Aborting(ScriptedEngine):
         def compress(self, messages: list[Message], **_: Any) -> CompressionResult:
-            report = CompressionReport(Outcome.ABORTED, Reason.SUMMARY_FAILED,
-                                       "compression aborted, nothing was dropped: timeout")  # fmt: skip
+            detail = "compression aborted, nothing was dropped: timeout"
+            report = CompressionReport(Outcome.ABORTED, Reason.SUMMARY_FAILED, detail)
             return CompressionResult(messages, report)
 
     events = Events()

@@ -1,7 +1,13 @@
 from __future__ import annotations
 
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from factories import assistant, call, image_part, tool, user
 from windowkeeper.tokens import (
+    _DENSE_SCRIPT,
     estimate_request_tokens,
     estimate_tokens,
     message_tokens,
@@ -65,3 +71,13 @@ def test_tool_schemas_are_counted() -> None:
     assert schema > 10
     assert estimate_request_tokens([user("hi")], tools) == message_tokens(user("hi")) + schema
     assert tool_schema_tokens(None) == 0
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200))
+def test_fast_path_matches_the_definition(text: str) -> None:
+    dense = sum(1 for c in text if _DENSE_SCRIPT.match(c))
+    rest = "".join(c for c in text if not _DENSE_SCRIPT.match(c))
+    expected = dense + math.ceil(len(rest.encode("utf-8")) / 4) if text else 0
+    if text.isascii():
+        expected = (len(text) + 3) // 4
+    assert estimate_tokens(text) == expected

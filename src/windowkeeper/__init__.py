@@ -24,10 +24,13 @@ from .errors import (
     UpstreamError,
     WindowkeeperError,
 )
+from .events import Event, EventCallback, EventKind, Trigger, WarningCode
 from .extractive import ExtractiveSummarizer
 from .guard import Block, GuardState
+from .hooks import CompressionHook, LiveStateHook
 from .invariants import violations
 from .llm import LLMSummarizer, LLMSummarizerConfig
+from .manager import ContextManager, TurnResult
 from .messages import (
     Conversation,
     Message,
@@ -35,8 +38,13 @@ from .messages import (
     parse_conversation,
     validate_messages,
 )
+from .overflow import Overflow, OverflowKind
+from .overflow import classify as classify_overflow
+from .plugins import available_engines, load_engine
+from .replay import ReplayReport, replay
 from .report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
 from .sanitize import sanitize_tool_pairs
+from .settings import Settings, load_settings
 from .summarizer import (
     FailureKind,
     Summarizer,
@@ -54,22 +62,32 @@ __all__ = [
     "CompactionPlan",
     "CompressionConfig",
     "CompressionExhaustedError",
+    "CompressionHook",
     "CompressionReport",
     "CompressionResult",
     "ConfigError",
     "ContextCompressor",
     "ContextEngine",
+    "ContextManager",
     "Conversation",
     "Decision",
+    "Event",
+    "EventCallback",
+    "EventKind",
     "ExtractiveSummarizer",
     "FailureKind",
     "GuardState",
     "InvalidMessagesError",
     "LLMSummarizer",
     "LLMSummarizerConfig",
+    "LiveStateHook",
     "Message",
     "Outcome",
+    "Overflow",
+    "OverflowKind",
     "Reason",
+    "ReplayReport",
+    "Settings",
     "StoreError",
     "Summarizer",
     "SummaryError",
@@ -77,15 +95,23 @@ __all__ = [
     "SummaryOutcome",
     "SummaryRequest",
     "ToolProvider",
+    "Trigger",
+    "TurnResult",
     "UpstreamError",
+    "WarningCode",
     "WindowkeeperError",
     "__version__",
+    "available_engines",
+    "classify_overflow",
     "compute_threshold_tokens",
     "estimate_messages_tokens",
     "estimate_request_tokens",
     "estimate_tokens",
     "load_conversation",
+    "load_engine",
+    "load_settings",
     "parse_conversation",
+    "replay",
     "resolve_model_threshold",
     "sanitize_tool_pairs",
     "summary_budget_tokens",

@@ -6,6 +6,8 @@ Usage::
                           [--if-needed] [--focus TEXT] [--tools FILE] [--report-json FILE]
     windowkeeper inspect IN --context-length N [--max-tokens M] [--threshold F]
                          [--tools FILE] [--top K] [--json]
+    windowkeeper replay IN --context-length N [--threshold F] [--max-tokens M]
+                        [--summarizer extractive] [--plot OUT.png] [--json]
     windowkeeper demo [--json]
 
 ``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
@@ -44,7 +46,9 @@ import typer
 from rich.console import Console
 
 from . import __version__
+from .cli_config import config_app
 from .cli_render import render_inspection
+from .cli_replay import replay_command
 from .cli_summarizer import (
     AllowSmallOpt,
     SummarizerChoice,
@@ -377,6 +381,10 @@ def inspect(
         typer.echo(json.dumps(inspection.to_dict(), indent=2))
     else:
         render_inspection(_stdout(), inspection, top)
+
+
+app.command("replay")(replay_command)
+app.add_typer(config_app, name="config")
 
 
 # --- demo ----------------------------------------------------------------------------

@@ -328,6 +328,8 @@ class ContextCompressor(ContextEngine):
             message_tokens(m, image_tokens=self.config.image_tokens) for m in assembled
         )
         if after >= base.before_tokens:
+            # Nothing to gain: back off like a structural no-op (a forced call ignores it).
+            self.guard = on_structural_noop(self.guard, self._clock())
             return self._unchanged(messages, base, started, Outcome.NOOP, Reason.NO_REDUCTION)
         report = replace(
             base,
@@ -361,6 +363,8 @@ class ContextCompressor(ContextEngine):
         ratio = result.report.savings_ratio
         self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
         self.previous_summary = result.summary
+        # Sentinel until real usage of the compacted request arrives (treated as 0).
+        self.last_prompt_tokens = -1
         warnings = list(result.report.warnings)
         if self.compression_count >= 2:
             warnings.append(

@@ -41,6 +41,10 @@ def in_progress_header() -> str:
     return template("in_progress.txt").strip()
 
 
+def live_state_header() -> str:
+    return template("live_state.txt").strip()
+
+
 def _prefix_tag() -> str:
     return prefix().splitlines()[0]
 
@@ -62,14 +66,34 @@ def handoff_body(text: str) -> str | None:
     end = body.find(end_marker())
     if end >= 0:
         body = body[:end]
+    live = body.find(live_state_header())
+    if live >= 0:  # re-read live state is current, not summary: never carried forward
+        body = body[:live]
     return body.strip()
 
 
+def _leading_text(content: object) -> str:
+    if isinstance(content, str):
+        return content.lstrip()[:200]
+    if isinstance(content, list):
+        for part in content:
+            text = part.get("text") if isinstance(part, Mapping) else part
+            if isinstance(text, str):
+                return text.lstrip()[:200]
+    return ""
+
+
 def is_handoff(message: Mapping[str, Any]) -> bool:
-    """True for a standalone handoff or a message carrying a merged one."""
+    """True for a standalone handoff or a message carrying a merged one.
+
+    Handoffs are placed at the start of their message, so only its leading text is read
+    (tool results, the bulk of a transcript, are never handoffs).
+    """
     if message.get(HANDOFF_KEY):
         return True
-    return _prefix_tag() in content_text(message.get("content"))
+    if message.get("role") not in ("user", "assistant"):
+        return False
+    return _leading_text(message.get("content")).startswith(_prefix_tag())
 
 
 def is_restated_task(message: Mapping[str, Any]) -> bool:
@@ -81,7 +105,7 @@ def is_restated_task(message: Mapping[str, Any]) -> bool:
 def live_text(message: Mapping[str, Any]) -> str:
     """A message's own text with any merged handoff or restatement header removed."""
     text = content_text(message.get("content"))
-    if _prefix_tag() in text:
+    if is_handoff(message):
         marker = end_marker()
         index = text.find(marker)
         text = text[index + len(marker) :] if index >= 0 else ""

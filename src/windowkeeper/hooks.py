@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .handoff import end_marker, is_handoff
+from .handoff import end_marker, is_handoff, live_state_header
 from .messages import Message, content_text
 from .report import CompressionResult
 from .tokens import estimate_tokens
@@ -34,10 +34,7 @@ from .tokens import estimate_tokens
 log = logging.getLogger("windowkeeper.hooks")
 
 DEFAULT_LIVE_STATE_BUDGET = 2_000
-LIVE_STATE_HEADER = (
-    "## Live state after compaction\n"
-    "(Re-read at compaction time; it reflects the current state, not past turns.)"
-)
+LIVE_STATE_HEADER = live_state_header()
 _CUT_MARKER = "\n[... cut to fit the live-state budget ...]"
 
 
@@ -160,18 +157,29 @@ def insert_live_state(messages: list[Message], text: str) -> list[Message]:
 
 
 def _after_end_marker(message: Message, text: str) -> Message:
+    """The handoff with ``text`` just before its end marker.
+
+    Inside the handoff framing, so a later compaction drops it with the handoff (and
+    ``handoff_body`` leaves it out of the previous summary) instead of carrying it on as
+    if it were the original message's content.
+    """
     content = message.get("content")
     marker = end_marker()
     copy = dict(message)
     if isinstance(content, str):
         cut = content.find(marker)
-        cut = len(content) if cut < 0 else cut + len(marker)
-        copy["content"] = f"{content[:cut]}\n\n{text}{content[cut:]}"
+        cut = len(content) if cut < 0 else cut
+        copy["content"] = f"{content[:cut]}{text}\n\n{content[cut:]}"
     elif isinstance(content, list):
-        at = next(
-            (i + 1 for i, p in enumerate(content) if marker in content_text([p])), len(content)
-        )
-        copy["content"] = [*content[:at], {"type": "text", "text": text}, *content[at:]]
+        at = next((i for i, p in enumerate(content) if marker in content_text([p])), None)
+        if at is None:
+            copy["content"] = [*content, {"type": "text", "text": text}]
+        else:
+            part = content[at]
+            old = str(part.get("text", ""))
+            cut = old.find(marker)
+            new_part = {**part, "text": f"{old[:cut]}{text}\n\n{old[cut:]}"}
+            copy["content"] = [*content[:at], new_part, *content[at + 1 :]]
     else:
         copy["content"] = text
     return copy

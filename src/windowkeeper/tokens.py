@@ -24,6 +24,11 @@ _DENSE_SCRIPT = re.compile(
 )
 
 
+# UTF-8 lead bytes of every dense-script code point above (a superset): text whose bytes
+# contain none of them has no dense characters, which skips the slow regex scan.
+_DENSE_LEADS = tuple(bytes([b]) for b in (0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0))
+
+
 def estimate_tokens(text: str) -> int:
     """Estimate the tokens of a text.
 
@@ -34,6 +39,9 @@ def estimate_tokens(text: str) -> int:
         return 0
     if text.isascii():
         return (len(text) + 3) // 4
+    raw = text.encode("utf-8", errors="replace")
+    if not any(lead in raw for lead in _DENSE_LEADS):
+        return math.ceil(len(raw) / 4)
     rest, dense = _DENSE_SCRIPT.subn("", text)
     size = len(rest.encode("utf-8", errors="replace"))
     return dense + math.ceil(size / 4)

@@ -2,10 +2,11 @@
 
 Each round the parent appends a batch, every worker reads the session, then all compact
 it (forced) while the parent appends another batch (rows newer than every reader's
-watermark, which must stay active behind the winner's compacted rows). Exactly one worker may win a round; the others get the
-"concurrent compaction" skip. Afterwards every appended row exists exactly once (active
-or archived), the total row count is what the winners' commits imply, and the active
-appended rows keep their append order (the watermark moved late rows, never reordered).
+watermark, which must stay active behind the winner's compacted rows). Exactly one
+worker may win a round; the others get the "concurrent compaction" skip. Afterwards
+every appended row exists exactly once (active or archived), the total row count is
+what the winners' commits imply, and the active appended rows keep their append order
+(the watermark moved late rows, never reordered).
 """
 
 from __future__ import annotations

@@ -110,9 +110,11 @@ def test_compressor_exposes_recall(store: SessionStore) -> None:
 def test_largest_real_session_round_trip(durable_url: str) -> None:
     from windowkeeper.store import open_store
 
-    paths = sorted(SESSIONS.glob("*.jsonl"), key=lambda p: p.stat().st_size) if (
-        SESSIONS.is_dir()
-    ) else []
+    paths = (
+        sorted(SESSIONS.glob("*.jsonl"), key=lambda p: p.stat().st_size)
+        if (SESSIONS.is_dir())
+        else []
+    )
     if not paths:
         pytest.skip(f"real sessions not available at {SESSIONS.resolve()}")
     messages = load_conversation(paths[-1]).messages

@@ -21,7 +21,7 @@ import os
 import socket
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,45 +160,66 @@ def compact_session(
     ``snapshot`` is the input when the caller already read the session (it must come
     from ``store.load(session_id)``); otherwise the session is read here.
     """
-    snapshot = snapshot or store.load(session_id)
+    if snapshot is None:
+        snapshot = store.load(session_id)
     if snapshot.session.ended_at is not None:
         raise StoreError(
             f"session {session_id!r} has ended ({snapshot.session.end_reason}); "
             "compact its newest child instead"
         )
-    messages = snapshot.messages
     holder = holder or new_holder()
     locked = _acquire(store, session_id, holder, ttl)
     if locked is False:
-        return StoredCompaction(skipped_result(messages), session_id)
+        return StoredCompaction(skipped_result(snapshot.messages), session_id)
     try:
         if locked and store.get_session(session_id).generation != snapshot.session.generation:
             # Someone committed between our read and our lease: our input is stale.
-            return StoredCompaction(skipped_result(messages), session_id)
-        restore_state(compressor, snapshot.session)
-        before = (compressor.guard, compressor.previous_summary)
-        result = compressor.compress(messages, force=force, focus_topic=focus_topic)
-        if not result.report.compressed:
-            # Cooldowns and backoffs armed by this attempt must survive a restart.
-            save_state(store, session_id, compressor)
-            return StoredCompaction(result, session_id)
-        if locked:
-            _acquire(store, session_id, holder, ttl)  # renew before the commit
-        compaction = Compaction(
-            generation=snapshot.session.generation, watermark=snapshot.watermark,
-            messages=tuple(result.messages),
-            archive=archive_records(messages, result.archived),
-            guard_state=compressor.guard.to_json(),
-            previous_summary=compressor.previous_summary, rotate=rotate,
+            return StoredCompaction(skipped_result(snapshot.messages), session_id)
+
+        def renew() -> None:
+            if locked:
+                _acquire(store, session_id, holder, ttl)
+
+        return _compact(
+            store, snapshot, compressor, renew, force=force, focus_topic=focus_topic,
+            rotate=rotate,
         )  # fmt: skip
-        outcome = store.commit_compaction(session_id, compaction)
-        if not outcome.committed:
-            compressor.guard, compressor.previous_summary = before
-            return StoredCompaction(skipped_result(messages), session_id)
-        return StoredCompaction(result, outcome.session_id)
     finally:
         if locked:
             _release(store, session_id, holder)
+
+
+def _compact(
+    store: SessionStore,
+    snapshot: Snapshot,
+    compressor: ContextCompressor,
+    renew: Callable[[], None],
+    *,
+    force: bool,
+    focus_topic: str | None,
+    rotate: bool,
+) -> StoredCompaction:
+    """Compress the snapshot with the session's state and commit against its generation."""
+    session_id, messages = snapshot.session.id, snapshot.messages
+    restore_state(compressor, snapshot.session)
+    before = (compressor.guard, compressor.previous_summary)
+    result = compressor.compress(messages, force=force, focus_topic=focus_topic)
+    if not result.report.compressed:
+        # Cooldowns and backoffs armed by this attempt must survive a restart.
+        save_state(store, session_id, compressor)
+        return StoredCompaction(result, session_id)
+    renew()  # the summarizer may have taken a while; extend the lease before committing
+    compaction = Compaction(
+        generation=snapshot.session.generation, watermark=snapshot.watermark,
+        messages=tuple(result.messages), archive=archive_records(messages, result.archived),
+        guard_state=compressor.guard.to_json(), previous_summary=compressor.previous_summary,
+        rotate=rotate,
+    )  # fmt: skip
+    outcome = store.commit_compaction(session_id, compaction)
+    if not outcome.committed:
+        compressor.guard, compressor.previous_summary = before
+        return StoredCompaction(skipped_result(messages), session_id)
+    return StoredCompaction(result, outcome.session_id)
 
 
 def compress_stored(
