@@ -6,7 +6,7 @@ together and owns the state (guard, counts).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -146,10 +146,18 @@ def summarized_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[
     return turns
 
 
-def archive_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[ArchivedItem]:
-    """Every summarized message, retrievable by a handle derived from its content."""
+def archive_turns(
+    messages: Sequence[Message], plan: CompactionPlan, already: Collection[int] = ()
+) -> list[ArchivedItem]:
+    """Every summarized message, retrievable by a handle derived from its content.
+
+    ``already``: indices whose original message is archived already (a pruned tool
+    output keeps the whole original message under its own handle).
+    """
     items = []
     for index in range(plan.head_end, plan.tail_start):
+        if index in already:
+            continue
         message = messages[index]
         key = "\x1f".join(
             (str(message.get("role")), content_text(message.get("content")),

@@ -339,7 +339,8 @@ class ContextCompressor(ContextEngine):
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
             repairs=repairs,
         )  # fmt: skip
-        archived = (*pruned.archived, *archive_turns(messages, plan))
+        whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
+        archived = (*pruned.archived, *archive_turns(messages, plan, whole))
         return self._finish(CompressionResult(assembled, report, archived, body), started)
 
     def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:

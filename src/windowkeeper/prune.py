@@ -50,7 +50,7 @@ Pass = Callable[[list[Message], PruneSettings], PassResult]
 
 
 def make_handle(text: str) -> str:
-    """A short stable reference for archived content."""
+    """A short stable reference for archived content (the same text, the same handle)."""
     return "wk" + hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=5).hexdigest()
 
 
@@ -64,26 +64,36 @@ def _is_stub(text: str) -> bool:
     )
 
 
-def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
-    """Pass 1: an older copy of an identical large tool output becomes a short marker."""
-    seen: dict[str, int] = {}
-    out: list[Message] | None = None
-    archived: list[ArchivedItem] = []
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
+def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[int]:
+    """Indices of large tool outputs whose length another large tool output shares.
+
+    Only equal-length outputs can be identical, so only those are ever hashed.
+    """
+    by_length: dict[int, list[int]] = {}
+    for index, message in enumerate(messages):
         content = message.get("content")
         if message.get("role") != "tool" or not isinstance(content, str):
             continue
-        if len(content) < settings.min_chars or _is_stub(content):
-            continue
-        digest = hashlib.blake2b(content.encode("utf-8", "replace"), digest_size=12).digest()
-        key = digest.hex()
-        if key not in seen:
-            seen[key] = index
+        if len(content) >= settings.min_chars and not _is_stub(content):
+            by_length.setdefault(len(content), []).append(index)
+    return {i for group in by_length.values() if len(group) > 1 for i in group}
+
+
+def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
+    """Pass 1: an older copy of an identical large tool output becomes a short marker."""
+    candidates = _dedupe_candidates(messages, settings)
+    seen: set[str] = set()
+    out: list[Message] | None = None
+    archived: list[ArchivedItem] = []
+    for index in sorted(candidates, reverse=True):
+        message = messages[index]
+        content = str(message["content"])
+        handle = make_handle(content)
+        if handle not in seen:
+            seen.add(handle)
             continue
         if not settings.start <= index < settings.end:
             continue
-        handle = make_handle(content)
         out = out if out is not None else list(messages)
         out[index] = {
             **message,
@@ -133,9 +143,10 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             continue
         out = out if out is not None else list(messages)
         out[index] = {**message, "content": replacement}
-        handle = make_handle(json.dumps(content, ensure_ascii=False, default=str))
         if isinstance(replacement, str):
             handle = replacement.rsplit("(ref ", 1)[1].rstrip(")")
+        else:
+            handle = make_handle(json.dumps(content, ensure_ascii=False, default=str))
         archived.append(ArchivedItem(handle, "tool_output", index, message))
     if out is None:
         return PassResult(messages)
@@ -146,10 +157,16 @@ def elision_marker(omitted: int, total: int) -> str:
     return template("args_elided.txt").strip().format(omitted=omitted, total=total)
 
 
+_MARKER_FLOOR = len(elision_marker(0, 0))
+"""The shortest marker: leaves no longer than ``head`` plus this are never shortened."""
+
+
 def _shrink(value: Any, head: int) -> tuple[Any, bool]:
     if isinstance(value, str):
+        if len(value) <= head + _MARKER_FLOOR or value.endswith("⟧"):
+            return value, False
         marker = elision_marker(len(value) - head, len(value))
-        if len(value) > head + len(marker) and not value.endswith("⟧"):
+        if len(value) > head + len(marker):
             return value[:head] + marker, True
         return value, False
     if isinstance(value, list):

@@ -124,22 +124,34 @@ def _generic_target(args: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
+# The shapes agents report exit codes in, each with a literal that must be present first
+# (a cheap ``in`` test saves a regex scan): mini-swe-agent ``<returncode>``, OpenHands
+# "exit code N", JSON "exit_code", Python's CalledProcessError wording, a bare "exit N".
 _EXIT_PATTERNS = (
-    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
-    re.compile(r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)", re.IGNORECASE),
-    re.compile(r'"exit_code"\s*:\s*(-?\d+)'),
-    re.compile(r"returned non-zero exit status (\d+)"),
-    re.compile(r"\bexit (\d+)\b"),
+    ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")),
+    ("exit", re.compile(r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)", re.IGNORECASE)),
+    ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)')),
+    ("exit status", re.compile(r"returned non-zero exit status (\d+)")),
+    ("exit ", re.compile(r"\bexit (\d+)\b")),
 )
+
+
+def _last_exit(text: str) -> int | None:
+    lowered = text.lower()
+    best: tuple[int, int] | None = None
+    for literal, pattern in _EXIT_PATTERNS:
+        if literal not in lowered:
+            continue
+        for match in pattern.finditer(text):
+            if best is None or match.start() > best[0]:
+                best = (match.start(), int(match.group(1)))
+    return None if best is None else best[1]
 
 
 def exit_code(result: str) -> int | None:
     """The exit code a shell tool result reports, if any (the last one mentioned wins)."""
-    for pattern in _EXIT_PATTERNS:
-        found = pattern.findall(result[-2000:]) or pattern.findall(result[:2000])
-        if found:
-            return int(found[-1])
-    return None
+    code = _last_exit(result[-2000:])
+    return code if code is not None else _last_exit(result[:2000])
 
 
 def shorten(text: str, limit: int) -> str:
