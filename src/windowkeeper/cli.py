@@ -34,18 +34,26 @@ heaviest first) and ``plan`` (``compressible``; ``head``/``middle``/``tail`` wit
 from __future__ import annotations
 
 import json
-import logging
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from . import __version__
+from .cli_common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    collected_warnings,
+    exit_code_for,
+    fail,
+    report_dict,
+    stdout_console,
+    summary_line,
+    user_errors,
+    write_text,
+)
 from .cli_config import config_app
 from .cli_render import render_inspection
 from .cli_replay import replay_command
@@ -65,16 +73,12 @@ from .cli_summarizer import (
 )
 from .compressor import ContextCompressor
 from .config import CompressionConfig
-from .errors import ConfigError, WindowkeeperError
+from .errors import ConfigError
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_conversation, load_tools
-from .report import CompressionReport, CompressionResult, Outcome
+from .report import CompressionResult
 from .summarizer import Summarizer
 from .tokens import estimate_request_tokens
-
-EXIT_OK = 0
-EXIT_INVALID = 2
-EXIT_ABORTED = 3
 
 app = typer.Typer(
     name="windowkeeper",
@@ -107,60 +111,6 @@ class Loaded:
     tools: list[ToolSchema] | None
     compressor: ContextCompressor
     config: CompressionConfig
-
-
-# --- plumbing ------------------------------------------------------------------------
-
-
-def _stderr() -> Console:
-    # Created per use so redirected/captured streams (tests, pipes) are honoured.
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
-
-
-def _stdout() -> Console:
-    return Console(file=sys.stdout, highlight=False)
-
-
-def fail(message: str, code: int = EXIT_INVALID) -> typer.Exit:
-    """Print one ``error:`` line (newlines folded) and return the exit to raise."""
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
-    return typer.Exit(code)
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn our own errors into one ``error:`` line and exit code 2 (never a traceback)."""
-    try:
-        yield
-    except WindowkeeperError as exc:
-        raise fail(str(exc)) from None
-
-
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-@contextmanager
-def collected_warnings() -> Iterator[list[str]]:
-    """Hold back library warnings so the CLI decides how (and whether) to show them.
-
-    An abort already explains its cause in its one error line; a compaction prints them
-    after its summary line.
-    """
-    logger = logging.getLogger("windowkeeper")
-    handler = _Collect()
-    logger.addHandler(handler)
-    propagate, logger.propagate = logger.propagate, False
-    try:
-        yield handler.lines
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
 
 
 def build_compressor(
@@ -220,46 +170,6 @@ def load(
         summary_context_length=window,
     )
     return Loaded(conversation.messages, tools, compressor, config)
-
-
-def exit_code_for(report: CompressionReport) -> int:
-    """Process exit code of a compaction: 3 when it aborted, else 0 (a no-op is success)."""
-    return EXIT_ABORTED if report.outcome is Outcome.ABORTED else EXIT_OK
-
-
-def summary_line(report: CompressionReport) -> str:
-    """One human line, e.g. ``compressed 343 → 41 messages, 121,840 → 18,230 tokens ...``."""
-    if not report.compressed:
-        return report.detail or f"not compressed ({report.outcome.value})"
-    line = (
-        f"compressed {report.before_messages} → {report.after_messages} messages, "
-        f"{report.before_tokens:,} → {report.after_tokens:,} tokens "
-        f"({report.savings_ratio:.0%} saved) in {report.elapsed_ms:,.0f} ms"
-    )
-    extras = [f"{report.pruned} tool outputs pruned"] if report.pruned else []
-    if report.fallback_used:
-        extras.append("extractive fallback used")
-    return f"{line}; {', '.join(extras)}" if extras else line
-
-
-def report_dict(report: CompressionReport, compressor: ContextCompressor) -> dict[str, Any]:
-    """The ``--report-json`` object: the report plus the window figures it was judged by."""
-    data = report.to_dict()
-    data["threshold_tokens"] = compressor.threshold_tokens
-    data["context_length"] = compressor.context_length
-    return data
-
-
-def write_text(text: str, destination: Path | None) -> None:
-    """Write to ``destination``, or stdout when it is ``None``."""
-    if destination is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        destination.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{destination}: cannot write: {exc.strerror}") from exc
 
 
 # --- compress ------------------------------------------------------------------------
@@ -380,7 +290,7 @@ def inspect(
     if as_json:
         typer.echo(json.dumps(inspection.to_dict(), indent=2))
     else:
-        render_inspection(_stdout(), inspection, top)
+        render_inspection(stdout_console(), inspection, top)
 
 
 app.command("replay")(replay_command)
@@ -407,7 +317,7 @@ def demo(
     if as_json:
         typer.echo(json.dumps(outcome.to_dict(), indent=2))
         return
-    console = _stdout()
+    console = stdout_console()
     demo_flow.render_intro(console, outcome)
     render_inspection(console, outcome.inspection)
     demo_flow.render_outcome(console, outcome)

@@ -1,0 +1,112 @@
+"""Shared command-line plumbing: one-line errors, held-back warnings, report lines."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from .compressor import ContextCompressor
+from .errors import ConfigError, WindowkeeperError
+from .report import CompressionReport, Outcome
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+EXIT_ABORTED = 3
+
+
+def stderr_console() -> Console:
+    # Created per use so redirected/captured streams (tests, pipes) are honoured.
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, highlight=False)
+
+
+def fail(message: str, code: int = EXIT_INVALID) -> typer.Exit:
+    """Print one ``error:`` line (newlines folded) and return the exit to raise."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn our own errors into one ``error:`` line and exit code 2 (never a traceback)."""
+    try:
+        yield
+    except WindowkeeperError as exc:
+        raise fail(str(exc)) from None
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def collected_warnings() -> Iterator[list[str]]:
+    """Hold back library warnings so the CLI decides how (and whether) to show them.
+
+    An abort already explains its cause in its one error line; a compaction prints them
+    after its summary line.
+    """
+    logger = logging.getLogger("windowkeeper")
+    handler = _Collect()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def exit_code_for(report: CompressionReport) -> int:
+    """Process exit code of a compaction: 3 when it aborted, else 0 (a no-op is success)."""
+    return EXIT_ABORTED if report.outcome is Outcome.ABORTED else EXIT_OK
+
+
+def summary_line(report: CompressionReport) -> str:
+    """One human line, e.g. ``compressed 343 → 41 messages, 121,840 → 18,230 tokens ...``."""
+    if not report.compressed:
+        return report.detail or f"not compressed ({report.outcome.value})"
+    line = (
+        f"compressed {report.before_messages} → {report.after_messages} messages, "
+        f"{report.before_tokens:,} → {report.after_tokens:,} tokens "
+        f"({report.savings_ratio:.0%} saved) in {report.elapsed_ms:,.0f} ms"
+    )
+    extras = [f"{report.pruned} tool outputs pruned"] if report.pruned else []
+    if report.fallback_used:
+        extras.append("extractive fallback used")
+    return f"{line}; {', '.join(extras)}" if extras else line
+
+
+def report_dict(report: CompressionReport, compressor: ContextCompressor) -> dict[str, Any]:
+    """The ``--report-json`` object: the report plus the window figures it was judged by."""
+    data = report.to_dict()
+    data["threshold_tokens"] = compressor.threshold_tokens
+    data["context_length"] = compressor.context_length
+    return data
+
+
+def write_text(text: str, destination: Path | None) -> None:
+    """Write to ``destination``, or stdout when it is ``None``."""
+    if destination is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{destination}: cannot write: {exc.strerror}") from exc
