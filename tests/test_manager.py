@@ -22,9 +22,10 @@ from windowkeeper.compressor import ContextCompressor
 from windowkeeper.engine import ContextEngine
 from windowkeeper.errors import CompressionExhaustedError
 from windowkeeper.events import Event, EventKind, Trigger, WarningCode
-from windowkeeper.manager import ContextManager, TurnResult
+from windowkeeper.manager import ContextManager
 from windowkeeper.messages import Message
 from windowkeeper.report import CompressionReport, CompressionResult, Outcome, Reason
+from windowkeeper.steps import TurnResult
 from windowkeeper.tokens import estimate_messages_tokens
 
 

@@ -30,7 +30,7 @@ from .guard import Block, GuardState
 from .hooks import CompressionHook, LiveStateHook
 from .invariants import violations
 from .llm import LLMSummarizer, LLMSummarizerConfig
-from .manager import ContextManager, TurnResult
+from .manager import ContextManager
 from .messages import (
     Conversation,
     Message,
@@ -45,6 +45,7 @@ from .replay import ReplayReport, replay
 from .report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
 from .sanitize import sanitize_tool_pairs
 from .settings import Settings, load_settings
+from .steps import TurnResult
 from .summarizer import (
     FailureKind,
     Summarizer,

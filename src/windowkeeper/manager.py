@@ -19,9 +19,8 @@ recovery spends at most ``max_attempts`` per turn, then fails with advice.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .compressor import ContextCompressor
 from .config import coerce_positive_int
@@ -36,7 +35,7 @@ from .hooks import (
     budget_blocks,
     insert_live_state,
 )
-from .messages import Message, ToolSchema, strip_private_keys
+from .messages import Message, ToolSchema
 from .overflow import (
     LONG_CONTEXT_TIER_TOKENS,
     Overflow,
@@ -45,35 +44,11 @@ from .overflow import (
     lighter_images,
     truncate_tool_results,
 )
+from .steps import Answered, Failed, Turn, TurnResult, answer, wire
 from .tokens import IMAGE_TOKENS, message_tokens, tool_schema_tokens
 
 R = TypeVar("R")
 _QUIET_REASONS = frozenset({"below_threshold", "disabled"})
-
-
-@dataclass(frozen=True)
-class TurnResult(Generic[R]):
-    """The model's response and the working list to continue with (possibly compacted)."""
-
-    response: R
-    messages: list[Message]
-
-
-@dataclass(frozen=True)
-class Answered:
-    """Sent into :meth:`ContextManager.turn`: the call returned ``response``."""
-
-    response: object
-
-
-@dataclass(frozen=True)
-class Failed:
-    """Sent into :meth:`ContextManager.turn`: the call raised ``error``."""
-
-    error: Exception
-
-
-Turn = Generator[list[Message], Answered | Failed, list[Message]]
 
 
 class ContextManager:
@@ -239,7 +214,7 @@ class ContextManager:
         request = self.preflight(messages)
         attempt = 0
         while True:
-            outcome = yield _wire(request)
+            outcome = yield wire(request)
             if isinstance(outcome, Answered):
                 return self.after_response(usage_of(outcome.response), request)
             attempt += 1
@@ -257,7 +232,7 @@ class ContextManager:
             except Exception as exc:
                 failure = Failed(exc)
             else:
-                return TurnResult(response, _answer(steps, response))
+                return TurnResult(response, answer(steps, response))
             request = steps.send(failure)
 
     async def arun(
@@ -273,7 +248,7 @@ class ContextManager:
             except Exception as exc:
                 failure = Failed(exc)
             else:
-                return TurnResult(response, _answer(steps, response))
+                return TurnResult(response, answer(steps, response))
             request = steps.send(failure)
 
     # --- compaction ------------------------------------------------------------------
@@ -432,21 +407,3 @@ class ContextManager:
     def _report_hook_failures(self, trigger: Trigger) -> None:
         for failure in self.hooks.take_failures():
             self.events.hook_failed(failure.hook, failure.phase, failure.error_type, trigger)
-
-
-def _wire(messages: list[Message]) -> list[Message]:
-    """What goes to the provider: ``_`` metadata keys stripped (SPEC §1), copies only
-    where a message has them."""
-    if not any(key.startswith("_") for m in messages for key in m):
-        return messages
-    return [strip_private_keys(m) if any(k.startswith("_") for k in m) else m for m in messages]
-
-
-def _answer(steps: Turn, response: object) -> list[Message]:
-    """Feed a response to the machine and take the working list it ends the turn with."""
-    try:
-        steps.send(Answered(response))
-    except StopIteration as stop:
-        final: list[Message] = stop.value
-        return final
-    raise RuntimeError("the turn machine asked for another call after an answer")
