@@ -17,6 +17,7 @@ from factories import long_session, system, user
 from windowkeeper import cli
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
+from windowkeeper.invariants import violations
 from windowkeeper.messages import dump_jsonl
 from windowkeeper.report import CompressionReport, Outcome, Reason
 from windowkeeper.summarizer import FailureKind, SummaryFailure, SummaryOutcome, SummaryRequest
@@ -344,3 +345,30 @@ def test_demo_session_is_reproducible(tmp_path: Path) -> None:
         [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_repairable_input_is_repaired_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "go"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "orphan result"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ],
+        },
+        {"role": "assistant", "content": "listed"},
+        {"role": "user", "content": "thanks"},
+    ]
+    path = tmp_path / "broken.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    code, out, err = run_main(["compress", str(path), "--context-length", "32000"], capsys)
+    assert code == 0
+    assert "warning: repaired tool pairing in the input: 1 orphan results removed" in err
+    written = [json.loads(line) for line in out.splitlines()]
+    assert violations(written) == []
+    assert all(m.get("tool_call_id") != "ghost" for m in written)

@@ -77,6 +77,7 @@ from .errors import ConfigError
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_conversation, load_tools
 from .report import CompressionResult
+from .sanitize import sanitize_tool_pairs
 from .summarizer import Summarizer
 from .tokens import estimate_request_tokens
 
@@ -169,7 +170,21 @@ def load(
         summarizer=summarizer,
         summary_context_length=window,
     )
-    return Loaded(conversation.messages, tools, compressor, config)
+    return Loaded(_repaired(conversation.messages), tools, compressor, config)
+
+
+def _repaired(messages: list[Message]) -> list[Message]:
+    """Input whose tool pairing is broken is repaired (with a warning), never rejected."""
+    with collected_warnings():  # the line below says it once, in the CLI's words
+        result = sanitize_tool_pairs(messages)
+    if result.repairs.total:
+        typer.echo(
+            f"warning: repaired tool pairing in the input: {result.repairs.removed_results} "
+            f"orphan results removed, {result.repairs.stubbed_calls} calls given a stub "
+            f"result, {result.repairs.moved_results} results moved next to their call",
+            err=True,
+        )
+    return result.messages
 
 
 # --- compress ------------------------------------------------------------------------
