@@ -8,6 +8,8 @@ Usage::
                          [--tools FILE] [--top K] [--json]
     windowkeeper replay IN --context-length N [--threshold F] [--max-tokens M]
                         [--summarizer extractive] [--plot OUT.png] [--json]
+    windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
+    windowkeeper config show [--config FILE] [--json]
     windowkeeper demo [--json]
 
 ``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
@@ -57,6 +59,13 @@ from .cli_common import (
 from .cli_config import config_app
 from .cli_render import render_inspection
 from .cli_replay import replay_command
+from .cli_sessions import (
+    StoredSource,
+    StoreOpt,
+    compress_session,
+    read_conversation,
+    sessions_app,
+)
 from .cli_summarizer import (
     AllowSmallOpt,
     SummarizerChoice,
@@ -75,7 +84,7 @@ from .compressor import ContextCompressor
 from .config import CompressionConfig
 from .errors import ConfigError
 from .inspection import inspect_conversation
-from .messages import Message, ToolSchema, dump_jsonl, load_conversation, load_tools
+from .messages import Message, ToolSchema, dump_jsonl, load_tools
 from .report import CompressionResult
 from .sanitize import sanitize_tool_pairs
 from .summarizer import Summarizer
@@ -90,6 +99,13 @@ app = typer.Typer(
 )
 
 InputArg = Annotated[str, typer.Argument(metavar="IN", help="Conversation file, or '-' for stdin.")]
+OptionalInputArg = Annotated[
+    str | None,
+    typer.Argument(metavar="[IN]", help="Conversation file, or '-' for stdin (or --session)."),
+]
+SessionOpt = Annotated[
+    str | None, typer.Option("--session", help="Compact this stored session (with --store).")
+]
 ContextLengthOpt = Annotated[
     int, typer.Option("--context-length", help="Model context window in tokens.")
 ]
@@ -137,13 +153,14 @@ def build_compressor(
 
 
 def load(
-    source: str,
+    source: str | None,
     *,
     context_length: int,
     max_tokens: int | None,
     threshold: float,
     tools_file: Path | None,
     choice: SummarizerChoice | None = None,
+    stored: StoredSource | None = None,
 ) -> Loaded:
     """Validate the options, read the conversation and build its compressor."""
     if context_length <= 0:
@@ -152,7 +169,7 @@ def load(
         raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
     choice = choice or SummarizerChoice()
     config = CompressionConfig(threshold=threshold, allow_small_summary_model=choice.allow_small)
-    conversation = load_conversation(source)
+    conversation = read_conversation(source, stored)
     tools = load_tools(tools_file) if tools_file is not None else conversation.tools
     summarizer, window = build_summarizer(choice, main_model=conversation.model)
     if choice.kind == "llm" and window is None:
@@ -192,8 +209,8 @@ def _repaired(messages: list[Message]) -> list[Message]:
 
 @app.command()
 def compress(
-    source: InputArg,
     context_length: ContextLengthOpt,
+    source: OptionalInputArg = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.")
     ] = None,
@@ -219,8 +236,18 @@ def compress(
     summary_backend: SummaryBackendOpt = "openai",
     summary_max_input_chars: SummaryMaxInputOpt = 160_000,
     allow_small_summary_model: AllowSmallOpt = False,
+    store: StoreOpt = None,
+    session: SessionOpt = None,
+    rotate: Annotated[
+        bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
+    ] = False,
 ) -> None:
-    """Compact a conversation: prune old tool output, summarize the middle, keep the tail."""
+    """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
+
+    With ``--session`` the stored session is compacted in the store (in place, or by
+    rotation) instead of reading IN.
+    """
+    stored = StoredSource(store, session) if session is not None else None
     choice = SummarizerChoice(
         summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
         summary_context_length, summary_stream, summary_backend, summary_max_input_chars,
@@ -234,6 +261,7 @@ def compress(
             threshold=threshold,
             tools_file=tools_file,
             choice=choice,
+            stored=stored,
         )
         if if_needed:
             tokens = estimate_request_tokens(
@@ -247,7 +275,7 @@ def compress(
                     err=True,
                 )
                 return
-        result = _run_compress(loaded, focus)
+        result = _run_compress(loaded, focus, stored, rotate)
         if report_json is not None:
             write_text(
                 json.dumps(report_dict(result.report, loaded.compressor), indent=2) + "\n",
@@ -259,10 +287,18 @@ def compress(
         write_text(dump_jsonl(result.messages), output)
 
 
-def _run_compress(loaded: Loaded, focus: str | None) -> CompressionResult:
+def _run_compress(
+    loaded: Loaded, focus: str | None, stored: StoredSource | None, rotate: bool
+) -> CompressionResult:
     with collected_warnings() as warnings:
         # force: a command-line compaction is a manual one, like /compress in an agent.
-        result = loaded.compressor.compress(loaded.messages, force=True, focus_topic=focus)
+        if stored is None:
+            result = loaded.compressor.compress(loaded.messages, force=True, focus_topic=focus)
+        else:
+            result = compress_session(
+                stored.store_url, stored.session_id, loaded.compressor,
+                force=True, focus_topic=focus, rotate=rotate,
+            )  # fmt: skip
     if result.report.aborted:
         return result
     typer.echo(summary_line(result.report), err=True)
@@ -310,6 +346,7 @@ def inspect(
 
 app.command("replay")(replay_command)
 app.add_typer(config_app, name="config")
+app.add_typer(sessions_app, name="sessions")
 
 
 # --- demo ----------------------------------------------------------------------------

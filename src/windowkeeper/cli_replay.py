@@ -26,9 +26,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .cli_sessions import StoredSource, StoreOpt, read_conversation
 from .config import CompressionConfig
 from .errors import ConfigError, WindowkeeperError
-from .messages import load_conversation
+from .messages import Conversation
 from .replay import ReplayReport, replay
 
 EXIT_INVALID = 2
@@ -41,10 +42,12 @@ def _fail(message: str) -> typer.Exit:
 
 
 def replay_command(
-    source: Annotated[str, typer.Argument(metavar="IN", help="Transcript file, or '-'.")],
     context_length: Annotated[
         int, typer.Option("--context-length", help="Model context window in tokens.")
     ],
+    source: Annotated[
+        str | None, typer.Argument(metavar="[IN]", help="Transcript file, or '-' (or --session).")
+    ] = None,
     threshold: Annotated[
         float, typer.Option("--threshold", help="Trigger as a fraction of the window.")
     ] = 0.50,
@@ -58,10 +61,16 @@ def replay_command(
         Path | None, typer.Option("--plot", help="Write a PNG of context tokens per request.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    store: StoreOpt = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Replay this stored session (with --store).")
+    ] = None,
 ) -> None:
     """Replay a transcript as the agent sent it, with compaction triggers active."""
+    stored = StoredSource(store, session) if session is not None else None
     try:
-        report = _run(source, context_length, threshold, max_tokens, summarizer, as_json)
+        conversation = read_conversation(source, stored)
+        report = _run(conversation, context_length, threshold, max_tokens, summarizer, as_json)
     except WindowkeeperError as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -73,7 +82,7 @@ def replay_command(
 
 
 def _run(
-    source: str,
+    conversation: Conversation,
     context_length: int,
     threshold: float,
     max_tokens: int | None,
@@ -87,7 +96,6 @@ def _run(
     if summarizer != "extractive":
         raise ConfigError(f"--summarizer {summarizer!r}: replay supports only 'extractive'")
     config = CompressionConfig(threshold=threshold)
-    conversation = load_conversation(source)
     show = (
         not quiet and sys.stderr.isatty() and len(conversation.messages) >= _PROGRESS_MIN_MESSAGES
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import typer
 
 from .compressor import ContextCompressor
-from .errors import WindowkeeperError
-from .messages import Message, dump_jsonl, load_conversation, message_text, tool_calls
+from .errors import ConfigError, WindowkeeperError
+from .messages import Conversation, Message, dump_jsonl, load_conversation, message_text, tool_calls
 from .report import CompressionResult
 from .store import SessionRecord, SessionStore, Snapshot, open_store
 from .store.session import compress_stored
@@ -58,6 +58,26 @@ def opened(url: str | None) -> Iterator[SessionStore]:
     except WindowkeeperError as exc:
         typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
         raise typer.Exit(EXIT_INVALID) from None
+
+
+@dataclass(frozen=True)
+class StoredSource:
+    """``--store URL --session ID``: a stored session used in place of an input file."""
+
+    store_url: str | None
+    session_id: str
+
+
+def read_conversation(source: str | None, stored: StoredSource | None) -> Conversation:
+    """The conversation from a file (``-`` for stdin) or from a stored session's active
+    messages; exactly one of the two must be given."""
+    if (source is None) == (stored is None):
+        raise ConfigError("give either an input file IN or --session ID (with --store URL)")
+    if stored is None:
+        assert source is not None
+        return load_conversation(source)
+    with open_store(stored.store_url) as store:
+        return Conversation(store.load(stored.session_id).messages)
 
 
 def compress_session(

@@ -193,6 +193,28 @@ def _paragraphs(text: str) -> list[str]:
     return [" ".join(part for part in item if part) for item in items if any(item)]
 
 
+def hinted_matches(
+    pattern: re.Pattern[str], hint: re.Pattern[str], text: str
+) -> list[re.Match[str]]:
+    """Matches of ``pattern`` (which never spans a line break), searched only in the lines
+    a ``hint`` matches: a cheap literal-led hint spares most texts the full scan."""
+    found: list[re.Match[str]] = []
+    done = -1
+    for clue in hint.finditer(text):
+        if clue.start() < done:
+            continue
+        start = text.rfind("\n", 0, clue.start()) + 1
+        done = text.find("\n", clue.end())
+        done = len(text) if done < 0 else done
+        found.extend(pattern.finditer(text, start, done))
+    return found
+
+
+def any_search(patterns: Iterable[re.Pattern[str]], text: str) -> bool:
+    """Whether any pattern matches somewhere in ``text``."""
+    return any(pattern.search(text) for pattern in patterns)
+
+
 URL = re.compile(r"https?://[^\s<>\"'`\])}]+")
 
 # --- a previous handoff ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import URL, ToolEvent, dedupe, window
+from .facts import URL, ToolEvent, dedupe, hinted_matches, window
 from .toolshapes import ToolKind, shorten
 
 SCAN_CHARS = 4_000
@@ -20,21 +20,34 @@ OUTPUT_SCAN_CHARS = 2_000
 MAX_UUIDS = 3
 """UUIDs taken from one tool output at most."""
 
-_TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
+# Every pattern starts with a literal or a character class (a leading look-behind is
+# written after the first character), so the regex engine skips ahead quickly; a cheap
+# literal "hint" pattern gates the rarer shapes, which are then matched line by line.
+_TICKET_HINT = re.compile(r"-\d(?<=[A-Z0-9]-\d)")
+_TICKET = re.compile(r"([A-Z](?<![\w-][A-Z])[A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
 _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA", "HTTP", "UCS"})
 # ``spotter-gqc.4``: hyphenated words with a numeric suffix; every part after the first
 # hyphen must hold a letter (checked after matching, which keeps the pattern linear).
-_SLUG_ID = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
-_ISSUE = re.compile(r"(?<![\w&#/])#\d{1,6}\b")
-# Hex runs with at least one digit and one letter (plain words and numbers are not SHAs).
-_SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]{0,39}\d)(?=[0-9a-f]{0,39}[a-f])[0-9a-f]{7,40}(?![\w-])")
-_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
-_GIT_SHA_LINE = re.compile(r"^(?:commit )?([0-9a-f]{7,40})\b|^\[[^\]\s]+ ([0-9a-f]{7,40})\]", re.M)
-_LABELLED_SHA = re.compile(
-    r"(?i:\b(?:commit|sha|revision|rev|agent_?id|task_?id|run_?id|id)\b)[\s:=#\"']{1,3}"
-    r"([0-9a-f]{7,40})(?![\w-])"
+_SLUG_HINT = re.compile(r"-[a-z0-9]+\.\d")
+_SLUG_ID = re.compile(r"[a-z](?<![\w./-][a-z])[a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
+_ISSUE = re.compile(r"#(?<![\w&#/]#)\d{1,6}\b")
+# SHAs: hex runs of 7-40 characters with at least one digit and one letter, not part of a
+# longer word.
+_HEX_MASK = bytes(1 if chr(b) in "0123456789abcdef" else 0 for b in range(256))
+_MASK_RUN = re.compile(rb"\x01\x01\x01\x01\x01\x01\x01+")
+_UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
+_UUID = re.compile(
+    r"[0-9a-fA-F](?<![\w-][0-9a-fA-F])[0-9a-fA-F]{7}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])"
 )
+_GIT_SHA_LINE = re.compile(r"^(?:commit )?([0-9a-f]{7,40})\b|^\[[^\]\s]+ ([0-9a-f]{7,40})\]", re.M)
+# The label of a labelled SHA, right before the hex run (at most 11 characters).
+_SHA_LABEL = re.compile(
+    r"(?i:\b(?:commit|sha|revision|rev|agent_?id|task_?id|run_?id|id)\b)[\s:=#\"']{1,3}\Z"
+)
+_LABEL_REACH = 12
 _GIT_COMMAND = re.compile(r"(?:^|[\s;&|(])(?:git|gh)\s")
+
+Found = list[tuple[int, str]]
 
 
 def _is_sha(value: str) -> bool:
@@ -46,28 +59,54 @@ def _slug(value: str) -> bool:
     return all(any(c.isalpha() for c in part) for part in parts)
 
 
+def _shas(text: str) -> Found:
+    """(start, value) of every SHA-like hex run, found through a byte mask of the text
+    (one byte per character: hex digit -> 1, anything else -> 0)."""
+    marks = text.encode("ascii", "replace").translate(_HEX_MASK)
+    found: Found = []
+    for run in _MASK_RUN.finditer(marks):
+        start, end = run.span()
+        if end - start > 40 or (start and _wordish(text[start - 1])):
+            continue
+        if end < len(text) and _wordish(text[end]):
+            continue
+        value = text[start:end]
+        if _is_sha(value):
+            found.append((start, value))
+    return found
+
+
+def _wordish(char: str) -> bool:
+    """``[\\w-]`` of a regular expression: Unicode letters and digits, ``_`` and ``-``."""
+    return char.isalnum() or char in "_-"
+
+
+def _labelled_shas(text: str) -> Found:
+    """(label start, value) of SHAs right after a label such as ``commit`` or ``id:``."""
+    found: Found = []
+    for at, value in _shas(text):
+        label = _SHA_LABEL.search(text, max(0, at - _LABEL_REACH), at)
+        if label:
+            found.append((label.start(), value))
+    return found
+
+
 def text_identifiers(
     text: str, *, uuids: bool = False, shas: bool = True, scan: int = SCAN_CHARS
 ) -> list[str]:
     """Ticket ids, issue numbers, SHAs (only labelled ones unless ``shas``), URLs (and
     UUIDs when asked), in order of appearance, from the head and tail ``scan`` chars."""
     text = window(text, scan)
-    found: list[tuple[int, str]] = []
-    for match in _TICKET.finditer(text):
+    found: Found = []
+    for match in hinted_matches(_TICKET, _TICKET_HINT, text):
         if match.group(1) not in _NOT_TICKETS:
             found.append((match.start(), match.group(0)))
-    if "." in text:  # cheap literal checks skip most scans
-        slugs = _SLUG_ID.finditer(text)
-        found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
-    if "#" in text:
-        found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
-    if shas:
-        found.extend((m.start(), m.group(0)) for m in _SHA.finditer(text))
-    else:
-        labelled = ((m.start(), m.group(1)) for m in _LABELLED_SHA.finditer(text))
-        found.extend((at, value) for at, value in labelled if _is_sha(value))
+    slugs = hinted_matches(_SLUG_ID, _SLUG_HINT, text)
+    found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
+    found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
+    found.extend(_shas(text) if shas else _labelled_shas(text))
     if uuids:
-        found.extend((m.start(), m.group(0)) for m in _UUID.finditer(text))
+        found.extend((m.start(), m.group(0)) for m in hinted_matches(_UUID, _UUID_HINT, text))
     for match in URL.finditer(text) if "://" in text else ():
         found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
     return dedupe(value for _, value in sorted(found))
@@ -90,7 +129,7 @@ def event_identifiers(event: ToolEvent) -> list[str]:
     # only its first few UUIDs (a log can print one per line).
     output = window(result, OUTPUT_SCAN_CHARS)
     found.extend(text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS))
-    found.extend(dedupe(m.group(0) for m in _UUID.finditer(output))[:MAX_UUIDS])
+    found.extend(dedupe(m.group(0) for m in hinted_matches(_UUID, _UUID_HINT, output))[:MAX_UUIDS])
     if action.command and _GIT_COMMAND.search(" " + action.command[:2_000]):
         for match in _GIT_SHA_LINE.finditer(result[:OUTPUT_SCAN_CHARS]):
             sha = match.group(1) or match.group(2)

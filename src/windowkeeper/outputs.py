@@ -6,6 +6,7 @@ once.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, window
@@ -16,8 +17,10 @@ ERROR_LINE_CHARS = 200
 
 # --- error lines -----------------------------------------------------------------------
 
+# Matched after a line break (the text is scanned with one prepended), so the engine jumps
+# from line to line; group 1 is the line.
 _ERROR_LINE = re.compile(
-    r"""^[ \t]*(?:
+    r"""\n([ \t]*(?:
         (?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Failure)(?::[ \t].*|:?[ \t]*)$
       | (?i:error|fatal|panic|fail)(?:\[[\w-]+\])?:[ \t].*
       | \S+?:\d+:(?:\d+:)?[ \t]*(?:(?i:fatal[ ]error|error)\b|\w*(?:Error|Exception)\b).*
@@ -31,7 +34,7 @@ _ERROR_LINE = re.compile(
       | Exception[ ]in[ ]thread[ ].*
       | Caused[ ]by:[ \t].*
       | ---[ ]FAIL:[ \t].*
-    )""",
+    ))""",
     re.MULTILINE | re.VERBOSE,
 )
 
@@ -41,6 +44,19 @@ _PROMPT_TAIL = re.compile(r"\[Python Interpreter: [^\]]*\]\s*$")
 
 
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\)|^\S.*\bpanicked at\b", re.M)
+# Every error line holds one of these (in lower case): texts without any are skipped.
+_ERROR_WORDS = (
+    "error", "exception", "fail", "fatal", "panic", "e  ", "e \t", "e\t", "npm ", "sh:", "** (",
+    "caused by:",
+)  # fmt: skip
+
+
+def _may_have_errors(text: str) -> bool:
+    probe = text.lower()
+    if not probe.isascii():
+        # Case-insensitive matching also equates ``ı``/``İ`` with ``i`` and ``ſ`` with ``s``.
+        probe = probe.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
+    return any(word in probe for word in _ERROR_WORDS)
 
 
 def error_lines(text: str, *, failed: bool = True) -> list[str]:
@@ -51,13 +67,21 @@ def error_lines(text: str, *, failed: bool = True) -> list[str]:
     diff or a source listing is not an error the agent hit.
     """
     scanned = window(text)
-    strict = not failed and _TRACEBACK.search(scanned) is None
+    if not _may_have_errors(scanned):
+        return []
+    strict = not failed and not _has_traceback(scanned)
     found = (
-        _PROMPT_TAIL.sub("", m.group(0))
-        for m in _ERROR_LINE.finditer(scanned)
-        if not (strict and m.group(0)[:1] in " \t")
+        _PROMPT_TAIL.sub("", m.group(1))
+        for m in _ERROR_LINE.finditer("\n" + scanned)
+        if not (strict and m.group(1)[:1] in " \t")
     )
     return dedupe(shorten(line.strip(), ERROR_LINE_CHARS) for line in found)
+
+
+def _has_traceback(text: str) -> bool:
+    if "Traceback (most recent call last)" not in text and "panicked at" not in text:
+        return False
+    return _TRACEBACK.search(text) is not None
 
 
 # Wrapper lines agents put around output: tags, exit banners, prompts.
@@ -97,7 +121,15 @@ _TEST_SUMMARY = re.compile(
 )
 
 
+# Every test command holds one of these; a command without any is not scanned.
+_TEST_WORDS = ("test", "tox", "nox", "jest", "mocha", "rspec", "phpunit", "check")
+
+
+@functools.lru_cache(maxsize=1_024)
 def is_test_command(command: str) -> bool:
+    """Whether a shell command runs tests (remembered: asked once per consumer)."""
+    if not any(word in command for word in _TEST_WORDS):
+        return False
     return _TEST_COMMAND.search(command) is not None
 
 
@@ -111,22 +143,29 @@ def test_summary(result: str) -> str | None:
     return shorten(lines[-1], 160)
 
 
-_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", URL),
+# Each pattern starts with a literal or a character class (look-behinds follow the first
+# character) so the regex engine skips ahead fast; the rarer shapes are gated by a hint.
+_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
+    ("url", URL, None),
     ("port", re.compile(r"(?i)(?:\bport\s*:?\s*"
-                        r"|\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0):)\d{2,5}\b")),
+                        r"|\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0):)\d{2,5}\b"),
+     re.compile(r"(?i)port|localhost|127\.0\.0\.1:|0\.0\.0\.0:")),
     ("version", re.compile(
         r"\bv\d+(?:\.\d+)+\b|(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])"
         r"|[=<>~^]=?\s?\d+(?:\.\d+)+|(?i:python|node|django|java|go|ruby|rust|postgres(?:ql)?"
         r"|react|version)\s+\d+(?:\.\d+)+"
-    )),
+    ), re.compile(r"\.\d(?<=\d\.\d)")),
     ("amount", re.compile(
-        r"[$€£]\d[\d,]*(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|seconds?|secs?|minutes?|mins?"
-        r"|hours?|days?|KB|MB|GB|TB|KiB|MiB|GiB|%|px|tokens|chars|characters|lines|rps|qps"
-        r"|USD|EUR)(?![\w])"
-    )),
-    ("env", re.compile(r"(?<![\w$])\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")),
-    ("quoted", re.compile(r"(?<!\w)(?:\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|`[^`\n]{2,80}`)(?!\w)")),
+        r"[$€£\d](?:(?<=[$€£])\d[\d,]*(?:\.\d+)?|(?<![\w.]\d)(?<=\d)\d*(?:\.\d+)?\s?"
+        r"(?:ms|seconds?|secs?|minutes?|mins?|hours?|days?|KB|MB|GB|TB|KiB|MiB|GiB|%|px|tokens"
+        r"|chars|characters|lines|rps|qps|USD|EUR)(?![\w]))"
+    ), None),
+    ("env", re.compile(r"(?<![\w$])\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"),
+     re.compile(r"_(?<=[A-Z0-9]_)")),
+    ("quoted", re.compile(
+        r"[\"'`](?<!\w[\"'`])(?:(?<=\")[^\"\n]{2,80}\"|(?<=')[^'\n]{2,80}'|(?<=`)[^`\n]{2,80}`)"
+        r"(?!\w)"
+    ), None),
 )  # fmt: skip
 
 
@@ -134,7 +173,9 @@ def exact_values(text: str) -> list[str]:
     """Exact values stated in prose, labelled: ``port: 8080``, ``url: https://...``."""
     prose = CODE_FENCE.sub("\n", window(text))
     found: list[tuple[int, str]] = []
-    for label, pattern in _VALUE_PATTERNS:
+    for label, pattern, hint in _VALUE_PATTERNS:
+        if hint is not None and hint.search(prose) is None:
+            continue
         for match in pattern.finditer(prose):
             value = match.group(0).strip()
             if label == "port":

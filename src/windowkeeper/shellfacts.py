@@ -10,7 +10,7 @@ import functools
 import re
 import shlex
 
-from .facts import WINDOW_CHARS, ToolEvent
+from .facts import WINDOW_CHARS, ToolEvent, any_search
 from .toolshapes import ToolKind
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
@@ -19,11 +19,17 @@ COMMAND_SCAN = 2_000
 
 _PATHY = re.compile(r"[\w.~+@-]*[./][\w./~+@-]*")
 _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
-# Only a command line matching this can write or delete a file the way we recognize.
-_MAY_TOUCH = re.compile(
-    r"(?<![0-9&>])>>?(?!&|\s*/dev/null)|\btee\b|\b(?:sed|perl)\b.*\s-i|\bgit\s+(?:mv|rm)\b"
-    r"|\b(?:rm|unlink)\s"
-)
+# Only a command line matching one of these can write or delete a file the way we
+# recognize. Each starts with a literal (look-behinds follow it), which the regex engine
+# finds fast.
+_MAY_TOUCH = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)", r"tee(?<!\wtee)\b", r"sed(?<!\wsed)\b.*\s-i",
+        r"perl(?<!\wperl)\b.*\s-i", r"git(?<!\wgit)\s+(?:mv|rm)\b", r"rm(?<!\wrm)\s",
+        r"unlink(?<!\wunlink)\s",
+    )
+)  # fmt: skip
 _FILE_NAME = re.compile(r"[^/]+\.[\w-]+")
 
 
@@ -55,10 +61,14 @@ def shell_written_files(command: str) -> list[str]:
     return [path for path, how in shell_touches(command) if how == MODIFIED]
 
 
+@functools.lru_cache(maxsize=1_024)
 def shell_touches(command: str) -> tuple[tuple[str, str], ...]:
-    """(path, MODIFIED or DELETED) of the first line of a shell command, in order."""
+    """(path, MODIFIED or DELETED) of the first line of a shell command, in order.
+
+    Remembered: the summarizer and the ledger ask for the same commands.
+    """
     first = command.strip().split("\n", 1)[0]
-    if not _MAY_TOUCH.search(first):
+    if not any_search(_MAY_TOUCH, first):
         return ()
     return _tokenized_touches(first)
 
@@ -130,28 +140,33 @@ def _path_like(token: str) -> bool:
 
 
 _CD = re.compile(r"^\s*cd\s+([^\s;&|]+)\s*(?:&&|;|$)")
-_PROMPT_CWD = re.compile(
-    r"\(Current directory: ([^)\n]+)\)"
-    r"|^[\w.-]+@[\w.-]+:((?:/|~)[^\s#$]*)\s*[#$]|^(/[\w./-]*)\$\s*$",
-    re.MULTILINE,
+# Prompts that show the working directory, each with a literal it needs; matched in the
+# text after a prepended line break, so a line start is a literal ``\n`` the engine finds.
+_PROMPT_CWDS = (
+    ("(Current directory: ", re.compile(r"\(Current directory: ([^)\n]+)\)")),
+    ("@", re.compile(r"\n[\w.-]+@[\w.-]+:((?:/|~)[^\s#$]*)\s*[#$]")),
+    ("$", re.compile(r"\n(/[\w./-]*)\$\s*$", re.MULTILINE)),
 )
 _BRANCH_COMMAND = re.compile(
-    r"\bgit\s+(?:checkout\s+-[bB]|switch\s+-[cC]|worktree\s+add\s+-b|switch)\s+([\w./-]+)"
+    r"git(?<!\wgit)\s+(?:checkout\s+-[bB]|switch\s+-[cC]|worktree\s+add\s+-b|switch)\s+"
+    r"([\w./-]+)"
 )
 _BRANCH_OUTPUT = re.compile(r"^(?:On branch|Switched to (?:a new )?branch) '?([\w./-]+)'?", re.M)
-_BACKGROUND = re.compile(
-    r"(?:^|\s)nohup\s|(?<!&)&\s*$|(?<!&)&\s*(?:disown|echo|sleep)\b|\bsetsid\s"
-    r"|\btmux\s+new(?:-session)?\b.*\s-d\b|\bscreen\s+-d"
-)
+_BACKGROUND = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"nohup(?<!\Snohup)\s", r"&(?<!&&)\s*(?:$|(?:disown|echo|sleep)\b)",
+        r"setsid(?<!\wsetsid)\s", r"tmux(?<!\wtmux)\s+new(?:-session)?\b.*\s-d\b",
+        r"screen(?<!\wscreen)\s+-d",
+    )
+)  # fmt: skip
 
 
 def cwd_hint(event: ToolEvent, previous: str | None) -> str | None:
     """The working directory after a shell call: prompt in the output, ``cd``, or an arg."""
-    if event.result:
-        found = list(_PROMPT_CWD.finditer(event.result[-WINDOW_CHARS:]))
-        if found:
-            last = found[-1]
-            return (last.group(1) or last.group(2) or last.group(3)).strip()
+    prompt = _prompt_cwd(event.result[-WINDOW_CHARS:]) if event.result else None
+    if prompt is not None:
+        return prompt
     match = _CD.match((event.action.command or "")[:COMMAND_SCAN])
     if match:
         target = match.group(1)
@@ -165,27 +180,42 @@ def cwd_hint(event: ToolEvent, previous: str | None) -> str | None:
     return None
 
 
+def _prompt_cwd(text: str) -> str | None:
+    """The directory of the last prompt in ``text``."""
+    lined = "\n" + text
+    last: tuple[int, str] | None = None
+    for literal, pattern in _PROMPT_CWDS:
+        if literal in text:
+            for match in pattern.finditer(lined):
+                if last is None or match.start() > last[0]:
+                    last = (match.start(), match.group(1))
+    return last[1].strip() if last else None
+
+
 def branch_hint(event: ToolEvent) -> str | None:
-    if event.result:
-        found = _BRANCH_OUTPUT.findall(event.result[-WINDOW_CHARS:])
+    tail = event.result[-WINDOW_CHARS:] if event.result else ""
+    if "On branch" in tail or "Switched to " in tail:
+        found = _BRANCH_OUTPUT.findall(tail)
         if found:
             return str(found[-1])
-    match = _BRANCH_COMMAND.search((event.action.command or "")[:COMMAND_SCAN])
+    command = (event.action.command or "")[:COMMAND_SCAN]
+    match = _BRANCH_COMMAND.search(command) if "git" in command else None
     if match and not match.group(1).startswith("-"):
         return match.group(1)
     return None
 
 
-_BACKGROUND_WORDS = ("&", "nohup", "setsid", "tmux", "screen")
+_BACKGROUND_WORDS = ("nohup", "&", "setsid", "tmux", "screen")
 
 
 def is_background(event: ToolEvent) -> bool:
     if event.args.get("run_in_background") is True:
         return True
     command = (event.action.command or "")[:COMMAND_SCAN].strip()
-    if not any(word in command for word in _BACKGROUND_WORDS):
-        return False
-    return _BACKGROUND.search(command) is not None
+    return any(
+        word in command and pattern.search(command) is not None
+        for word, pattern in zip(_BACKGROUND_WORDS, _BACKGROUND, strict=True)
+    )
 
 
 # --- exact values ----------------------------------------------------------------------
