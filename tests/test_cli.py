@@ -180,7 +180,7 @@ def test_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         (["--context-length", "1000", "--threshold", "1.5"], "threshold must be in (0, 1]"),
         (["--context-length", "1000", "--max-tokens", "-1"], "--max-tokens must be >= 0"),
         (["--context-length", "many"], "Invalid value for '--context-length'"),
-        ([], "Missing option '--context-length'"),
+        ([], "the context window is unknown: pass --context-length N"),
         (["--context-length", "10", "--bogus"], "No such option: --bogus"),
     ],
 )
@@ -372,3 +372,35 @@ def test_repairable_input_is_repaired_with_a_warning(
     written = [json.loads(line) for line in out.splitlines()]
     assert violations(written) == []
     assert all(m.get("tool_call_id") != "ghost" for m in written)
+
+
+def test_config_file_supplies_window_and_settings(
+    session_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "wk.yaml"
+    config.write_text(
+        "model:\n  context_length: 64000\ncompression:\n  threshold: 0.6\n  protect_first_n: 1\n"
+    )
+    code, out, _ = run_main(
+        ["inspect", str(session_file), "--config", str(config), "--json"], capsys
+    )
+    data = json.loads(out)
+    assert code == 0
+    assert data["context_length"] == 64_000 and data["threshold"] == 0.6
+    code, out, _ = run_main(
+        ["inspect", str(session_file), "--config", str(config), "--threshold", "0.7", "--json"],
+        capsys,
+    )
+    assert json.loads(out)["threshold"] == 0.7  # the command line wins over the file
+
+
+def test_bad_config_file_is_one_line_exit_2(
+    session_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "wk.yaml"
+    config.write_text("compression:\n  threshold: 7\n")
+    code, _, err = run_main(
+        ["compress", str(session_file), "--context-length", "32000", "--config", str(config)],
+        capsys,
+    )
+    assert code == 2 and err.count("\n") == 1 and "compression.threshold" in err

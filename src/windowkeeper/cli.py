@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -83,10 +83,12 @@ from .cli_summarizer import (
 from .compressor import ContextCompressor
 from .config import CompressionConfig
 from .errors import ConfigError
+from .feasibility import resolve_context_length
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_tools
 from .report import CompressionResult
 from .sanitize import sanitize_tool_pairs
+from .settings import Settings, load_settings
 from .summarizer import Summarizer
 from .tokens import estimate_request_tokens
 
@@ -107,13 +109,18 @@ SessionOpt = Annotated[
     str | None, typer.Option("--session", help="Compact this stored session (with --store).")
 ]
 ContextLengthOpt = Annotated[
-    int, typer.Option("--context-length", help="Model context window in tokens.")
+    int | None,
+    typer.Option("--context-length", help="Model context window in tokens (else from the config)."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="YAML config file (else the default places).")
 ]
 MaxTokensOpt = Annotated[
     int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
 ]
 ThresholdOpt = Annotated[
-    float, typer.Option("--threshold", help="Trigger as a fraction of the effective window.")
+    float | None,
+    typer.Option("--threshold", help="Trigger as a fraction of the effective window [0.5]."),
 ]
 ToolsOpt = Annotated[
     Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
@@ -128,6 +135,8 @@ class Loaded:
     tools: list[ToolSchema] | None
     compressor: ContextCompressor
     config: CompressionConfig
+    context_length: int
+    max_tokens: int | None
 
 
 def build_compressor(
@@ -155,24 +164,36 @@ def build_compressor(
 def load(
     source: str | None,
     *,
-    context_length: int,
+    context_length: int | None,
     max_tokens: int | None,
-    threshold: float,
+    threshold: float | None,
     tools_file: Path | None,
     choice: SummarizerChoice | None = None,
     stored: StoredSource | None = None,
+    config_file: Path | None = None,
 ) -> Loaded:
-    """Validate the options, read the conversation and build its compressor."""
-    if context_length <= 0:
-        raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
-    if max_tokens is not None and max_tokens < 0:
-        raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
+    """Validate the options, read the conversation and build its compressor.
+
+    Options given on the command line win over the config file (``--config``, else the
+    documented locations), which wins over the defaults.
+    """
+    settings = load_settings(config_file)
     choice = choice or SummarizerChoice()
-    config = CompressionConfig(threshold=threshold, allow_small_summary_model=choice.allow_small)
+    config = settings.compression_config()
+    config = replace(
+        config,
+        threshold=config.threshold if threshold is None else threshold,
+        allow_small_summary_model=choice.allow_small or config.allow_small_summary_model,
+    )
     conversation = read_conversation(source, stored)
+    model = conversation.model or settings.model.name
+    window = _context_length(context_length, settings, model)
+    reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
+    if reserve is not None and reserve < 0:
+        raise ConfigError(f"--max-tokens must be >= 0, got {reserve}")
     tools = load_tools(tools_file) if tools_file is not None else conversation.tools
-    summarizer, window = build_summarizer(choice, main_model=conversation.model)
-    if choice.kind == "llm" and window is None:
+    summarizer, summary_window = build_summarizer(choice, main_model=model)
+    if choice.kind == "llm" and summary_window is None:
         typer.echo(
             "warning: the summary model's context window is unknown; set "
             "--summary-context-length so the trigger can be checked against it",
@@ -180,14 +201,33 @@ def load(
         )
     compressor = build_compressor(
         config,
-        context_length=context_length,
-        max_tokens=max_tokens,
-        model=conversation.model,
+        context_length=window,
+        max_tokens=reserve,
+        model=model,
         tools=tools,
         summarizer=summarizer,
-        summary_context_length=window,
+        summary_context_length=summary_window,
     )
-    return Loaded(_repaired(conversation.messages), tools, compressor, config)
+    return Loaded(_repaired(conversation.messages), tools, compressor, config, window, reserve)
+
+
+def _context_length(given: int | None, settings: Settings, model: str | None) -> int:
+    """``--context-length``, else ``model.context_length`` from the config, else the
+    model's window from installed metadata (LiteLLM, when installed), else an error."""
+    if given is not None:
+        if given <= 0:
+            raise ConfigError(f"--context-length must be a positive integer, got {given}")
+        return given
+    if settings.model.context_length is not None:
+        return settings.model.context_length
+    known = resolve_context_length(model) if model else None
+    if known is not None:
+        return known
+    named = f"of model {model!r} " if model else ""
+    raise ConfigError(
+        f"the context window {named}is unknown: pass --context-length N "
+        "or set model.context_length in the config file"
+    )
 
 
 def _repaired(messages: list[Message]) -> list[Message]:
@@ -209,13 +249,13 @@ def _repaired(messages: list[Message]) -> list[Message]:
 
 @app.command()
 def compress(
-    context_length: ContextLengthOpt,
+    context_length: ContextLengthOpt = None,
     source: OptionalInputArg = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.")
     ] = None,
     max_tokens: MaxTokensOpt = None,
-    threshold: ThresholdOpt = 0.50,
+    threshold: ThresholdOpt = None,
     if_needed: Annotated[
         bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
     ] = False,
@@ -241,6 +281,7 @@ def compress(
     rotate: Annotated[
         bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
     ] = False,
+    config_file: ConfigOpt = None,
 ) -> None:
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
 
@@ -262,6 +303,7 @@ def compress(
             tools_file=tools_file,
             choice=choice,
             stored=stored,
+            config_file=config_file,
         )
         if if_needed:
             tokens = estimate_request_tokens(
@@ -313,12 +355,13 @@ def _run_compress(
 @app.command()
 def inspect(
     source: InputArg,
-    context_length: ContextLengthOpt,
+    context_length: ContextLengthOpt = None,
     max_tokens: MaxTokensOpt = None,
-    threshold: ThresholdOpt = 0.50,
+    threshold: ThresholdOpt = None,
     tools_file: ToolsOpt = None,
     top: Annotated[int, typer.Option("--top", help="Tools listed by name.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    config_file: ConfigOpt = None,
 ) -> None:
     """Show where the tokens go and what a compaction would keep, summarize and prune."""
     with user_errors():
@@ -328,14 +371,15 @@ def inspect(
             max_tokens=max_tokens,
             threshold=threshold,
             tools_file=tools_file,
+            config_file=config_file,
         )
         inspection = inspect_conversation(
             loaded.messages,
             loaded.tools,
             loaded.compressor,
-            context_length=context_length,
-            max_tokens=max_tokens,
-            threshold=threshold,
+            context_length=loaded.context_length,
+            max_tokens=loaded.max_tokens,
+            threshold=loaded.config.threshold,
             image_tokens=loaded.config.image_tokens,
         )
     if as_json:

@@ -8,11 +8,13 @@ State); carried paths are made absolute again with the previous root.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
+from itertools import accumulate
 
 from .extractive_actions import outcome_of, what
-from .facts import NONE, ToolEvent, collapse, dedupe, section_items, sentences
+from .facts import CODE_FENCE, NONE, ToolEvent, collapse, dedupe, folded, section_items, sentences
 from .messages import Message, message_text
 from .outputs import error_lines, exact_values, is_test_command, last_line
 from .shellfacts import DELETED, MODIFIED, READ, branch_hint, cwd_hint, file_touches, is_background
@@ -107,6 +109,7 @@ def carried_blocked(body: str) -> list[str]:
     return [body if body.startswith(note) else f"{note}\n{body}"]
 
 
+_CHOICE = r"(?:use|go\s+with|switch|keep|avoid|replace)"
 _DECISION = re.compile(
     r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
     r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
@@ -115,16 +118,53 @@ _DECISION = re.compile(
 )
 
 
+# ``_DECISION`` loosened (any whitespace between words, no word boundaries, "the" and the
+# subject dropped), each with a word it needs, for the lower case text without code blocks
+# (as sentences are split): a text none of them matches holds no decision.
+_DECISION_CLUES = tuple(
+    (word, re.compile(pattern))
+    for word, pattern in (
+        ("decide", "decide"), ("instead", r"instead\s+of"), ("rather", r"rather\s+than"),
+        ("fix", r"fix\s+(?:is|was|will\s+be)"), ("root", r"root\s+cause"),
+        ("'ll", rf"'ll\s+{_CHOICE}"), ("will", rf"will\s+{_CHOICE}"),
+        ("let's", rf"let's\s+{_CHOICE}"), ("going", r"going\s+with"), ("opted", "opted"),
+        ("chose", "chose"),
+    )
+)  # fmt: skip
+
+
 def decisions(turns: Sequence[Message]) -> list[str]:
     """Assistant statements (not questions or lead-ins) that record a choice."""
+    texts = (message_text(m)[:20_000] for m in turns if m.get("role") == "assistant")
     found = [
         collapse(sentence, 300)
-        for message in turns
-        if message.get("role") == "assistant"
-        for sentence in sentences(message_text(message)[:20_000])
+        for text in texts
+        if _clues(CODE_FENCE.sub("\n", text) if "```" in text else text)
+        for sentence in _candidates(sentences(text))
         if len(sentence) >= 15 and sentence[-1] not in "?:" and _DECISION.search(sentence)
     ]
     return dedupe(found)[-MAX_NEW["decisions"] :]
+
+
+def _clues(text: str) -> list[re.Pattern[str]]:
+    """The loose decision patterns that match somewhere in ``text``."""
+    probe = folded(text)
+    return [clue for word, clue in _DECISION_CLUES if word in probe and clue.search(probe)]
+
+
+def _candidates(items: list[str]) -> list[str]:
+    """The sentences a loose match touches (every sentence of a non-ASCII text)."""
+    joined = "\n".join(items)
+    if not joined.isascii():
+        return items
+    starts = list(accumulate((len(item) + 1 for item in items[:-1]), initial=0))
+    picked: set[int] = set()
+    lowered = joined.lower()
+    for clue in _clues(lowered):
+        for match in clue.finditer(lowered):
+            first = bisect_right(starts, match.start()) - 1
+            picked.update(range(first, bisect_right(starts, match.end() - 1)))
+    return [items[i] for i in sorted(picked)]
 
 
 def questions(turns: Sequence[Message], users: Sequence[tuple[int, str]]) -> list[str]:

@@ -210,6 +210,15 @@ def hinted_matches(
     return found
 
 
+def folded(text: str) -> str:
+    """``text`` in lower case, for literal checks that stand in for case-insensitive
+    patterns (which also equate ``ı``/``İ`` with ``i`` and ``ſ`` with ``s``)."""
+    probe = text.lower()
+    if probe.isascii():
+        return probe
+    return probe.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
+
+
 def any_search(patterns: Iterable[re.Pattern[str]], text: str) -> bool:
     """Whether any pattern matches somewhere in ``text``."""
     return any(pattern.search(text) for pattern in patterns)

@@ -45,7 +45,8 @@ _SHA_LABEL = re.compile(
     r"(?i:\b(?:commit|sha|revision|rev|agent_?id|task_?id|run_?id|id)\b)[\s:=#\"']{1,3}\Z"
 )
 _LABEL_REACH = 12
-_GIT_COMMAND = re.compile(r"(?:^|[\s;&|(])(?:git|gh)\s")
+# ``git`` or ``gh`` at the start of the command or after a separator.
+_GIT_COMMAND = re.compile(r"g(?<![^\s;&|(]g)(?:it|h)\s")
 
 Found = list[tuple[int, str]]
 
@@ -130,7 +131,7 @@ def event_identifiers(event: ToolEvent) -> list[str]:
     output = window(result, OUTPUT_SCAN_CHARS)
     found.extend(text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS))
     found.extend(dedupe(m.group(0) for m in hinted_matches(_UUID, _UUID_HINT, output))[:MAX_UUIDS])
-    if action.command and _GIT_COMMAND.search(" " + action.command[:2_000]):
+    if action.command and _GIT_COMMAND.search(action.command[:2_000]):
         for match in _GIT_SHA_LINE.finditer(result[:OUTPUT_SCAN_CHARS]):
             sha = match.group(1) or match.group(2)
             if _is_sha(sha):

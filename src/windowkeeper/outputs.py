@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
-from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, window
+from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, folded, window
 from .toolshapes import shorten
 
 ERROR_LINE_CHARS = 200
@@ -51,11 +52,25 @@ _ERROR_WORDS = (
 )  # fmt: skip
 
 
-def _may_have_errors(text: str) -> bool:
-    probe = text.lower()
-    if not probe.isascii():
-        # Case-insensitive matching also equates ``ı``/``İ`` with ``i`` and ``ſ`` with ``s``.
-        probe = probe.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
+def _error_matches(text: str) -> list[re.Match[str]]:
+    """``_ERROR_LINE`` matches, tried only on lines that hold an error word."""
+    probe = folded(text)
+    lined = "\n" + text
+    if len(probe) != len(text):  # case folding moved characters: scan every line
+        return list(_ERROR_LINE.finditer(lined)) if _has_error_word(probe) else []
+    starts: set[int] = set()
+    for word in _ERROR_WORDS:
+        at = probe.find(word)
+        while at >= 0:
+            starts.add(probe.rfind("\n", 0, at) + 1)
+            end = probe.find("\n", at)
+            at = probe.find(word, end) if end >= 0 else -1
+    # A line starting at ``start`` follows the line break at ``start`` in ``lined``.
+    found = (_ERROR_LINE.match(lined, start) for start in sorted(starts))
+    return [match for match in found if match]
+
+
+def _has_error_word(probe: str) -> bool:
     return any(word in probe for word in _ERROR_WORDS)
 
 
@@ -67,12 +82,13 @@ def error_lines(text: str, *, failed: bool = True) -> list[str]:
     diff or a source listing is not an error the agent hit.
     """
     scanned = window(text)
-    if not _may_have_errors(scanned):
+    matches = _error_matches(scanned)
+    if not matches:
         return []
     strict = not failed and not _has_traceback(scanned)
     found = (
         _PROMPT_TAIL.sub("", m.group(1))
-        for m in _ERROR_LINE.finditer("\n" + scanned)
+        for m in matches
         if not (strict and m.group(1)[:1] in " \t")
     )
     return dedupe(shorten(line.strip(), ERROR_LINE_CHARS) for line in found)
@@ -145,23 +161,33 @@ def test_summary(result: str) -> str | None:
 
 # Each pattern starts with a literal or a character class (look-behinds follow the first
 # character) so the regex engine skips ahead fast; the rarer shapes are gated by a hint.
-_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
+_PORT_WORDS = ("port", "localhost", "127.0.0.1:", "0.0.0.0:")
+
+
+def _may_name_port(text: str) -> bool:
+    probe = folded(text)
+    return any(word in probe for word in _PORT_WORDS)
+
+
+_VERSION_HINT = re.compile(r"\.\d(?<=\d\.\d)")
+_ENV_HINT = re.compile(r"_(?<=[A-Z0-9]_)")
+_VALUE_PATTERNS: tuple[tuple[str, re.Pattern[str], Callable[[str], object] | None], ...] = (
     ("url", URL, None),
     ("port", re.compile(r"(?i)(?:\bport\s*:?\s*"
                         r"|\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0):)\d{2,5}\b"),
-     re.compile(r"(?i)port|localhost|127\.0\.0\.1:|0\.0\.0\.0:")),
+     _may_name_port),
     ("version", re.compile(
         r"\bv\d+(?:\.\d+)+\b|(?<![\w.])\d+\.\d+\.\d+(?:[-+][\w.]+)?(?![\w.])"
         r"|[=<>~^]=?\s?\d+(?:\.\d+)+|(?i:python|node|django|java|go|ruby|rust|postgres(?:ql)?"
         r"|react|version)\s+\d+(?:\.\d+)+"
-    ), re.compile(r"\.\d(?<=\d\.\d)")),
+    ), _VERSION_HINT.search),
     ("amount", re.compile(
         r"[$€£\d](?:(?<=[$€£])\d[\d,]*(?:\.\d+)?|(?<![\w.]\d)(?<=\d)\d*(?:\.\d+)?\s?"
         r"(?:ms|seconds?|secs?|minutes?|mins?|hours?|days?|KB|MB|GB|TB|KiB|MiB|GiB|%|px|tokens"
         r"|chars|characters|lines|rps|qps|USD|EUR)(?![\w]))"
     ), None),
     ("env", re.compile(r"(?<![\w$])\$?[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"),
-     re.compile(r"_(?<=[A-Z0-9]_)")),
+     _ENV_HINT.search),
     ("quoted", re.compile(
         r"[\"'`](?<!\w[\"'`])(?:(?<=\")[^\"\n]{2,80}\"|(?<=')[^'\n]{2,80}'|(?<=`)[^`\n]{2,80}`)"
         r"(?!\w)"
@@ -174,7 +200,7 @@ def exact_values(text: str) -> list[str]:
     prose = CODE_FENCE.sub("\n", window(text))
     found: list[tuple[int, str]] = []
     for label, pattern, hint in _VALUE_PATTERNS:
-        if hint is not None and hint.search(prose) is None:
+        if hint is not None and not hint(prose):
             continue
         for match in pattern.finditer(prose):
             value = match.group(0).strip()
