@@ -325,3 +325,17 @@ def test_secrets_are_redacted_from_the_handoff() -> None:
     result = _compressor().compress(messages)
     assert "curl -H" in (result.summary or "")
     assert "sk-live-abcdefghijklmnopqrstuvwx" not in (result.summary or "")
+
+
+def test_nine_message_conversation_compresses_when_asked() -> None:
+    # Everything fits the tail budget, but a manual compaction still keeps only the
+    # minimum tail (reference scenario: a nine-message conversation compresses).
+    words = "the refund service rounds partial amounts before the ledger sees them " * 40
+    messages = [
+        user(f"{n}: {words}") if n % 2 == 0 else assistant(f"{n}: {words}") for n in range(9)
+    ]
+    result = _compressor(protect_first_n=2).compress(messages, force=True)
+    assert result.report.compressed
+    assert len(result.messages) < len(messages)
+    assert result.messages[:2] == messages[:2]
+    assert result.messages[-1] == messages[-1]

@@ -116,6 +116,11 @@ def tail_cut(
     if cut <= head:
         # Everything fits the soft ceiling: cut on the raw budget so a middle exists.
         cut = _walk(costs, head, budget, min_tail)
+    if cut <= head:
+        # Even the raw budget holds it all: a compaction (manual, or forced by an
+        # overflow) still keeps only the minimum tail. The compressor refuses the result
+        # if it would not be smaller.
+        cut = max(n - min_tail, head + 1)
     cut = _align_cut(messages, costs, min(cut, n - min_tail), ceiling, min_tail)
     user = newest_real_user(messages, head)
     restated = None
