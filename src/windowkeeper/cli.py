@@ -285,8 +285,8 @@ def compress(
 ) -> None:
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
 
-    With ``--session`` the stored session is compacted in the store (in place, or by
-    rotation) instead of reading IN.
+    With --session the stored session is compacted in the store (in place, or with
+    --rotate by ending it and continuing in a child) instead of reading IN.
     """
     stored = StoredSource(store, session) if session is not None else None
     choice = SummarizerChoice(
