@@ -10,6 +10,7 @@ Usage::
                         [--summarizer extractive] [--plot OUT.png] [--json]
     windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
     windowkeeper config show [--config FILE] [--json]
+    windowkeeper serve --upstream URL [--host H] [--port P] [--context-length N] [--store URL]
     windowkeeper demo [--json]
 
 ``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
@@ -59,6 +60,7 @@ from .cli_common import (
 from .cli_config import config_app
 from .cli_render import render_inspection
 from .cli_replay import replay_command
+from .cli_serve import serve_command
 from .cli_sessions import (
     StoredSource,
     StoreOpt,
@@ -391,6 +393,7 @@ def inspect(
 app.command("replay")(replay_command)
 app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
+app.command("serve")(serve_command)
 
 
 # --- demo ----------------------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""``windowkeeper serve``: run the transparent gateway (SPEC §9) with uvicorn.
+
+Mounted by the main app with ``app.command("serve")(serve_command)``. Listens on
+127.0.0.1 by default: the gateway has no authentication of its own, and with
+``--upstream-api-key-env`` it spends the configured key for anyone who can reach it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .cli_common import fail, user_errors
+from .settings import load_settings
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+UpstreamOpt = Annotated[
+    str,
+    typer.Option("--upstream", help="The upstream OpenAI-compatible base URL, e.g. "
+                 "https://api.openai.com/v1."),
+]  # fmt: skip
+HostOpt = Annotated[str, typer.Option(help="Interface to listen on.")]
+PortOpt = Annotated[int, typer.Option(help="Port to listen on.")]
+ContextOpt = Annotated[
+    int | None,
+    typer.Option("--context-length", min=1, help="Context window (tokens) of every model "
+                 "without a more specific setting."),
+]  # fmt: skip
+ModelContextOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model-context", help="MODEL=TOKENS: the window of one model "
+                 "(repeatable; a key contained in the model name also matches)."),
+]  # fmt: skip
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="YAML config file (compression settings).")
+]
+StoreUrlOpt = Annotated[
+    str | None,
+    typer.Option("--store", help="Persist sessions: sqlite:///PATH, postgresql://… or "
+                 "memory:// (default: the config's store.url, else in memory only)."),
+]  # fmt: skip
+ApiKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option("--upstream-api-key-env", help="Name of the environment variable holding "
+                 "the upstream API key (default: pass the client's Authorization header "
+                 "through)."),
+]  # fmt: skip
+LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
+
+
+def serve_command(
+    upstream: UpstreamOpt,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8787,
+    context_length: ContextOpt = None,
+    model_context: ModelContextOpt = None,
+    config: ConfigOpt = None,
+    store: StoreUrlOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    log_level: LogLevelOpt = "info",
+) -> None:
+    """Run the OpenAI-compatible gateway that compacts each session's history."""
+    try:
+        import uvicorn
+
+        from .gateway import create_app
+    except ImportError as exc:
+        raise fail(
+            f"the gateway needs the gateway extra ({exc.name} is missing): "
+            "pip install 'windowkeeper[gateway]'"
+        ) from None
+    from .gateway.settings import gateway_settings, parse_model_context
+    from .store import open_store
+
+    with user_errors():
+        settings = load_settings(config)
+        api_key = _api_key(api_key_env)
+        gateway = gateway_settings(
+            upstream, settings, context_length=context_length,
+            model_context_lengths=parse_model_context(model_context or []), api_key=api_key,
+        )  # fmt: skip
+        url = store or settings.store.url
+        opened = open_store(url) if url else None
+    if host not in LOOPBACK:
+        typer.echo(
+            f"warning: listening on {host}: the gateway has no authentication of its own",
+            err=True,
+        )
+    try:
+        app = create_app(gateway, store=opened)
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _api_key(variable: str | None) -> str | None:
+    if variable is None:
+        return None
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise fail(f"--upstream-api-key-env names {variable}, which is unset or empty")
+    return value

@@ -1,0 +1,139 @@
+"""Gateway settings: where the upstream is, how big each model's window is, when to compact.
+
+A model's context window is never guessed (SPEC §3): it comes from ``context_lengths``
+(exact model name, else the longest key contained in the name, else the ``"*"`` default),
+else from the upstream's ``/models`` listing, else from installed model metadata; when no
+source states it, the request fails with a 400 that says how to configure it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from ..config import CompressionConfig
+from ..errors import ConfigError
+from ..settings import Settings
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+DEFAULT_KEY = "*"
+"""The ``context_lengths`` key that applies to every model without a more specific entry."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GatewaySettings:
+    """Everything the gateway needs; immutable, validated on construction.
+
+    Attributes:
+        upstream_base_url: the OpenAI-compatible API, e.g. ``https://api.openai.com/v1``
+            (``/chat/completions`` and ``/models`` are appended).
+        upstream_api_key: sent as ``Authorization: Bearer …`` upstream; when ``None`` the
+            client's own ``Authorization`` header is passed through.
+        context_lengths: model name (or substring, or ``"*"``) → window in tokens.
+        hygiene_threshold: compact when a request reaches this share of the window.
+        hard_message_limit: compact when the history has at least this many messages.
+        compression: the compressor's tunables (its ``threshold`` is replaced by
+            ``hygiene_threshold``: the gateway is the safety net, SPEC §4).
+        max_sessions: sessions kept in memory (least recently used evicted first).
+        timeout: seconds to wait for the upstream (connect and each read).
+        models_lookup: ask the upstream's ``/models`` for unknown windows.
+    """
+
+    upstream_base_url: str
+    upstream_api_key: str | None = None
+    context_lengths: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    hygiene_threshold: float = 0.85
+    hard_message_limit: int = 5_000
+    compression: CompressionConfig = field(default_factory=CompressionConfig)
+    max_sessions: int = 1_000
+    timeout: float = 600.0
+    models_lookup: bool = True
+
+    def __post_init__(self) -> None:
+        base = self.upstream_base_url.strip().rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            raise ConfigError(f"the upstream URL must start with http:// or https://, got {base!r}")
+        object.__setattr__(self, "upstream_base_url", base)
+        if not 0.10 <= self.hygiene_threshold <= 0.99:
+            raise ConfigError(
+                f"the hygiene threshold must be in [0.10, 0.99], got {self.hygiene_threshold}"
+            )
+        if self.hard_message_limit < 4:
+            raise ConfigError("the hard message limit must be at least 4 messages")
+        if self.max_sessions < 1 or self.timeout <= 0:
+            raise ConfigError("max_sessions must be >= 1 and timeout > 0")
+        for name, value in self.context_lengths.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"context length of {name!r} must be a positive integer")
+        object.__setattr__(self, "context_lengths", MappingProxyType(dict(self.context_lengths)))
+
+    def compressor_config(self) -> CompressionConfig:
+        """The compressor config of every gateway session: it triggers at the hygiene
+        threshold and spends at most ``compression.max_attempts`` recoveries per request."""
+        return replace(
+            self.compression,
+            threshold=self.hygiene_threshold,
+            hygiene_threshold=self.hygiene_threshold,
+            hygiene_hard_message_limit=self.hard_message_limit,
+        )
+
+    def configured_context_length(self, model: str) -> int | None:
+        """The configured window of ``model``: exact name, longest contained key, ``"*"``."""
+        lengths = self.context_lengths
+        if model in lengths:
+            return lengths[model]
+        contained = [key for key in lengths if key != DEFAULT_KEY and key and key in model]
+        if contained:
+            return lengths[max(contained, key=len)]
+        return lengths.get(DEFAULT_KEY)
+
+
+def gateway_settings(
+    upstream: str,
+    settings: Settings | None = None,
+    *,
+    context_length: int | None = None,
+    model_context_lengths: Mapping[str, int] | None = None,
+    api_key: str | None = None,
+) -> GatewaySettings:
+    """:class:`GatewaySettings` from the YAML settings (SPEC §11) plus command-line values.
+
+    ``model.context_length`` of the file applies to ``model.name`` when that is set, else
+    to every model; ``context_length`` (``--context-length``) is the default for every
+    model and wins over the file's default; ``model_context_lengths`` adds per-model keys.
+    """
+    lengths: dict[str, int] = {}
+    hygiene = 0.85
+    limit = 5_000
+    compression = CompressionConfig()
+    if settings is not None:
+        compression = settings.compression_config()
+        hygiene = settings.compression.hygiene_threshold
+        limit = settings.compression.hygiene_hard_message_limit
+        window = settings.model.context_length
+        if window is not None:
+            lengths[settings.model.name or DEFAULT_KEY] = window
+    if context_length is not None:
+        lengths[DEFAULT_KEY] = context_length
+    lengths.update(model_context_lengths or {})
+    return GatewaySettings(
+        upstream_base_url=upstream,
+        upstream_api_key=api_key,
+        context_lengths=lengths,
+        hygiene_threshold=hygiene,
+        hard_message_limit=limit,
+        compression=compression,
+    )
+
+
+def parse_model_context(values: list[str]) -> dict[str, int]:
+    """``MODEL=TOKENS`` pairs (``--model-context``) as a map; ConfigError on bad input."""
+    out: dict[str, int] = {}
+    for value in values:
+        name, sep, number = value.rpartition("=")
+        if not sep or not name or not number.strip().isdigit() or int(number) <= 0:
+            raise ConfigError(f"--model-context expects MODEL=TOKENS, got {value!r}")
+        out[name] = int(number)
+    return out
