@@ -20,6 +20,7 @@ from .extractive_actions import new_actions, prior_actions
 from .extractive_render import GOAL_CHARS, Draft, fit
 from .facts import (
     NONE,
+    clued_items,
     collapse,
     dedupe,
     parse_sections,
@@ -132,12 +133,24 @@ _RULE = re.compile(
 )
 
 
+# ``_RULE`` loosened (no word boundaries, any whitespace between words).
+_RULE_CLUES = tuple(
+    (word, re.compile(pattern))
+    for word, pattern in (
+        ("must", "must"), ("never", "never"), ("always", "always"), ("don", "don'?t"),
+        ("do", r"do\s+not"), ("please", "please"), ("should", "should"), ("prefer", "prefer"),
+        ("avoid", "avoid"), ("only", "only"), ("make", r"make\s+sure"), ("ensure", "ensure"),
+        ("require", "require"), ("cannot", "cannot"), ("can", "can'?t"), ("no", r"no\s+need"),
+    )
+)  # fmt: skip
+
+
 def _constraints(users: Sequence[tuple[int, str]]) -> list[str]:
     """Whole user sentences that state a rule (line wraps joined), verbatim."""
     found = [
         sentence if len(sentence) <= CONSTRAINT_CHARS else sentence[: CONSTRAINT_CHARS - 3] + "..."
         for _, text in users
-        for sentence in sentences(text)
+        for sentence in clued_items(sentences(text), _RULE_CLUES)
         if _RULE.search(sentence) and not sentence.endswith("?") and len(sentence) >= 8
     ]
     return dedupe(found)[-MAX_CONSTRAINTS:]

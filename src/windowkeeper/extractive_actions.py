@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from .facts import ToolEvent, collapse, section_items
-from .outputs import error_lines, is_test_command, last_line, test_summary
+from .outputs import event_errors, is_test_command, last_line, test_summary
 from .toolshapes import ToolKind
 
 MAX_MERGED = 8
@@ -147,6 +147,6 @@ def outcome_of(event: ToolEvent) -> str:
         summary = test_summary(event.result) if is_test_command(event.action.target) else None
         return f"{status} ({summary})" if summary else status
     if event.failed:
-        errors = error_lines(event.result)
+        errors = event_errors(event)
         return f"failed: {errors[-1] if errors else last_line(event.result, 120)}"
     return "ok"

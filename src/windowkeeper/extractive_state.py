@@ -8,15 +8,25 @@ State); carried paths are made absolute again with the previous root.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
-from itertools import accumulate
 
 from .extractive_actions import outcome_of, what
-from .facts import CODE_FENCE, NONE, ToolEvent, collapse, dedupe, folded, section_items, sentences
+from .facts import (
+    NONE,
+    ToolEvent,
+    clued_items,
+    collapse,
+    dedupe,
+    item_sentences,
+    matching_clues,
+    paragraphs,
+    prose,
+    section_items,
+    sentences,
+)
 from .messages import Message, message_text
-from .outputs import error_lines, exact_values, is_test_command, last_line
+from .outputs import event_errors, exact_values, is_test_command, last_line
 from .shellfacts import DELETED, MODIFIED, READ, branch_hint, cwd_hint, file_touches, is_background
 from .toolshapes import ToolKind
 
@@ -94,7 +104,7 @@ def blocked(events: Sequence[ToolEvent], short: Callable[[str], str]) -> list[st
     for event in list(failing.values())[-MAX_BLOCKED:]:
         assert event.result is not None
         code = f" -> exit {event.exit_code}" if event.exit_code is not None else " failed"
-        lines = error_lines(event.result)[-BLOCKED_LINES:] or [last_line(event.result)]
+        lines = event_errors(event)[-BLOCKED_LINES:] or [last_line(event.result)]
         head = f"{what(event, short)}{code}:"
         entries.append("\n".join([head, *(f"  {line}" for line in lines)]))
     return entries
@@ -119,8 +129,7 @@ _DECISION = re.compile(
 
 
 # ``_DECISION`` loosened (any whitespace between words, no word boundaries, "the" and the
-# subject dropped), each with a word it needs, for the lower case text without code blocks
-# (as sentences are split): a text none of them matches holds no decision.
+# subject dropped) into clues for the text without code blocks (as sentences are split).
 _DECISION_CLUES = tuple(
     (word, re.compile(pattern))
     for word, pattern in (
@@ -135,36 +144,19 @@ _DECISION_CLUES = tuple(
 
 def decisions(turns: Sequence[Message]) -> list[str]:
     """Assistant statements (not questions or lead-ins) that record a choice."""
-    texts = (message_text(m)[:20_000] for m in turns if m.get("role") == "assistant")
+    # Only the paragraphs a clue touches are split into sentences; a clue that matches
+    # within a paragraph matches in the prose it was joined from.
+    texts = (prose(message_text(m)[:20_000]) for m in turns if m.get("role") == "assistant")
+    clued = ((text, matching_clues(text, _DECISION_CLUES)) for text in texts)
     found = [
         collapse(sentence, 300)
-        for text in texts
-        if _clues(CODE_FENCE.sub("\n", text) if "```" in text else text)
-        for sentence in _candidates(sentences(text))
+        for text, clues in clued
+        if clues
+        for item in clued_items(paragraphs(text), clues)
+        for sentence in item_sentences(item)
         if len(sentence) >= 15 and sentence[-1] not in "?:" and _DECISION.search(sentence)
     ]
     return dedupe(found)[-MAX_NEW["decisions"] :]
-
-
-def _clues(text: str) -> list[re.Pattern[str]]:
-    """The loose decision patterns that match somewhere in ``text``."""
-    probe = folded(text)
-    return [clue for word, clue in _DECISION_CLUES if word in probe and clue.search(probe)]
-
-
-def _candidates(items: list[str]) -> list[str]:
-    """The sentences a loose match touches (every sentence of a non-ASCII text)."""
-    joined = "\n".join(items)
-    if not joined.isascii():
-        return items
-    starts = list(accumulate((len(item) + 1 for item in items[:-1]), initial=0))
-    picked: set[int] = set()
-    lowered = joined.lower()
-    for clue in _clues(lowered):
-        for match in clue.finditer(lowered):
-            first = bisect_right(starts, match.start()) - 1
-            picked.update(range(first, bisect_right(starts, match.end() - 1)))
-    return [items[i] for i in sorted(picked)]
 
 
 def questions(turns: Sequence[Message], users: Sequence[tuple[int, str]]) -> list[str]:

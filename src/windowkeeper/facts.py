@@ -8,10 +8,13 @@ test results live in :mod:`.outputs`, shell-command facts in :mod:`.shellfacts`.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from .handoff import is_real_user, live_text
@@ -47,6 +50,17 @@ class ToolEvent:
     exit_code: int | None
     failed: bool
     orphan: bool = False
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Facts derived from the event, computed once and shared by the summarizer and the
+    ledger (see :func:`remembered`)."""
+
+
+def remembered(event: ToolEvent, name: str, compute: Callable[[ToolEvent], Any]) -> Any:
+    """``compute(event)``, computed once per event (the result must not be mutated)."""
+    memo = event.memo
+    if name not in memo:
+        memo[name] = compute(event)
+    return memo[name]
 
 
 # A result that opens like this failed even when it reports no exit code.
@@ -62,19 +76,26 @@ def tool_events(turns: Sequence[Message]) -> list[ToolEvent]:
     One compaction asks for the events of the same turns twice (summarizer and ledger);
     the newest answer is remembered for the very same, unchanged sequence object.
     """
-    key = _cache_key(turns)
-    with _LOCK:
-        cached = _CACHE.get("events")
-        if cached is not None and cached[0] is turns and cached[1] == key:
-            return list(cached[2])
-    events = _tool_events(turns)
-    with _LOCK:
-        _CACHE["events"] = (turns, key, tuple(events))
-    return events
+    return list(_remembered("events", turns, _tool_events))
 
 
 _LOCK = threading.Lock()
-_CACHE: dict[str, tuple[Sequence[Message], tuple[int, ...], tuple[ToolEvent, ...]]] = {}
+_CACHE: dict[str, tuple[Sequence[Message], tuple[int, ...], tuple[Any, ...]]] = {}
+
+
+def _remembered(
+    name: str, turns: Sequence[Message], compute: Callable[[Sequence[Message]], list[Any]]
+) -> tuple[Any, ...]:
+    """``compute(turns)``, remembered (newest only) for the very same, unchanged object."""
+    key = _cache_key(turns)
+    with _LOCK:
+        cached = _CACHE.get(name)
+        if cached is not None and cached[0] is turns and cached[1] == key:
+            return cached[2]
+    value = tuple(compute(turns))
+    with _LOCK:
+        _CACHE[name] = (turns, key, value)
+    return value
 
 
 def _cache_key(turns: Sequence[Message]) -> tuple[int, ...]:
@@ -108,8 +129,8 @@ def _tool_events(turns: Sequence[Message]) -> list[ToolEvent]:
 def _event(position: int, call: Mapping[str, Any], result: str | None) -> ToolEvent:
     name, args = call_name(call), parsed_arguments(call)
     action = classify_call(name, args)
-    raw = call_arguments(call).strip()
-    if not args and raw and action.kind is ToolKind.SHELL:
+    raw = call_arguments(call).strip() if not args and action.kind is ToolKind.SHELL else ""
+    if raw:
         # Non-JSON arguments of a shell tool are taken as the command line itself.
         args = {"command": raw}
         action = classify_call(name, args)
@@ -130,6 +151,11 @@ def _failed(code: int | None, result: str | None) -> bool:
 
 def collapse(text: str, limit: int) -> str:
     """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters."""
+    if len(text) > 4 * limit + 8:
+        # The collapsed head of a long text is a prefix of the whole collapsed text.
+        head = " ".join(text[: 4 * limit + 8].split())
+        if len(head) > limit:
+            return shorten(head, limit)
     return shorten(" ".join(text.split()), limit)
 
 
@@ -150,7 +176,14 @@ def dedupe(items: Iterable[str], *, keep_last: bool = False) -> list[str]:
 
 
 def user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
-    """(position, text) of each real user message; images appear as ``[image]``."""
+    """(position, text) of each real user message; images appear as ``[image]``.
+
+    Remembered like :func:`tool_events`: the summarizer and the ledger both ask.
+    """
+    return list(_remembered("users", turns, _user_texts))
+
+
+def _user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for position, message in enumerate(turns):
         if is_real_user(message):
@@ -161,7 +194,9 @@ def user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
 
 
 CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(\[])")
+# Whitespace after sentence-ending punctuation, before a capital or an opening mark (the
+# look-behind follows the first whitespace character, so the engine skips ahead fast).
+_SENTENCE_END = re.compile(r"\s(?<=[.!?]\s)\s*(?=[A-Z\"'`(\[])")
 _BULLET = re.compile(r"^(?:[-*+>•]|#{1,6}|\d{1,3}[.)])\s+")
 
 
@@ -171,13 +206,28 @@ def sentences(text: str) -> list[str]:
     Hard-wrapped lines of one paragraph or list item are joined first, so a sentence is
     never cut at a line break.
     """
-    found: list[str] = []
-    for item in _paragraphs(CODE_FENCE.sub("\n", text)):
-        found.extend(part.strip() for part in _SENTENCE_END.split(item) if part.strip())
-    return found
+    return list(_sentences(text))
 
 
-def _paragraphs(text: str) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def _sentences(text: str) -> tuple[str, ...]:
+    """Remembered: the summarizer splits the same user texts for several sections."""
+    return tuple(s for item in paragraphs(prose(text)) for s in item_sentences(item))
+
+
+def prose(text: str) -> str:
+    """``text`` without its code blocks."""
+    return CODE_FENCE.sub("\n", text) if "```" in text else text
+
+
+def item_sentences(item: str) -> list[str]:
+    """The sentences of one paragraph or list item (see :func:`paragraphs`)."""
+    return [part.strip() for part in _SENTENCE_END.split(item) if part.strip()]
+
+
+def paragraphs(text: str) -> list[str]:
+    """Paragraphs and list items of prose without code blocks, hard-wrapped lines joined
+    and bullets stripped: :func:`sentences` splits each into sentences."""
     items: list[list[str]] = []
     fresh = True
     for raw in text.splitlines():
@@ -217,6 +267,34 @@ def folded(text: str) -> str:
     if probe.isascii():
         return probe
     return probe.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
+
+
+Clues = Sequence[tuple[str, re.Pattern[str]]]
+"""Loose stand-ins of a case-insensitive pattern, for its text :func:`folded`: each is a
+literal and a pattern that starts with it, and wherever the pattern matches, one of them
+does (so text none of them matches cannot match the pattern)."""
+
+
+def matching_clues(text: str, clues: Clues) -> Clues:
+    """The clues that match somewhere in ``text``."""
+    probe = folded(text)
+    return [(word, clue) for word, clue in clues if word in probe and clue.search(probe)]
+
+
+def clued_items(items: Sequence[str], clues: Clues) -> list[str]:
+    """The items (whole sentences, say) a clue matches in, in order; all of them when
+    folding moved characters."""
+    joined = "\n".join(items)
+    probe = folded(joined)
+    if len(probe) != len(joined):
+        return list(items)
+    starts = list(accumulate((len(item) + 1 for item in items[:-1]), initial=0))
+    picked: set[int] = set()
+    for word, clue in clues:
+        for match in clue.finditer(probe) if word in probe else ():
+            first = bisect_right(starts, match.start()) - 1
+            picked.update(range(first, bisect_right(starts, match.end() - 1)))
+    return [items[i] for i in sorted(picked)]
 
 
 def any_search(patterns: Iterable[re.Pattern[str]], text: str) -> bool:

@@ -23,18 +23,24 @@ MAX_UUIDS = 3
 # Every pattern starts with a literal or a character class (a leading look-behind is
 # written after the first character), so the regex engine skips ahead quickly; a cheap
 # literal "hint" pattern gates the rarer shapes, which are then matched line by line.
-_TICKET_HINT = re.compile(r"-\d(?<=[A-Z0-9]-\d)")
+
+# A ticket's hint: a hyphen and digit after an upper case letter and 1-9 letters or digits.
+_TICKET_HINT = re.compile(
+    r"-\d(?<=[A-Z0-9]-\d)(?:"
+    + "|".join(rf"(?<=[A-Z][A-Z0-9]{{{n}}}-\d)" for n in range(1, 10))
+    + ")"
+)
 _TICKET = re.compile(r"([A-Z](?<![\w-][A-Z])[A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
 _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA", "HTTP", "UCS"})
 # ``spotter-gqc.4``: hyphenated words with a numeric suffix; every part after the first
 # hyphen must hold a letter (checked after matching, which keeps the pattern linear).
-_SLUG_HINT = re.compile(r"-[a-z0-9]+\.\d")
+_SLUG_HINT = re.compile(r"-(?=[a-z0-9]*[a-z])[a-z0-9]*\.\d")
 _SLUG_ID = re.compile(r"[a-z](?<![\w./-][a-z])[a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
 _ISSUE = re.compile(r"#(?<![\w&#/]#)\d{1,6}\b")
 # SHAs: hex runs of 7-40 characters with at least one digit and one letter, not part of a
 # longer word.
 _HEX_MASK = bytes(1 if chr(b) in "0123456789abcdef" else 0 for b in range(256))
-_MASK_RUN = re.compile(rb"\x01\x01\x01\x01\x01\x01\x01+")
+_SEVEN_HEX = b"\x01" * 7
 _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 _UUID = re.compile(
     r"[0-9a-fA-F](?<![\w-][0-9a-fA-F])[0-9a-fA-F]{7}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])"
@@ -65,16 +71,23 @@ def _shas(text: str) -> Found:
     (one byte per character: hex digit -> 1, anything else -> 0)."""
     marks = text.encode("ascii", "replace").translate(_HEX_MASK)
     found: Found = []
-    for run in _MASK_RUN.finditer(marks):
-        start, end = run.span()
-        if end - start > 40 or (start and _wordish(text[start - 1])):
-            continue
-        if end < len(text) and _wordish(text[end]):
-            continue
-        value = text[start:end]
-        if _is_sha(value):
-            found.append((start, value))
+    start = marks.find(_SEVEN_HEX)
+    while start >= 0:
+        end = marks.find(0, start)
+        end = len(text) if end < 0 else end
+        if _bounded(text, start, end):
+            value = text[start:end]
+            if _is_sha(value):
+                found.append((start, value))
+        start = marks.find(_SEVEN_HEX, end)
     return found
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is at most 40 characters and not part of a longer word."""
+    if end - start > 40 or (start and _wordish(text[start - 1])):
+        return False
+    return end == len(text) or not _wordish(text[end])
 
 
 def _wordish(char: str) -> bool:
@@ -98,19 +111,29 @@ def text_identifiers(
     """Ticket ids, issue numbers, SHAs (only labelled ones unless ``shas``), URLs (and
     UUIDs when asked), in order of appearance, from the head and tail ``scan`` chars."""
     text = window(text, scan)
+    found = _shas(text) if shas else _labelled_shas(text)
+    if "-" in text:  # cheap literal checks skip most scans
+        found.extend(_hyphenated(text, uuids=uuids))
+    if "#" in text:
+        found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
+    for match in URL.finditer(text) if "://" in text else ():
+        found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
+    if not found:
+        return []
+    return dedupe(value for _, value in sorted(found))
+
+
+def _hyphenated(text: str, *, uuids: bool) -> Found:
+    """(start, value) of ticket ids, slug ids and (when asked) UUIDs."""
     found: Found = []
     for match in hinted_matches(_TICKET, _TICKET_HINT, text):
         if match.group(1) not in _NOT_TICKETS:
             found.append((match.start(), match.group(0)))
     slugs = hinted_matches(_SLUG_ID, _SLUG_HINT, text)
     found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
-    found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
-    found.extend(_shas(text) if shas else _labelled_shas(text))
     if uuids:
         found.extend((m.start(), m.group(0)) for m in hinted_matches(_UUID, _UUID_HINT, text))
-    for match in URL.finditer(text) if "://" in text else ():
-        found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
-    return dedupe(value for _, value in sorted(found))
+    return found
 
 
 def event_identifiers(event: ToolEvent) -> list[str]:
@@ -130,7 +153,9 @@ def event_identifiers(event: ToolEvent) -> list[str]:
     # only its first few UUIDs (a log can print one per line).
     output = window(result, OUTPUT_SCAN_CHARS)
     found.extend(text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS))
-    found.extend(dedupe(m.group(0) for m in hinted_matches(_UUID, _UUID_HINT, output))[:MAX_UUIDS])
+    if "-" in output:
+        uuids = hinted_matches(_UUID, _UUID_HINT, output)
+        found.extend(dedupe(m.group(0) for m in uuids)[:MAX_UUIDS])
     if action.command and _GIT_COMMAND.search(action.command[:2_000]):
         for match in _GIT_SHA_LINE.finditer(result[:OUTPUT_SCAN_CHARS]):
             sha = match.group(1) or match.group(2)

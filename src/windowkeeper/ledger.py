@@ -31,6 +31,7 @@ from the end, so backticks and arrows inside a command are unambiguous.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -42,7 +43,7 @@ from .handoff import LEDGER_HEADING
 from .identifiers import event_identifiers, text_identifiers
 from .ledger_paths import choose_root, parse_paths, render_paths
 from .messages import Message, message_text
-from .outputs import error_lines
+from .outputs import error_lines, event_errors
 from .shellfacts import DELETED, READ, file_touches
 from .tokens import estimate_tokens
 from .toolshapes import ToolKind
@@ -109,7 +110,7 @@ def extract_ledger(turns: Sequence[Message]) -> Ledger:
         if action.kind is ToolKind.SHELL and action.command:
             commands.append(CommandRecord(collapse(action.command, COMMAND_CHARS), event.exit_code))
         if event.result and (action.kind in (ToolKind.SHELL, ToolKind.OTHER) or event.failed):
-            errors.extend((at, 1, line) for line in error_lines(event.result, failed=event.failed))
+            errors.extend((at, 1, line) for line in event_errors(event))
         identifiers.extend((at, 1, value) for value in event_identifiers(event))
     for at, text in user_texts(turns):
         errors.extend((at, 0, line) for line in error_lines(text))
@@ -197,16 +198,19 @@ def _needs_quote(text: str) -> bool:
     return not text or text != text.strip() or text[0] == '"' or bool(_LINE_BREAKS.search(text))
 
 
+@functools.lru_cache(maxsize=1_024)
 def _item(text: str) -> str:
     """A line item: bare unless it could be misread."""
     return _quote(text) if _needs_quote(text) else text
 
 
+@functools.lru_cache(maxsize=4_096)
 def _list_item(text: str) -> str:
     """An inline list item: bare unless it could be misread (commas separate items)."""
     return _quote(text) if _needs_quote(text) or "," in text else text
 
 
+@functools.lru_cache(maxsize=1_024)
 def _command(record: CommandRecord) -> str:
     text = record.command
     shown = _quote(text) if _LINE_BREAKS.search(text) else f"`{text}`"
@@ -222,7 +226,7 @@ def _lines(ledger: Ledger, omitted: int) -> list[str]:
     for prefix, field in _FILE_LISTS:
         paths: tuple[str, ...] = getattr(ledger, field)
         if paths:
-            lines.append(prefix + render_paths(paths, root, _list_item, _quote))
+            lines.append(prefix + _paths(paths, root))
     if ledger.commands:
         lines.append(_COMMANDS)
         lines.extend(map(_command, ledger.commands))
@@ -234,6 +238,12 @@ def _lines(ledger: Ledger, omitted: int) -> list[str]:
     if omitted:
         lines.append(f"({omitted} older {'entry' if omitted == 1 else 'entries'} omitted)")
     return lines
+
+
+@functools.lru_cache(maxsize=64)
+def _paths(paths: tuple[str, ...], root: str) -> str:
+    """Remembered: fitting to the budget renders the same lists many times."""
+    return render_paths(paths, root, _list_item, _quote)
 
 
 def _text(ledger: Ledger, omitted: int) -> str:

@@ -8,6 +8,7 @@ bare absolute paths are literal, so every path round-trips exactly.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 
 ROOT_LINE_COST = len("Root: \n")
@@ -19,8 +20,14 @@ def choose_root(paths: Iterable[str]) -> str:
 
     Only absolute, single-line paths count; ties go to the deeper directory.
     """
+    return _choose_root(tuple(dict.fromkeys(paths)))
+
+
+@functools.lru_cache(maxsize=64)
+def _choose_root(paths: tuple[str, ...]) -> str:
+    """Remembered: fitting the ledger to its budget asks for nearly the same lists."""
     counts: dict[str, int] = {}
-    for path in dict.fromkeys(paths):
+    for path in paths:
         if not path.startswith("/") or "\n" in path or "\r" in path:
             continue
         end = path.rfind("/")

@@ -10,7 +10,17 @@ import functools
 import re
 from collections.abc import Callable
 
-from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, folded, window
+from .facts import (
+    CODE_FENCE,
+    URL,
+    WINDOW_CHARS,
+    ToolEvent,
+    collapse,
+    dedupe,
+    folded,
+    remembered,
+    window,
+)
 from .toolshapes import shorten
 
 ERROR_LINE_CHARS = 200
@@ -94,6 +104,15 @@ def error_lines(text: str, *, failed: bool = True) -> list[str]:
     return dedupe(shorten(line.strip(), ERROR_LINE_CHARS) for line in found)
 
 
+def event_errors(event: ToolEvent) -> list[str]:
+    """Error lines of a tool result (with the event's failure context), computed once."""
+    return list(remembered(event, "errors", _event_errors))
+
+
+def _event_errors(event: ToolEvent) -> tuple[str, ...]:
+    return tuple(error_lines(event.result, failed=event.failed)) if event.result else ()
+
+
 def _has_traceback(text: str) -> bool:
     if "Traceback (most recent call last)" not in text and "panicked at" not in text:
         return False
@@ -115,12 +134,31 @@ def last_line(text: str, limit: int = 160) -> str:
     return "(no output)"
 
 
-_TEST_COMMAND = re.compile(
-    r"\b(?:pytest|py\.test|tox|nox|unittest|runtests\.py|manage\.py\s+test"
-    r"|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|jest|vitest|mocha|cargo\s+(?:test|nextest)"
-    r"|go\s+test|mix\s+test|rspec|phpunit|make\s+(?:test|check)|ctest|mvn\s+test"
-    r"|gradlew?\s+test|dotnet\s+test)\b"
-)
+# Test runner invocations (whole words), each with the literal it starts with: a command
+# is only searched for the runners whose literal it contains. The word-boundary check
+# follows the first character, so the regex engine finds candidates fast.
+_TEST_RUNNERS = tuple(
+    (word, re.compile(rf"{pattern[0]}(?<!\w{pattern[0]}){pattern[1:]}\b"))
+    for word, pattern in (
+        ("tox", "tox"), ("nox", "nox"), ("jest", "jest"), ("mocha", "mocha"),
+        ("rspec", "rspec"), ("phpunit", "phpunit"), ("make", r"make\s+(?:test|check)"),
+        # Each of these holds "test" right after whitespace or one of ``_BEFORE_TEST``.
+        ("pytest", "pytest"), ("py.test", r"py\.test"), ("unittest", "unittest"),
+        ("runtests.py", r"runtests\.py"), ("manage.py", r"manage\.py\s+test"),
+        ("npm", r"npm\s+(?:run\s+)?test"), ("yarn", r"yarn\s+(?:run\s+)?test"),
+        ("pnpm", r"pnpm\s+(?:run\s+)?test"), ("bun", r"bun\s+(?:run\s+)?test"),
+        ("vitest", "vitest"), ("cargo", r"cargo\s+(?:test|nextest)"), ("go", r"go\s+test"),
+        ("mix", r"mix\s+test"), ("ctest", "ctest"), ("mvn", r"mvn\s+test"),
+        ("gradle", r"gradlew?\s+test"), ("dotnet", r"dotnet\s+test"),
+    )
+)  # fmt: skip
+_WITHOUT_TEST = 7
+_BEFORE_TEST = frozenset("y.tnicx")
+# Words a runner's "test" can follow after whitespace.
+_TEST_VERBS = (
+    "manage.py", "npm", "yarn", "bun", "run", "cargo", "go", "mix", "mvn", "gradle", "gradlew",
+    "dotnet",
+)  # fmt: skip
 _TEST_SUMMARY = re.compile(
     r"""^[ \t=]*(
         (?:\d+[ ](?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)
@@ -137,16 +175,32 @@ _TEST_SUMMARY = re.compile(
 )
 
 
-# Every test command holds one of these; a command without any is not scanned.
-_TEST_WORDS = ("test", "tox", "nox", "jest", "mocha", "rspec", "phpunit", "check")
-
-
 @functools.lru_cache(maxsize=1_024)
 def is_test_command(command: str) -> bool:
     """Whether a shell command runs tests (remembered: asked once per consumer)."""
-    if not any(word in command for word in _TEST_WORDS):
+    if _runs(_TEST_RUNNERS[:_WITHOUT_TEST], command):
+        return True
+    at = command.find("test")
+    while at >= 0:
+        if at and _may_run_tests(command, at):
+            return _runs(_TEST_RUNNERS[_WITHOUT_TEST:], command)
+        at = command.find("test", at + 4)
+    return False
+
+
+def _may_run_tests(command: str, at: int) -> bool:
+    """Whether the "test" at ``at`` can end a test runner invocation."""
+    before = command[at - 1]
+    if before in _BEFORE_TEST:
+        return True
+    if not before.isspace():
         return False
-    return _TEST_COMMAND.search(command) is not None
+    head = command[max(0, at - 64) : at].rstrip()
+    return not head or head.endswith(_TEST_VERBS)
+
+
+def _runs(runners: tuple[tuple[str, re.Pattern[str]], ...], command: str) -> bool:
+    return any(word in command and p.search(command) for word, p in runners)
 
 
 def test_summary(result: str) -> str | None:

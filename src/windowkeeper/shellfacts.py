@@ -10,7 +10,7 @@ import functools
 import re
 import shlex
 
-from .facts import WINDOW_CHARS, ToolEvent, any_search
+from .facts import WINDOW_CHARS, ToolEvent, any_search, remembered
 from .toolshapes import ToolKind
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
@@ -38,16 +38,20 @@ def file_touches(event: ToolEvent) -> list[tuple[str, str]]:
 
     A search confined to one file (its path has an extension) counts as a read of it.
     """
+    return list(remembered(event, "touches", _file_touches))
+
+
+def _file_touches(event: ToolEvent) -> tuple[tuple[str, str], ...]:
     action = event.action
     if action.kind is ToolKind.READ and action.path:
-        return [(action.path, READ)]
+        return ((action.path, READ),)
     if action.kind in (ToolKind.WRITE, ToolKind.EDIT) and action.path:
-        return [(action.path, MODIFIED)]
+        return ((action.path, MODIFIED),)
     if action.kind is ToolKind.SEARCH and action.path and _is_file_name(action.path):
-        return [(action.path, READ)]
+        return ((action.path, READ),)
     if action.kind is ToolKind.SHELL and action.command:
-        return list(shell_touches(action.command))
-    return []
+        return shell_touches(action.command)
+    return ()
 
 
 def _is_file_name(path: str) -> bool:

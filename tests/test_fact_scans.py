@@ -1,0 +1,130 @@
+"""The fast fact scans agree with the plain patterns they stand in for.
+
+Fact extraction avoids regular expressions that are tried at every position of a text
+(literal hints, a hex byte mask, clue words, candidate lines); these properties compare
+each shortcut with the straightforward pattern on texts built from the shapes it must
+recognize.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.extractive_state import decisions
+from windowkeeper.facts import sentences
+from windowkeeper.identifiers import text_identifiers
+from windowkeeper.outputs import error_lines, is_test_command
+from windowkeeper.toolshapes import shorten
+
+_PIECES = [
+    " ", "\n", "\t", "-", ".", ":", "#", "/", "_", "=", "'", "x", "A", "é", "ı", "ſ", "İ",
+    "K", "1a2b3c4", "deadbeef42", "abc-def-0123-4567-89ab-cdef01234567", "ABC-12", "UTF-8",
+    "spotter-gqc.4", "python-3.11", "#123", "commit ", "agent_id: ", "id=", "sha ",
+    "https://x.io/a", "Error", "ValueError: bad", "error: x", "E   assert 1", "FAILED t.py",
+    "npm ERR! x", "bash: x: command not found", "** (Foo) x", "Caused by: y", "--- FAIL: t",
+    "x.py:3: error", "Traceback (most recent call last)", "fatal: no", "pytest", "go test",
+    "npm run test", "make check", "/testbed", "python test_a.py", "cargo nextest", "I will ",
+    "use ", "instead of ", "The fix is ", "Decided. ", "```\ncode\n```", "\n- ", "\n\n",
+]  # fmt: skip
+_texts = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
+
+# The plain patterns (before the shortcuts), as the reference.
+_TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
+_SLUG = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
+_ISSUE = re.compile(r"(?<![\w&#/])#\d{1,6}\b")
+_SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]{0,39}\d)(?=[0-9a-f]{0,39}[a-f])[0-9a-f]{7,40}(?![\w-])")
+_UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
+_LABELLED = re.compile(
+    r"(?i:\b(?:commit|sha|revision|rev|agent_?id|task_?id|run_?id|id)\b)[\s:=#\"']{1,3}"
+    r"([0-9a-f]{7,40})(?![\w-])"
+)
+_NOT_TICKETS = {"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA", "HTTP", "UCS"}
+_URL = re.compile(r"https?://[^\s<>\"'`\])}]+")
+_TEST = re.compile(
+    r"\b(?:pytest|py\.test|tox|nox|unittest|runtests\.py|manage\.py\s+test"
+    r"|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|jest|vitest|mocha|cargo\s+(?:test|nextest)"
+    r"|go\s+test|mix\s+test|rspec|phpunit|make\s+(?:test|check)|ctest|mvn\s+test"
+    r"|gradlew?\s+test|dotnet\s+test)\b"
+)
+_ERROR_LINE = re.compile(
+    r"""^[ \t]*(?:
+        (?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Failure)(?::[ \t].*|:?[ \t]*)$
+      | (?i:error|fatal|panic|fail)(?:\[[\w-]+\])?:[ \t].*
+      | \S+?:\d+:(?:\d+:)?[ \t]*(?:(?i:fatal[ ]error|error)\b|\w*(?:Error|Exception)\b).*
+      | \S+\(\d+,\d+\):[ \t]*error\b.*
+      | (?:FAILED|ERROR)[ \t]+[\w/.\\-]+.*
+      | E[ \t]{2,}.*(?:assert|Error|Exception|[Ff]ailed|not[ ]found|[Ee]xpected).*
+      | npm[ ](?:ERR!|error)[ \t].*
+      | (?:ba|z)?sh:[ \t].*(?:command[ ]not[ ]found|No[ ]such[ ]file|Permission[ ]denied).*
+      | \*\*[ ]\([\w.]+\)[ \t].*
+      | thread[ ]'.*'[ ]panicked[ ]at.*
+      | Exception[ ]in[ ]thread[ ].*
+      | Caused[ ]by:[ \t].*
+      | ---[ ]FAIL:[ \t].*
+    )""",
+    re.MULTILINE | re.VERBOSE,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
+    r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
+    r"|going with|opted|chose|chosen)\b",
+    re.IGNORECASE,
+)
+
+
+def _identifiers(text: str, *, uuids: bool, shas: bool) -> list[str]:
+    tickets = _TICKET.finditer(text)
+    found = [(m.start(), m.group(0)) for m in tickets if m.group(1) not in _NOT_TICKETS]
+    found += [(m.start(), m.group(0)) for m in _SLUG.finditer(text) if _slug(m.group(0))]
+    found += [(m.start(), m.group(0)) for m in _ISSUE.finditer(text)]
+    if shas:
+        found += [(m.start(), m.group(0)) for m in _SHA.finditer(text)]
+    else:
+        labelled = ((m.start(), m.group(1)) for m in _LABELLED.finditer(text))
+        found += [(at, v) for at, v in labelled if re.search("[0-9]", v) and re.search("[a-f]", v)]
+    if uuids:
+        found += [(m.start(), m.group(0)) for m in _UUID.finditer(text)]
+    urls = _URL.finditer(text)
+    found += [(m.start(), shorten(m.group(0).rstrip(".,;:!?*`"), 200)) for m in urls]
+    return list(dict.fromkeys(value for _, value in sorted(found)))
+
+
+def _slug(value: str) -> bool:
+    return all(any(c.isalpha() for c in p) for p in value.split(".", 1)[0].split("-")[1:])
+
+
+@settings(max_examples=400, deadline=None)
+@given(_texts, st.booleans(), st.booleans())
+def test_identifiers_match_the_plain_patterns(text: str, uuids: bool, shas: bool) -> None:
+    assert text_identifiers(text, uuids=uuids, shas=shas) == _identifiers(
+        text, uuids=uuids, shas=shas
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(_texts)
+def test_error_lines_match_the_plain_pattern(text: str) -> None:
+    lines = (shorten(m.group(0).strip(), 200) for m in _ERROR_LINE.finditer(text))
+    assert error_lines(text) == list(dict.fromkeys(lines))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_texts)
+def test_test_commands_match_the_plain_pattern(text: str) -> None:
+    assert is_test_command(text) == (_TEST.search(text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_texts, max_size=3))
+def test_decisions_match_a_scan_of_every_sentence(texts: list[str]) -> None:
+    turns = [{"role": "assistant", "content": text} for text in texts]
+    expected = [
+        shorten(" ".join(s.split()), 300)
+        for text in texts
+        for s in sentences(text)
+        if len(s) >= 15 and s[-1] not in "?:" and _DECISION.search(s)
+    ]
+    assert decisions(turns) == list(dict.fromkeys(expected))[-15:]
