@@ -1,8 +1,9 @@
 """Compress time of every real session vs ``json.loads`` + ``json.dumps`` of the same file.
 
 Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]``.
-Prints a markdown table (ratio = median compress time / median loads+dumps time) and
-the peak memory of one compaction (tracemalloc), largest session first.
+Prints a markdown table (ratio = median CPU time of a compaction / median CPU time of
+loads+dumps, both in this process) and the peak memory of one compaction (tracemalloc),
+largest session first.
 """
 
 from __future__ import annotations

@@ -18,13 +18,17 @@ def session_paths(prefix: str = "") -> list[Path]:
 
 
 def median_seconds(run: Callable[[], object], repeat: int) -> float:
-    """Median wall time of ``repeat`` runs (after one warm-up run)."""
+    """Median CPU time of ``repeat`` runs (after one warm-up run).
+
+    CPU time (``process_time``) rather than wall time: the machines these run on are
+    shared, and wall time then measures the neighbours as much as the code.
+    """
     run()
     samples = []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started = time.process_time()
         run()
-        samples.append(time.perf_counter() - started)
+        samples.append(time.process_time() - started)
     return statistics.median(samples)
 
 
