@@ -370,3 +370,20 @@ def test_paths_relative_to_a_shared_root_and_deleted_files() -> None:
     )
     assert "- Modified files: src/m0.py, src/m1.py" in section(later, "Active State")
     assert "src/m1.py — modified (1), read (1)" in section(later, "Relevant Files")
+
+
+def test_failures_resolved_by_a_later_broader_success_are_not_blocked() -> None:
+    rounds = [
+        ("python -m pytest -q", "FAILED tests/test_a.py::test_x - AssertionError\n[exit code 1]"),
+        ("ruff check src tests", "src/a.py:1:1: F401 unused import\n[exit code 1]"),
+        ("python -m pytest tests/test_b.py", "E   KeyError: 'k'\n[exit code 1]"),
+        ("ruff check src tests && mypy src", "ok\n[exit code 0]"),
+        ("python -m pytest -v", "5 passed\n[exit code 0]"),
+        ("npm run build", "error TS2304: Cannot find name 'x'.\n[exit code 2]"),
+    ]
+    turns = [user("Make the suite green.")]
+    for n, (command, output) in enumerate(rounds):
+        turns += tool_round(f"c{n}", "bash", {"command": command}, output)
+    blocked = section(summarize(turns), "Blocked")
+    assert "npm run build" in blocked and "TS2304" in blocked
+    assert "pytest" not in blocked and "ruff" not in blocked

@@ -34,6 +34,7 @@ _ERROR_LINE = re.compile(
     r"""\n([ \t]*(?:
         (?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*)?(?:Error|Exception|Failure)(?::[ \t].*|:?[ \t]*)$
       | (?i:error|fatal|panic|fail)(?:\[[\w-]+\])?:[ \t].*
+      | (?i:error)[ \t]+[A-Z]{1,4}\d{2,5}:[ \t].*
       | \S+?:\d+:(?:\d+:)?[ \t]*(?:(?i:fatal[ ]error|error)\b|\w*(?:Error|Exception)\b).*
       | \S+\(\d+,\d+\):[ \t]*error\b.*
       | (?:FAILED|ERROR)[ \t]+[\w/.\\-]+.*
@@ -122,6 +123,7 @@ def _has_traceback(text: str) -> bool:
 # Wrapper lines agents put around output: tags, exit banners, prompts.
 _NOISE_LINE = re.compile(
     r"\s*(?:</?[\w-]+>.*|\[Command finished.*\]|\((?:Current directory|Open file):.*\)"
+    r"|\[(?:tool error\]\s*)?(?i:exit(?:ed)?\s+(?:code|status)):?\s*-?\d+\]?"
     r"|\S*\$|[\w.-]+@[\w.-]+:\S*\s*[#$])\s*"
 )
 
