@@ -52,6 +52,7 @@ from .cli_common import (
     exit_code_for,
     fail,
     report_dict,
+    resolve_window,
     stdout_console,
     summary_line,
     user_errors,
@@ -85,12 +86,11 @@ from .cli_summarizer import (
 from .compressor import ContextCompressor
 from .config import CompressionConfig
 from .errors import ConfigError
-from .feasibility import resolve_context_length
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_tools
 from .report import CompressionResult
 from .sanitize import sanitize_tool_pairs
-from .settings import Settings, load_settings
+from .settings import load_settings
 from .summarizer import Summarizer
 from .tokens import estimate_request_tokens
 
@@ -189,7 +189,7 @@ def load(
     )
     conversation = read_conversation(source, stored)
     model = conversation.model or settings.model.name
-    window = _context_length(context_length, settings, model)
+    window = resolve_window(context_length, settings, model)
     reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
     if reserve is not None and reserve < 0:
         raise ConfigError(f"--max-tokens must be >= 0, got {reserve}")
@@ -211,25 +211,6 @@ def load(
         summary_context_length=summary_window,
     )
     return Loaded(_repaired(conversation.messages), tools, compressor, config, window, reserve)
-
-
-def _context_length(given: int | None, settings: Settings, model: str | None) -> int:
-    """``--context-length``, else ``model.context_length`` from the config, else the
-    model's window from installed metadata (LiteLLM, when installed), else an error."""
-    if given is not None:
-        if given <= 0:
-            raise ConfigError(f"--context-length must be a positive integer, got {given}")
-        return given
-    if settings.model.context_length is not None:
-        return settings.model.context_length
-    known = resolve_context_length(model) if model else None
-    if known is not None:
-        return known
-    named = f"of model {model!r} " if model else ""
-    raise ConfigError(
-        f"the context window {named}is unknown: pass --context-length N "
-        "or set model.context_length in the config file"
-    )
 
 
 def _repaired(messages: list[Message]) -> list[Message]:

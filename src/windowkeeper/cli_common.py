@@ -14,7 +14,9 @@ from rich.console import Console
 
 from .compressor import ContextCompressor
 from .errors import ConfigError, WindowkeeperError
+from .feasibility import resolve_context_length
 from .report import CompressionReport, Outcome
+from .settings import Settings
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -110,3 +112,22 @@ def write_text(text: str, destination: Path | None) -> None:
         destination.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{destination}: cannot write: {exc.strerror}") from exc
+
+
+def resolve_window(given: int | None, settings: Settings, model: str | None) -> int:
+    """``--context-length``, else ``model.context_length`` from the config, else the
+    model's window from installed metadata (LiteLLM, when installed), else an error."""
+    if given is not None:
+        if given <= 0:
+            raise ConfigError(f"--context-length must be a positive integer, got {given}")
+        return given
+    if settings.model.context_length is not None:
+        return settings.model.context_length
+    known = resolve_context_length(model) if model else None
+    if known is not None:
+        return known
+    named = f"of model {model!r} " if model else ""
+    raise ConfigError(
+        f"the context window {named}is unknown: pass --context-length N "
+        "or set model.context_length in the config file"
+    )

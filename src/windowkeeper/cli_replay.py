@@ -18,6 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -26,11 +27,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from .cli_common import resolve_window
 from .cli_sessions import StoredSource, StoreOpt, read_conversation
 from .config import CompressionConfig
 from .errors import ConfigError, WindowkeeperError
 from .messages import Conversation
 from .replay import ReplayReport, replay
+from .settings import load_settings
 
 EXIT_INVALID = 2
 _PROGRESS_MIN_MESSAGES = 200
@@ -43,14 +46,15 @@ def _fail(message: str) -> typer.Exit:
 
 def replay_command(
     context_length: Annotated[
-        int, typer.Option("--context-length", help="Model context window in tokens.")
-    ],
+        int | None,
+        typer.Option("--context-length", help="Model context window (else from the config)."),
+    ] = None,
     source: Annotated[
         str | None, typer.Argument(metavar="[IN]", help="Transcript file, or '-' (or --session).")
     ] = None,
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Trigger as a fraction of the window.")
-    ] = 0.50,
+        float | None, typer.Option("--threshold", help="Trigger as a fraction of the window.")
+    ] = None,
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
     ] = None,
@@ -65,12 +69,21 @@ def replay_command(
     session: Annotated[
         str | None, typer.Option("--session", help="Replay this stored session (with --store).")
     ] = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="YAML config file (else the default places).")
+    ] = None,
 ) -> None:
     """Replay a transcript as the agent sent it, with compaction triggers active."""
     stored = StoredSource(store, session) if session is not None else None
     try:
         conversation = read_conversation(source, stored)
-        report = _run(conversation, context_length, threshold, max_tokens, summarizer, as_json)
+        settings = load_settings(config_file)
+        config = settings.compression_config()
+        if threshold is not None:
+            config = replace(config, threshold=threshold)
+        window = resolve_window(context_length, settings, conversation.model)
+        reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
+        report = _run(conversation, window, config, reserve, summarizer, as_json)
     except WindowkeeperError as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -84,18 +97,15 @@ def replay_command(
 def _run(
     conversation: Conversation,
     context_length: int,
-    threshold: float,
+    config: CompressionConfig,
     max_tokens: int | None,
     summarizer: str,
     quiet: bool,
 ) -> ReplayReport:
-    if context_length <= 0:
-        raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
     if max_tokens is not None and max_tokens < 0:
         raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
     if summarizer != "extractive":
         raise ConfigError(f"--summarizer {summarizer!r}: replay supports only 'extractive'")
-    config = CompressionConfig(threshold=threshold)
     show = (
         not quiet and sys.stderr.isatty() and len(conversation.messages) >= _PROGRESS_MIN_MESSAGES
     )
