@@ -339,3 +339,28 @@ def test_nine_message_conversation_compresses_when_asked() -> None:
     assert len(result.messages) < len(messages)
     assert result.messages[:2] == messages[:2]
     assert result.messages[-1] == messages[-1]
+
+
+def test_update_model_rederives_from_the_configured_ratio_and_resets_calibration() -> None:
+    comp = ContextCompressor(
+        CompressionConfig(model_thresholds={"small": 0.9}), context_length=1_000_000, model="big"
+    )
+    assert comp.threshold_tokens == 500_000
+    comp.update_from_response({"prompt_tokens": 600_000})
+    comp.guard = GuardState(strikes=1, low_savings_streak=1, compression_count=2)
+    comp.update_model(model="small-v2", context_length=200_000)
+    assert comp.threshold_tokens == 180_000  # the override for "small", not the old ratio
+    assert comp.last_prompt_tokens == 0 and comp.guard.strikes == 0
+    assert comp.guard.compression_count == 2  # the session's history is not forgotten
+    comp.update_model(model="other")
+    assert comp.threshold_tokens == 100_000  # back to the configured 0.50
+
+
+def test_the_newest_ask_appears_once_in_the_handoff() -> None:
+    ask = "Please also port the retry logic to the async client."
+    messages = long_session(30)
+    messages[-41] = user(ask)  # a user turn well inside the summarized middle
+    result = _compressor().compress(messages)
+    plan = _compressor().plan(messages)
+    assert plan.head_end <= len(messages) - 41 < plan.tail_start
+    assert (result.summary or "").count(ask) == 1
