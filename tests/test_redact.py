@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import time
-
 import pytest
 
 from windowkeeper.redact import REDACTED, redact
@@ -83,20 +80,3 @@ def test_context_around_secrets_is_kept() -> None:
 def test_non_ascii_text() -> None:
     text = "İstanbul şifre: password=gizli123 ✓ 日本語"
     assert redact(text) == "İstanbul şifre: password=[REDACTED] ✓ 日本語"
-
-
-def test_one_megabyte_is_fast() -> None:
-    rng = random.Random(7)
-    words = [
-        "the", "build", "failed", "in", "src/app/main.py:42", "3f2a9c1d8e7b", "token", "key",
-        "pass", "--verbose", "http://x.org/a", "AssertionError", "high", "{", "}", "=", "x",
-    ]  # fmt: skip
-    text = " ".join(rng.choice(words) for _ in range(250_000))[:1_000_000]
-    best = min(_timed(text) for _ in range(5))
-    assert best < 0.05, f"redacting 1 MB took {best * 1000:.1f} ms"
-
-
-def _timed(text: str) -> float:
-    started = time.perf_counter()
-    redact(text)
-    return time.perf_counter() - started
