@@ -288,18 +288,8 @@ def compress(
             stored=stored,
             config_file=config_file,
         )
-        if if_needed:
-            tokens = estimate_request_tokens(
-                loaded.messages, loaded.tools, image_tokens=loaded.config.image_tokens
-            )
-            if tokens < loaded.compressor.threshold_tokens:
-                write_text(dump_jsonl(loaded.messages), output)
-                typer.echo(
-                    f"below the threshold ({tokens:,} < {loaded.compressor.threshold_tokens:,}"
-                    " tokens): written unchanged",
-                    err=True,
-                )
-                return
+        if if_needed and _below_threshold(loaded, output):
+            return
         result = _run_compress(loaded, focus, stored, rotate)
         if report_json is not None:
             write_text(
@@ -310,6 +300,22 @@ def compress(
         if code != EXIT_OK:
             raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
         write_text(dump_jsonl(result.messages), output)
+
+
+def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
+    """``--if-needed`` under the trigger: write the input unchanged and say so."""
+    tokens = estimate_request_tokens(
+        loaded.messages, loaded.tools, image_tokens=loaded.config.image_tokens
+    )
+    if tokens >= loaded.compressor.threshold_tokens:
+        return False
+    write_text(dump_jsonl(loaded.messages), output)
+    typer.echo(
+        f"below the threshold ({tokens:,} < {loaded.compressor.threshold_tokens:,} tokens):"
+        " written unchanged",
+        err=True,
+    )
+    return True
 
 
 def _run_compress(
