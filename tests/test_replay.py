@@ -12,9 +12,11 @@ from typer.testing import CliRunner
 
 from factories import long_session
 from realdata import real_session_paths
+from windowkeeper import cli
 from windowkeeper.cli_replay import replay_command
 from windowkeeper.messages import dump_jsonl, load_conversation
 from windowkeeper.replay import replay
+from windowkeeper.testing import OpenAITestServer, Step
 
 PATHS = real_session_paths()
 
@@ -71,7 +73,10 @@ def test_cli_human_output(transcript: Path) -> None:
     ("args", "message"),
     [
         (["--context-length", "0"], "--context-length must be a positive integer"),
-        (["--context-length", "32000", "--summarizer", "llm"], "supports only 'extractive'"),
+        (["--context-length", "32000", "--summarizer", "llm"], "llm needs --summary-model"),
+            ["--context-length", "32000", "--summarizer", "llm"],
+            "--summarizer llm needs --summary-model",
+        ),
         (["--context-length", "32000", "--max-tokens", "-1"], "--max-tokens must be >= 0"),
     ],
 )
@@ -116,3 +121,22 @@ def test_real_session_replays_within_32k(path: Path) -> None:
     assert report.overflows == ()
     assert report.invalid_requests == ()
     assert report.cumulative_tokens <= report.cumulative_baseline_tokens
+
+
+def test_replay_with_the_llm_summarizer_through_a_loopback_server(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in long_session(rounds=40)))
+    body = "## Historical Task Snapshot\nx\n\n## Goal\nkeep going\n"
+    with OpenAITestServer() as server:
+        server.script(Step.completion(body))
+        result = CliRunner().invoke(
+            cli.app,
+            [
+                "replay", str(path), "--context-length", "16000", "--json",
+                "--summarizer", "llm", "--summary-model", "summ", "--summary-base-url",
+                server.base_url, "--summary-context-length", "128000",
+            ],
+        )  # fmt: skip
+        assert server.chat_requests, "the summary model was never called"
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["compactions"]

@@ -29,6 +29,16 @@ from rich.table import Table
 
 from .cli_common import resolve_window
 from .cli_sessions import StoredSource, StoreOpt, read_conversation
+from .cli_summarizer import (
+    SummarizerChoice,
+    SummarizerOpt,
+    SummaryApiKeyOpt,
+    SummaryBaseUrlOpt,
+    SummaryContextOpt,
+    SummaryModelOpt,
+    SummaryTimeoutOpt,
+    build_summarizer,
+)
 from .config import CompressionConfig
 from .errors import ConfigError, WindowkeeperError
 from .messages import Conversation
@@ -58,9 +68,12 @@ def replay_command(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
     ] = None,
-    summarizer: Annotated[
-        str, typer.Option("--summarizer", help="Summarizer (replay supports 'extractive').")
-    ] = "extractive",
+    summarizer: SummarizerOpt = "extractive",
+    summary_model: SummaryModelOpt = None,
+    summary_base_url: SummaryBaseUrlOpt = None,
+    summary_api_key: SummaryApiKeyOpt = None,
+    summary_timeout: SummaryTimeoutOpt = 120.0,
+    summary_context_length: SummaryContextOpt = None,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a PNG of context tokens per request.")
     ] = None,
@@ -83,7 +96,11 @@ def replay_command(
             config = replace(config, threshold=threshold)
         window = resolve_window(context_length, settings, conversation.model)
         reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
-        report = _run(conversation, window, config, reserve, summarizer, as_json)
+        choice = SummarizerChoice(
+            summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
+            summary_context_length,
+        )  # fmt: skip
+        report = _run(conversation, window, config, reserve, choice, as_json)
     except WindowkeeperError as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -99,13 +116,12 @@ def _run(
     context_length: int,
     config: CompressionConfig,
     max_tokens: int | None,
-    summarizer: str,
+    choice: SummarizerChoice,
     quiet: bool,
 ) -> ReplayReport:
     if max_tokens is not None and max_tokens < 0:
         raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
-    if summarizer != "extractive":
-        raise ConfigError(f"--summarizer {summarizer!r}: replay supports only 'extractive'")
+    summarizer, summary_window = build_summarizer(choice, main_model=conversation.model)
     show = (
         not quiet and sys.stderr.isatty() and len(conversation.messages) >= _PROGRESS_MIN_MESSAGES
     )
@@ -113,6 +129,7 @@ def _run(
         return replay(
             conversation.messages, context_length=context_length, tools=conversation.tools,
             config=config, max_tokens=max_tokens, model=conversation.model, progress=advance,
+            summarizer=summarizer, summary_context_length=summary_window,
         )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from .events import Event, EventKind
 from .invariants import violations
 from .manager import ContextManager
 from .messages import Message, ToolSchema
+from .summarizer import Summarizer
 from .tokens import message_tokens, tool_schema_tokens
 
 
@@ -133,11 +134,17 @@ def replay(
     model: str | None = None,
     check_invariants: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    summarizer: Summarizer | None = None,
+    summary_context_length: int | None = None,
 ) -> ReplayReport:
-    """Replay ``messages`` (see the module docstring); ``progress(done, total)`` per message."""
+    """Replay ``messages`` (see the module docstring); ``progress(done, total)`` per message.
+
+    ``summarizer`` writes the handoffs (the extractive one when ``None``).
+    """
     engine = ContextCompressor(
         config, context_length=context_length, max_tokens=max_tokens, model=model,
-        tools=list(tools) if tools else None,
+        tools=list(tools) if tools else None, summarizer=summarizer,
+        summary_context_length=summary_context_length,
     )  # fmt: skip
     recorder = _Recorder()
     manager = ContextManager(engine, tools=tools, on_event=recorder)
