@@ -41,8 +41,8 @@ PREVIOUS_SHARE = 0.4
 
 DATA_OPEN = "<<<BEGIN CONVERSATION DATA>>>"
 DATA_CLOSE = "<<<END CONVERSATION DATA>>>"
-NOTES_OPEN = "<<<BEGIN PREVIOUS NOTES>>>"
-NOTES_CLOSE = "<<<END PREVIOUS NOTES>>>"
+NOTES_OPEN = "<<<BEGIN PREVIOUS SUMMARY>>>"
+NOTES_CLOSE = "<<<END PREVIOUS SUMMARY>>>"
 
 _THINK_BLOCK = re.compile(
     r"<(think|thinking|reasoning)\b[^>]*>.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL
@@ -271,7 +271,7 @@ def build_prompt(request: SummaryRequest, records: Sequence[str], previous: str 
     if not request.has_user_turn:
         parts.append(prompt_template("no_user"))
     if previous:
-        notes = _block(NOTES_OPEN, NOTES_CLOSE, _defuse(previous), "PREVIOUS NOTES:")
+        notes = _block(NOTES_OPEN, NOTES_CLOSE, _defuse(previous), "PREVIOUS SUMMARY:")
         parts.append(
             prompt_template("update").format(previous_block=notes, turns_block=turns_block)
         )
