@@ -382,3 +382,16 @@ def test_failures_resolved_by_a_later_broader_success_are_not_blocked() -> None:
     blocked = section(summarize(turns), "Blocked")
     assert "npm run build" in blocked and "TS2304" in blocked
     assert "pytest" not in blocked and "ruff" not in blocked
+
+
+def test_findings_and_the_latest_progress_note_are_kept() -> None:
+    turns = [
+        user("Why do partial refunds fail?"),
+        *tool_round("a", "bash", {"command": "pytest -q"}, "1 failed\n[exit code 1]"),
+        say("The bug is in `refund_limit`: it subtracts refunds from the authorized amount."),
+        *tool_round("b", "bash", {"command": "pytest -q"}, "5 passed\n[exit code 0]"),
+        say("Fixed on branch fix/refunds: the limit now uses the captured amount. Suite green."),
+    ]
+    body = summarize(turns)
+    assert "The bug is in `refund_limit`" in section(body, "Key Decisions")
+    assert "Last progress note: Fixed on branch fix/refunds" in section(body, "Active State")

@@ -64,6 +64,10 @@ def _draft(request: SummaryRequest) -> Draft:
     short = _shortener(root)
     if root:
         state = {st.ROOT_KEY: root, **state}
+    decisions = dedupe(section_items(previous.get("Key Decisions", "")) + st.decisions(turns))
+    note = st.progress_note(turns)
+    if note and note not in decisions:
+        state[st.PROGRESS_KEY] = note
     start = max([a.number for a in actions] + [condensed[1] if condensed else 0]) + 1
     constraints = section_items(previous.get("Constraints & Preferences", "")) + _constraints(users)
     snapshot = _snapshot(request, previous)
@@ -77,7 +81,7 @@ def _draft(request: SummaryRequest) -> Draft:
         modified=[short(p) for p in modified],
         deleted=[short(p) for p in deleted],
         blocked=st.blocked(events, short) or st.carried_blocked(previous.get("Blocked", "")),
-        decisions=dedupe(section_items(previous.get("Key Decisions", "")) + st.decisions(turns)),
+        decisions=decisions,
         questions=dedupe(
             section_items(previous.get("Resolved Questions", "")) + st.questions(turns, users)
         ),

@@ -161,10 +161,13 @@ def carried_blocked(body: str) -> list[str]:
 
 
 _CHOICE = r"(?:use|go\s+with|switch|keep|avoid|replace)"
+# Choices and findings an agent states in its own words ("the bug is in X", "so only Y
+# had the problem"): the reasons behind the work, which tool calls do not show.
 _DECISION = re.compile(
     r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
     r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
-    r"|going with|opted|chose|chosen)\b",
+    r"|going with|opted|chose|chosen|the (?:bug|problem|issue|culprit) (?:is|was|lives)"
+    r"|caused by|turns out|so only)\b",
     re.IGNORECASE,
 )
 
@@ -178,9 +181,27 @@ _DECISION_CLUES = tuple(
         ("fix", r"fix\s+(?:is|was|will\s+be)"), ("root", r"root\s+cause"),
         ("'ll", rf"'ll\s+{_CHOICE}"), ("will", rf"will\s+{_CHOICE}"),
         ("let's", rf"let's\s+{_CHOICE}"), ("going", r"going\s+with"), ("opted", "opted"),
-        ("chose", "chose"),
+        ("chose", "chose"), ("bug", r"bug\s+(?:is|was|lives)"),
+        ("problem", r"problem\s+(?:is|was|lives)"), ("issue", r"issue\s+(?:is|was|lives)"),
+        ("culprit", r"culprit\s+(?:is|was|lives)"), ("caused", r"caused\s+by"),
+        ("turns", r"turns\s+out"), ("only", r"so\s+only"),
     )
 )  # fmt: skip
+
+
+PROGRESS_KEY = "Last progress note"
+
+
+def progress_note(turns: Sequence[Message]) -> str | None:
+    """The agent's newest own status report in the summarized turns (its words carry
+    what the tool calls do not: what is done, what is verified, what was left out)."""
+    for message in reversed(turns):
+        if message.get("role") != "assistant":
+            continue
+        text = collapse(prose(message_text(message)[:4_000]), 400)
+        if len(text) >= 80 and not text.endswith("?"):
+            return text
+    return None
 
 
 def decisions(turns: Sequence[Message]) -> list[str]:
