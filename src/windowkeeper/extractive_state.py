@@ -167,7 +167,7 @@ _DECISION = re.compile(
     r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
     r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
     r"|going with|opted|chose|chosen|the (?:bug|problem|issue|culprit) (?:is|was|lives)"
-    r"|caused by|turns out|so only)\b",
+    r"|turns out|so only)\b",
     re.IGNORECASE,
 )
 
@@ -183,7 +183,7 @@ _DECISION_CLUES = tuple(
         ("let's", rf"let's\s+{_CHOICE}"), ("going", r"going\s+with"), ("opted", "opted"),
         ("chose", "chose"), ("bug", r"bug\s+(?:is|was|lives)"),
         ("problem", r"problem\s+(?:is|was|lives)"), ("issue", r"issue\s+(?:is|was|lives)"),
-        ("culprit", r"culprit\s+(?:is|was|lives)"), ("caused", r"caused\s+by"),
+        ("culprit", r"culprit\s+(?:is|was|lives)"),
         ("turns", r"turns\s+out"), ("only", r"so\s+only"),
     )
 )  # fmt: skip
