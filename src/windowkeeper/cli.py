@@ -2,12 +2,13 @@
 
 Usage::
 
-    windowkeeper compress IN [-o OUT] --context-length N [--max-tokens M] [--threshold F]
-                          [--if-needed] [--focus TEXT] [--tools FILE] [--report-json FILE]
-    windowkeeper inspect IN --context-length N [--max-tokens M] [--threshold F]
-                         [--tools FILE] [--top K] [--json]
-    windowkeeper replay IN --context-length N [--threshold F] [--max-tokens M]
-                        [--summarizer extractive] [--plot OUT.png] [--json]
+    windowkeeper compress IN|--session ID [--store URL] [-o OUT] [--context-length N]
+                 [--max-tokens M] [--threshold F] [--if-needed] [--focus TEXT] [--tools FILE]
+                 [--report-json FILE] [--summarizer extractive|llm --summary-model M ...]
+    windowkeeper inspect IN [--context-length N] [--max-tokens M] [--threshold F]
+                 [--tools FILE] [--top K] [--json]
+    windowkeeper replay IN|--session ID [--context-length N] [--threshold F]
+                 [--summarizer extractive|llm ...] [--plot OUT.png] [--json]
     windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
     windowkeeper config show [--config FILE] [--json]
     windowkeeper serve --upstream URL [--host H] [--port P] [--context-length N] [--store URL]
@@ -23,15 +24,7 @@ synthetic coding-agent session (no API key, no network).
 Exit codes: 0 success or nothing to do; 2 invalid input or options (one ``error:`` line
 naming the line/index and the defect); 3 compaction aborted (nothing was dropped).
 
-``inspect --json`` prints one object with these keys: ``messages``, ``context_length``,
-``max_tokens``, ``threshold``, ``threshold_tokens``, ``total_tokens``, ``usage_of_window``
-and ``usage_of_threshold`` (ratios), ``over_threshold``, ``breakdown`` (``system``,
-``tool_schemas``, ``user_text``, ``assistant_text``, ``tool_calls``, ``tool_results``,
-``images``; they sum to ``total_tokens``), ``images`` (``count``, ``tokens_each``),
-``tool_call_count``, ``tool_results_by_tool`` (``name``, ``count``, ``tokens``; all tools,
-heaviest first) and ``plan`` (``compressible``; ``head``/``middle``/``tail`` with
-``messages`` and ``tokens``, the middle also ``pruned_outputs`` and ``pruned_tokens``;
-``restated_request``, ``restated_index``, ``summary_budget_tokens``).
+The keys of ``inspect --json`` are documented on :meth:`Inspection.to_dict`.
 """
 
 from __future__ import annotations
@@ -59,6 +52,7 @@ from .cli_common import (
     write_text,
 )
 from .cli_config import config_app
+from .cli_demo import demo_command
 from .cli_render import render_inspection
 from .cli_replay import replay_command
 from .cli_serve import serve_command
@@ -383,30 +377,7 @@ app.add_typer(sessions_app, name="sessions")
 app.command("serve")(serve_command)
 
 
-# --- demo ----------------------------------------------------------------------------
-
-
-@app.command()
-def demo(
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable figures.")] = False,
-    context_length: Annotated[
-        int, typer.Option("--context-length", help="Window of the simulated model.")
-    ] = 32_000,
-) -> None:
-    """Offline demo: inspect and compact a bundled synthetic coding-agent session."""
-    from . import demo as demo_flow  # the demo data is only read when the demo runs
-
-    with user_errors():
-        if context_length <= 0:
-            raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
-        outcome = demo_flow.run_demo(context_length=context_length)
-    if as_json:
-        typer.echo(json.dumps(outcome.to_dict(), indent=2))
-        return
-    console = stdout_console()
-    demo_flow.render_intro(console, outcome)
-    render_inspection(console, outcome.inspection)
-    demo_flow.render_outcome(console, outcome)
+app.command("demo")(demo_command)
 
 
 def _version(value: bool) -> None:

@@ -246,7 +246,19 @@ class Inspection:
         return self.tokens.total / self.threshold_tokens if self.threshold_tokens else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON shape of ``windowkeeper inspect --json`` (see the CLI docstring)."""
+        """The stable JSON shape of ``windowkeeper inspect --json``.
+
+        Keys: ``messages``, ``context_length``, ``max_tokens``, ``threshold``,
+        ``threshold_tokens``, ``total_tokens``, ``usage_of_window`` and
+        ``usage_of_threshold`` (ratios), ``over_threshold``, ``breakdown`` (``system``,
+        ``tool_schemas``, ``user_text``, ``assistant_text``, ``tool_calls``,
+        ``tool_results``, ``images``; they sum to ``total_tokens``), ``images``
+        (``count``, ``tokens_each``), ``tool_call_count``, ``tool_results_by_tool``
+        (``name``, ``count``, ``tokens``; all tools, heaviest first) and ``plan``
+        (``compressible``; ``head``/``middle``/``tail`` with ``messages`` and
+        ``tokens``, the middle also ``pruned_outputs`` and ``pruned_tokens``;
+        ``restated_request``, ``restated_index``, ``summary_budget_tokens``).
+        """
         segments = {
             name: {"messages": seg.messages, "tokens": seg.tokens}
             for name, seg in (
