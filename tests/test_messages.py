@@ -97,3 +97,34 @@ def test_content_text() -> None:
     assert content_text(None) == ""
     assert content_text("a") == "a"
     assert content_text([{"type": "text", "text": "a"}, {"type": "image_url"}, "b"]) == "a\nb"
+
+
+def test_anthropic_messages_body_is_converted() -> None:
+    body = {
+        "model": "claude-x",
+        "system": "You are careful.",
+        "tools": [{"name": "bash", "description": "run", "input_schema": {"type": "object"}}],
+        "messages": [
+            {"role": "user", "content": "list files"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Listing."},
+                    {"type": "tool_use", "id": "tu1", "name": "bash", "input": {"command": "ls"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "a.py"}],
+            },
+        ],
+    }
+    conversation = parse_conversation(json.dumps(body))
+    roles = [m["role"] for m in conversation.messages]
+    assert roles == ["system", "user", "assistant", "tool"]
+    call = conversation.messages[2]["tool_calls"][0]
+    assert call["id"] == "tu1" and json.loads(call["function"]["arguments"]) == {"command": "ls"}
+    assert conversation.messages[3] == {"role": "tool", "tool_call_id": "tu1", "content": "a.py"}
+    assert conversation.tools is not None
+    assert conversation.tools[0]["function"]["parameters"] == {"type": "object"}
+    assert conversation.model == "claude-x"

@@ -199,7 +199,8 @@ def validate_messages(messages: object, *, label: str = "message") -> list[Messa
 
 
 def parse_conversation(text: str) -> Conversation:
-    """Read JSONL (one message a line), a JSON array, or an OpenAI request body."""
+    """Read JSONL (one message a line), a JSON array, or a request body: OpenAI's, or an
+    Anthropic Messages body (converted to the canonical format with its tools)."""
     stripped = text.lstrip()
     if not stripped:
         raise InvalidMessagesError("input", "empty input: expected JSONL, a JSON array or a body")
@@ -232,7 +233,31 @@ def _load_whole(text: str) -> Any:
         raise InvalidMessagesError(f"line {exc.lineno}", f"bad JSON: {exc.msg}") from exc
 
 
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _is_anthropic_body(body: dict[str, Any]) -> bool:
+    """An Anthropic Messages request: a top-level ``system`` or Anthropic-only blocks."""
+    if "system" in body:
+        return True
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    return any(
+        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS
+        for message in messages
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+        for block in message["content"]
+    )
+
+
 def _from_body(body: dict[str, Any]) -> Conversation:
+    if _is_anthropic_body(body):
+        from .anthropic import from_anthropic  # the adapter imports this module
+
+        converted = from_anthropic(body.get("system"), body.get("messages") or [])
+        body = {**body, "messages": converted, "tools": _anthropic_tools(body.get("tools"))}
+        body.pop("system", None)
     messages = validate_messages(body.get("messages"))
     tools = body.get("tools")
     if tools is not None and not (
@@ -242,6 +267,24 @@ def _from_body(body: dict[str, Any]) -> Conversation:
     model = body.get("model")
     extra = {k: v for k, v in body.items() if k not in {"messages", "tools", "model"}}
     return Conversation(messages, tools, model if isinstance(model, str) else None, extra)
+
+
+def _anthropic_tools(tools: object) -> list[ToolSchema] | None:
+    """Anthropic tool definitions in the OpenAI function-tool shape."""
+    if not isinstance(tools, list):
+        return None
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.get("name", ""),
+                "description": tool.get("description", ""),
+                "parameters": tool.get("input_schema", {}),
+            },
+        }
+        for tool in tools
+        if isinstance(tool, Mapping)
+    ]
 
 
 def _parse_jsonl(text: str) -> list[Message]:
