@@ -53,7 +53,12 @@ from .summarizer import (
     SummaryOutcome,
     SummaryRequest,
 )
-from .tokens import estimate_messages_tokens, estimate_request_tokens, estimate_tokens
+from .tokens import (
+    TextCounter,
+    estimate_messages_tokens,
+    estimate_request_tokens,
+    estimate_tokens,
+)
 
 __version__ = "0.1.0"
 
@@ -95,6 +100,7 @@ __all__ = [
     "SummaryFailure",
     "SummaryOutcome",
     "SummaryRequest",
+    "TextCounter",
     "ToolProvider",
     "Trigger",
     "TurnResult",

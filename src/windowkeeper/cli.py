@@ -80,13 +80,14 @@ from .cli_summarizer import (
 from .compressor import ContextCompressor
 from .config import CompressionConfig
 from .errors import ConfigError
+from .exact_tokens import local_counter
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_tools
 from .report import CompressionResult
 from .sanitize import sanitize_tool_pairs
 from .settings import load_settings
 from .summarizer import Summarizer
-from .tokens import estimate_request_tokens
+from .tokens import TextCounter, estimate_request_tokens
 
 app = typer.Typer(
     name="windowkeeper",
@@ -144,6 +145,7 @@ def build_compressor(
     tools: list[ToolSchema] | None,
     summarizer: Summarizer | None = None,
     summary_context_length: int | None = None,
+    token_counter: TextCounter | None = None,
 ) -> ContextCompressor:
     """The compressor the commands use (a seam: tests inject another summarizer here)."""
     return ContextCompressor(
@@ -154,6 +156,7 @@ def build_compressor(
         tools=tools,
         summarizer=summarizer,
         summary_context_length=summary_context_length,
+        token_counter=token_counter,
     )
 
 
@@ -167,6 +170,7 @@ def load(
     choice: SummarizerChoice | None = None,
     stored: StoredSource | None = None,
     config_file: Path | None = None,
+    exact_tokens: bool = False,
 ) -> Loaded:
     """Validate the options, read the conversation and build its compressor.
 
@@ -203,8 +207,21 @@ def load(
         tools=tools,
         summarizer=summarizer,
         summary_context_length=summary_window,
+        token_counter=_exact_counter(model) if exact_tokens else None,
     )
     return Loaded(_repaired(conversation.messages), tools, compressor, config, window, reserve)
+
+
+def _exact_counter(model: str | None) -> TextCounter | None:
+    counter = local_counter(model)
+    if counter is None:
+        typer.echo(
+            "warning: no exact tokenizer available locally for "
+            f"{model or 'the default encoding'} (install the 'tokenizers' extra and cache "
+            "its encoding); using token estimates",
+            err=True,
+        )
+    return counter
 
 
 def _repaired(messages: list[Message]) -> list[Message]:
@@ -259,6 +276,9 @@ def compress(
         bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
     ] = False,
     config_file: ConfigOpt = None,
+    exact_tokens: Annotated[
+        bool, typer.Option("--exact-tokens", help="Count with a locally cached tokenizer.")
+    ] = False,
 ) -> None:
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
 
@@ -281,6 +301,7 @@ def compress(
             choice=choice,
             stored=stored,
             config_file=config_file,
+            exact_tokens=exact_tokens,
         )
         if if_needed and _below_threshold(loaded, output):
             return
@@ -299,7 +320,10 @@ def compress(
 def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
     """``--if-needed`` under the trigger: write the input unchanged and say so."""
     tokens = estimate_request_tokens(
-        loaded.messages, loaded.tools, image_tokens=loaded.config.image_tokens
+        loaded.messages,
+        loaded.tools,
+        image_tokens=loaded.config.image_tokens,
+        count=loaded.compressor.token_counter,
     )
     if tokens >= loaded.compressor.threshold_tokens:
         return False

@@ -51,7 +51,7 @@ from .prune import PruneSettings, prune
 from .redact import redact
 from .report import CompressionReport, CompressionResult, Outcome, Reason
 from .summarizer import FailureKind, Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
-from .tokens import estimate_tokens, message_tokens, tool_schema_tokens
+from .tokens import TextCounter, estimate_tokens, message_tokens, tool_schema_tokens
 
 log = logging.getLogger("windowkeeper.compressor")
 
@@ -78,6 +78,8 @@ class ContextCompressor(ContextEngine):
         summarizer: writes the handoff sections; the extractive one when ``None``.
         summary_context_length: window of an LLM summary model; when given, the trigger is
             lowered so the summarizer can read what it must summarize (SPEC §6).
+        token_counter: counts text tokens; the rough estimate of SPEC §3 when ``None``
+            (see :func:`windowkeeper.exact_tokens.local_counter` for exact local counts).
         tool_providers: tools offered to the model through ``get_tool_schemas``.
         clock / today: injected time sources (wall-clock seconds for cooldowns; the date).
     """
@@ -93,6 +95,7 @@ class ContextCompressor(ContextEngine):
         tools: Sequence[ToolSchema] | None = None,
         summarizer: Summarizer | None = None,
         summary_context_length: int | None = None,
+        token_counter: TextCounter | None = None,
         tool_providers: Sequence[ToolProvider] = (),
         clock: Callable[[], float] = time.time,
         today: Callable[[], date] = date.today,
@@ -105,6 +108,7 @@ class ContextCompressor(ContextEngine):
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
         self._fallback: Summarizer = ExtractiveSummarizer()
         self.tool_providers = list(tool_providers)
+        self.token_counter = token_counter
         self._clock = clock
         self._today = today
         self.max_tokens = max_tokens
@@ -115,6 +119,11 @@ class ContextCompressor(ContextEngine):
         self.previous_summary: str | None = None
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
+
+    def _cost(self, message: Message) -> int:
+        return message_tokens(
+            message, image_tokens=self.config.image_tokens, count=self.token_counter
+        )
 
     @property
     def compression_count(self) -> int:
@@ -235,7 +244,7 @@ class ContextCompressor(ContextEngine):
 
     def plan(self, messages: Sequence[Message]) -> CompactionPlan:
         """Where a compaction of ``messages`` would cut, without doing it."""
-        costs = [message_tokens(m, image_tokens=self.config.image_tokens) for m in messages]
+        costs = [self._cost(m) for m in messages]
         return self._plan(messages, costs)
 
     def _plan(self, messages: Sequence[Message], costs: Sequence[int]) -> CompactionPlan:
@@ -257,7 +266,7 @@ class ContextCompressor(ContextEngine):
         always measured on estimates of the messages themselves.
         """
         started = time.perf_counter()
-        costs = [message_tokens(m, image_tokens=self.config.image_tokens) for m in messages]
+        costs = [self._cost(m) for m in messages]
         extra = tool_schema_tokens(self.tools)
         before = sum(costs) + extra
         base = CompressionReport(
@@ -324,9 +333,7 @@ class ContextCompressor(ContextEngine):
         # Ledger and extractive text come straight from the transcript: redact the whole.
         body = redact(handoff_body(outcome.body, turns, plan))
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
-        after = extra + sum(
-            message_tokens(m, image_tokens=self.config.image_tokens) for m in assembled
-        )
+        after = extra + sum(self._cost(m) for m in assembled)
         if after >= base.before_tokens:
             # Nothing to gain: back off like a structural no-op (a forced call ignores it).
             self.guard = on_structural_noop(self.guard, self._clock())

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from .messages import is_image_part
 
 IMAGE_TOKENS = 1_500
+
+TextCounter: TypeAlias = Callable[[str], int]
+"""Counts the tokens of a text: :func:`estimate_tokens`, or an exact local tokenizer."""
 MESSAGE_OVERHEAD_TOKENS = 10
 
 # CJK ideographs, Hiragana/Katakana, Hangul syllables and jamo: one token per character.
@@ -47,13 +50,16 @@ def estimate_tokens(text: str) -> int:
     return dense + math.ceil(size / 4)
 
 
-def content_tokens(content: object, *, image_tokens: int = IMAGE_TOKENS) -> int:
+def content_tokens(
+    content: object, *, image_tokens: int = IMAGE_TOKENS, count: TextCounter | None = None
+) -> int:
     """Tokens of a message content: a string, ``None`` or a list of parts.
 
     Images cost a flat ``image_tokens`` each, never the length of their base64 payload.
     """
+    count = count or estimate_tokens
     if isinstance(content, str):
-        return estimate_tokens(content)
+        return count(content)
     if not isinstance(content, list):
         return 0
     total = 0
@@ -63,40 +69,49 @@ def content_tokens(content: object, *, image_tokens: int = IMAGE_TOKENS) -> int:
         elif isinstance(part, Mapping):
             text = part.get("text")
             if isinstance(text, str):
-                total += estimate_tokens(text)
+                total += count(text)
             else:
-                total += estimate_tokens(_compact(part))
+                total += count(_compact(part))
         elif isinstance(part, str):
-            total += estimate_tokens(part)
+            total += count(part)
     return total
 
 
-def message_tokens(message: Mapping[str, Any], *, image_tokens: int = IMAGE_TOKENS) -> int:
+def message_tokens(
+    message: Mapping[str, Any],
+    *,
+    image_tokens: int = IMAGE_TOKENS,
+    count: TextCounter | None = None,
+) -> int:
     """Estimated tokens of one message: content + tool-call envelope + per-message overhead."""
+    count = count or estimate_tokens
     total = MESSAGE_OVERHEAD_TOKENS + content_tokens(
-        message.get("content"), image_tokens=image_tokens
+        message.get("content"), image_tokens=image_tokens, count=count
     )
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         for call in calls:
-            total += estimate_tokens(_compact(call))
+            total += count(_compact(call))
     tool_call_id = message.get("tool_call_id")
     if isinstance(tool_call_id, str):
-        total += estimate_tokens(tool_call_id)
+        total += count(tool_call_id)
     name = message.get("name")
     if isinstance(name, str):
-        total += estimate_tokens(name)
+        total += count(name)
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
         if isinstance(value, str):
-            total += estimate_tokens(value)
+            total += count(value)
     return total
 
 
 def estimate_messages_tokens(
-    messages: Iterable[Mapping[str, Any]], *, image_tokens: int = IMAGE_TOKENS
+    messages: Iterable[Mapping[str, Any]],
+    *,
+    image_tokens: int = IMAGE_TOKENS,
+    count: TextCounter | None = None,
 ) -> int:
-    return sum(message_tokens(m, image_tokens=image_tokens) for m in messages)
+    return sum(message_tokens(m, image_tokens=image_tokens, count=count) for m in messages)
 
 
 def tool_schema_tokens(tools: Sequence[Mapping[str, Any]] | None) -> int:
@@ -122,9 +137,11 @@ def estimate_request_tokens(
     tools: Sequence[Mapping[str, Any]] | None = None,
     *,
     image_tokens: int = IMAGE_TOKENS,
+    count: TextCounter | None = None,
 ) -> int:
     """Estimated prompt tokens of a whole request: messages plus tool schemas."""
-    return estimate_messages_tokens(messages, image_tokens=image_tokens) + tool_schema_tokens(tools)
+    messages_part = estimate_messages_tokens(messages, image_tokens=image_tokens, count=count)
+    return messages_part + tool_schema_tokens(tools)
 
 
 def _compact(value: object) -> str:
