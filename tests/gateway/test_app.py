@@ -12,6 +12,7 @@ from gwhelpers import MODEL, chat_body, gateway, settings_for
 
 from factories import assistant, long_session, system, user
 from windowkeeper.invariants import violations
+from windowkeeper.llm import LLMSummarizerConfig
 from windowkeeper.store import SQLiteStore
 from windowkeeper.testing import OpenAITestServer, Step, unused_port
 from windowkeeper.tokens import estimate_messages_tokens
@@ -346,3 +347,25 @@ async def test_a_cut_stream_still_settles_and_releases_the_session(
             after = await client.post("/v1/chat/completions", headers=headers, json=more)
     assert cut.status_code == 200 and "abc" in cut.text
     assert after.status_code == 200
+
+
+async def test_configured_llm_summarizer_writes_the_handoff(upstream: OpenAITestServer) -> None:
+    history = long_session(rounds=40)
+    upstream.script(Step.completion("answer"))
+    with OpenAITestServer() as summary_server:
+        summary_server.script(Step.completion("## Goal\nShip the refund fix (LLM handoff)."))
+        settings = settings_for(
+            upstream,
+            context_lengths={MODEL: window_for(history)},
+            summary=LLMSummarizerConfig(
+                model="summ", base_url=summary_server.base_url, timeout=5.0,
+                context_length=1_000_000,
+            ),
+        )  # fmt: skip
+        async with gateway(settings) as client:
+            response = await client.post("/v1/chat/completions", json=chat_body(history))
+        summary_request = summary_server.chat_requests[0].body
+    assert response.status_code == 200
+    assert summary_request["model"] == "summ"
+    handoff = json.dumps(sent(upstream))
+    assert "Ship the refund fix (LLM handoff)." in handoff

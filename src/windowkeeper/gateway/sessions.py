@@ -21,11 +21,12 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..compressor import ContextCompressor
 from ..events import Event
+from ..llm import LLMSummarizer
 from ..manager import ContextManager
 from ..messages import Message, ToolSchema, content_text
 from ..report import CompressionResult
@@ -159,8 +160,18 @@ def new_manager(
     clock: Callable[[], float],
 ) -> tuple[ContextManager, _RecordingCompressor]:
     """A manager around a fresh compressor that triggers at the hygiene threshold."""
+    summarizer = (
+        LLMSummarizer(replace(settings.summary, fallback_model=model or None))
+        if settings.summary is not None
+        else None
+    )
     compressor = _RecordingCompressor(
-        settings.compressor_config(), context_length=window, model=model, clock=clock
+        settings.compressor_config(),
+        context_length=window,
+        model=model,
+        clock=clock,
+        summarizer=summarizer,
+        summary_context_length=settings.summary.context_length if settings.summary else None,
     )
     manager = ContextManager(
         compressor,

@@ -8,12 +8,14 @@ source states it, the request fails with a 400 that says how to configure it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..config import CompressionConfig
 from ..errors import ConfigError
+from ..llm import LLMSummarizerConfig
 from ..settings import Settings
 
 DEFAULT_HOST = "127.0.0.1"
@@ -39,6 +41,9 @@ class GatewaySettings:
         max_sessions: sessions kept in memory (least recently used evicted first).
         timeout: seconds to wait for the upstream (connect and each read).
         models_lookup: ask the upstream's ``/models`` for unknown windows.
+        summary: the LLM summarizer's settings (``auxiliary.compression`` of the config);
+            ``None`` for the offline extractive handoff. Each session's own model is its
+            fallback when a distinct summary model fails.
     """
 
     upstream_base_url: str
@@ -50,6 +55,7 @@ class GatewaySettings:
     max_sessions: int = 1_000
     timeout: float = 600.0
     models_lookup: bool = True
+    summary: LLMSummarizerConfig | None = None
 
     def __post_init__(self) -> None:
         base = self.upstream_base_url.strip().rstrip("/")
@@ -125,6 +131,18 @@ def gateway_settings(
         hygiene_threshold=hygiene,
         hard_message_limit=limit,
         compression=compression,
+        summary=_summary_config(settings),
+    )
+
+
+def _summary_config(settings: Settings | None) -> LLMSummarizerConfig | None:
+    """The LLM summarizer configured under ``auxiliary.compression``, if any."""
+    aux = settings.auxiliary.compression if settings is not None else None
+    if aux is None or not aux.model:
+        return None
+    key = os.environ.get(aux.api_key_env) if aux.api_key_env else None
+    return LLMSummarizerConfig(
+        model=aux.model, base_url=aux.base_url, api_key=key, timeout=aux.timeout
     )
 
 
