@@ -158,7 +158,8 @@ def test_named_file_must_exist(tmp_path: Path, home: dict[str, str], cwd: Path) 
         ("model:\n  context_length: lots\n", ["model.context_length", "'lots'"]),
         ("compression:\n  model_thresholds:\n    gpt: 2\n", ["model_thresholds.gpt", "2"]),
         ("store:\n  url: mysql://x\n", ["store.url", "sqlite://", "'mysql://x'"]),
-        ("gateway:\n  port: 1\n", ["gateway", "unknown setting"]),
+        ("gatewey:\n  port: 1\n", ["gatewey", "unknown setting"]),
+        ("gateway:\n  port: 0\n", ["gateway.port", "0"]),
         ("compression: 5\n", ["compression", "5"]),
     ],
 )

@@ -14,18 +14,21 @@ from typing import Annotated
 import typer
 
 from .cli_common import fail, user_errors
+from .errors import ConfigError
 from .settings import load_settings
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 UpstreamOpt = Annotated[
-    str,
+    str | None,
     typer.Option("--upstream", help="The upstream OpenAI-compatible base URL, e.g. "
-                 "https://api.openai.com/v1."),
+                 "https://api.openai.com/v1 (else the config's gateway.upstream)."),
 ]  # fmt: skip
-HostOpt = Annotated[str, typer.Option(help="Interface to listen on.")]
-PortOpt = Annotated[int, typer.Option(help="Port to listen on.")]
+HostOpt = Annotated[
+    str | None, typer.Option(help="Interface to listen on [config gateway.host, 127.0.0.1].")
+]
+PortOpt = Annotated[int | None, typer.Option(help="Port to listen on [config, else 8787].")]
 ContextOpt = Annotated[
     int | None,
     typer.Option("--context-length", min=1, help="Context window (tokens) of every model "
@@ -54,9 +57,9 @@ LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
 
 
 def serve_command(
-    upstream: UpstreamOpt,
-    host: HostOpt = "127.0.0.1",
-    port: PortOpt = 8787,
+    upstream: UpstreamOpt = None,
+    host: HostOpt = None,
+    port: PortOpt = None,
     context_length: ContextOpt = None,
     model_context: ModelContextOpt = None,
     config: ConfigOpt = None,
@@ -79,10 +82,17 @@ def serve_command(
 
     with user_errors():
         settings = load_settings(config)
-        api_key = _api_key(api_key_env)
+        section = settings.gateway
+        upstream = upstream or section.upstream
+        if not upstream:
+            raise ConfigError("no upstream: pass --upstream URL or set gateway.upstream")
+        host = host or section.host
+        port = port or section.port
+        api_key = _api_key(api_key_env or section.upstream_api_key_env)
+        lengths = {**section.model_context_lengths, **parse_model_context(model_context or [])}
         gateway = gateway_settings(
             upstream, settings, context_length=context_length,
-            model_context_lengths=parse_model_context(model_context or []), api_key=api_key,
+            model_context_lengths=lengths, api_key=api_key,
         )  # fmt: skip
         url = store or settings.store.url
         opened = open_store(url) if url else None

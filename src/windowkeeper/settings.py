@@ -135,6 +135,16 @@ class SettingEntry(NamedTuple):
     source: str
 
 
+class GatewaySection(_Section):
+    """``gateway``: defaults of ``windowkeeper serve`` (its command-line options win)."""
+
+    upstream: str | None = None
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65_535)] = 8787
+    model_context_lengths: dict[str, Positive] = Field(default_factory=dict)
+    upstream_api_key_env: str | None = None
+
+
 class Settings(_Section):
     """Typed effective settings; :meth:`source` tells where each value came from."""
 
@@ -143,6 +153,7 @@ class Settings(_Section):
     auxiliary: AuxiliarySettings = Field(default_factory=AuxiliarySettings)
     model: ModelSettings = Field(default_factory=ModelSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    gateway: GatewaySection = Field(default_factory=GatewaySection)
 
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
     _config_file: Path | None = PrivateAttr(default=None)

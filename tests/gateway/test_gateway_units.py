@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import typer
@@ -127,3 +128,13 @@ def test_serve_rejects_bad_options_before_starting() -> None:
         env={"WK_TEST_UNSET_KEY": ""},
     )
     assert key.exit_code == 2 and "WK_TEST_UNSET_KEY" in key.output
+
+
+def test_serve_takes_the_upstream_from_the_config(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(_serve_app(), ["serve"])
+    assert missing.exit_code == 2 and "gateway.upstream" in missing.output
+    config = tmp_path / "wk.yaml"
+    config.write_text("gateway:\n  upstream: ftp://nope\n")
+    bad = runner.invoke(_serve_app(), ["serve", "--config", str(config)])
+    assert bad.exit_code == 2 and "http://" in bad.output  # the file's value was used
