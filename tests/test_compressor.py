@@ -364,3 +364,17 @@ def test_the_newest_ask_appears_once_in_the_handoff() -> None:
     plan = _compressor().plan(messages)
     assert plan.head_end <= len(messages) - 41 < plan.tail_start
     assert (result.summary or "").count(ask) == 1
+
+
+def test_snapshot_of_an_autonomous_run_is_the_request_from_the_head() -> None:
+    task = "Port every handler to the async client; keep the public API unchanged."
+    messages = [system(), user(task)]
+    for n in range(40):
+        messages += [
+            assistant(None, call(f"c{n}", "bash", command=f"edit {n}")),
+            tool(f"c{n}", "z" * 3_000),
+        ]
+    result = _compressor().compress(messages)  # the request stays in the protected head
+    assert result.report.compressed
+    snapshot = (result.summary or "").split("## Goal")[0]
+    assert task in snapshot and "no user-authored turn" not in snapshot

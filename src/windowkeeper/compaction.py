@@ -20,7 +20,7 @@ from .placement import place_handoff, with_system_note
 from .prune import make_handle
 from .report import ArchivedItem
 from .sanitize import sanitize_tool_pairs
-from .summarizer import SummaryRequest
+from .summarizer import USER_AFTER_SNAPSHOT, SummaryRequest
 from .tokens import estimate_tokens
 
 LEDGER_SHARE = 0.50
@@ -85,8 +85,7 @@ def summary_request(
     """What the summarizer gets; the ledger's share of the budget is held back."""
     previous = split_ledger(plan.previous_summary)[0] if plan.previous_summary else None
     ledger_budget = int(plan.summary_budget_tokens * LEDGER_SHARE)
-    snapshot_index = newest_real_user(turns)
-    snapshot = live_text(turns[snapshot_index]) if snapshot_index is not None else None
+    snapshot = _task_snapshot(messages, turns, plan)
     return SummaryRequest(
         turns=turns,
         previous_summary=previous or None,
@@ -96,6 +95,24 @@ def summary_request(
         task_snapshot=snapshot,
         has_user_turn=newest_real_user(messages) is not None,
     )
+
+
+def _task_snapshot(
+    messages: Sequence[Message], turns: list[Message], plan: CompactionPlan
+) -> str | None:
+    """The newest user input up to the end of the summarized turns, verbatim.
+
+    A long autonomous run may summarize no user turn at all: the request is then the
+    newest one in the protected head, or (when the user only speaks in the tail) a note
+    saying so, never a claim that the session has no user.
+    """
+    index = newest_real_user(turns)
+    if index is not None:
+        return live_text(turns[index])
+    head = newest_real_user(messages[: plan.head_end])
+    if head is not None:
+        return live_text(messages[head])
+    return USER_AFTER_SNAPSHOT if newest_real_user(messages) is not None else None
 
 
 def handoff_body(sections: str, turns: list[Message], plan: CompactionPlan) -> str:

@@ -108,3 +108,6 @@ SECTION_TITLES: tuple[str, ...] = (
 """The handoff's section headings (``## <title>``), in order (SPEC §6)."""
 
 NO_USER_SNAPSHOT = "None: no user-authored turn exists in this session."
+USER_AFTER_SNAPSHOT = (
+    "None before this handoff: the user's request is in the messages that follow it."
+)
