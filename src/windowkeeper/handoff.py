@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from .messages import Message, content_text
+from .messages import Message, content_text, image_count
 
 HANDOFF_KEY = "_wk_handoff"
 LEDGER_HEADING = "## State Ledger"
@@ -119,15 +119,7 @@ def is_real_user(message: Mapping[str, Any]) -> bool:
     """A user message written by the user (not a standalone handoff or empty echo)."""
     if message.get("role") != "user":
         return False
-    return bool(live_text(message)) or _has_image(message)
-
-
-def _has_image(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(p, Mapping) and p.get("type") in {"image_url", "input_image", "image"}
-        for p in content
-    )
+    return bool(live_text(message)) or image_count(message) > 0
 
 
 def unwrap(message: Message) -> Message | None:

@@ -10,16 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .messages import Message, is_image_part
+from .messages import Message, image_count, is_image_part
 
 STRIPPED_IMAGE = "[older image removed at compaction]"
 
 
 def _has_image(message: object) -> bool:
-    if not isinstance(message, Mapping):
-        return False
-    content = message.get("content")
-    return isinstance(content, list) and any(is_image_part(p) for p in content)
+    # Non-dict entries pass through untouched (they are not ours to judge).
+    return isinstance(message, Mapping) and image_count(message) > 0
 
 
 def _without_images(message: Mapping[str, Any]) -> Message:
