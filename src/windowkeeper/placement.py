@@ -22,7 +22,7 @@ from .handoff import (
     system_note,
 )
 from .invariants import SYSTEM_ROLES
-from .messages import Message
+from .messages import Message, message_text
 
 _TURN_ROLES = ("user", "assistant")
 
@@ -72,7 +72,7 @@ def place_handoff(
     after = _role(tail[0]) if tail else None
     if restated is not None:
         wrapped = is_handoff(restated) or is_restated_task(restated)
-        task = f"{in_progress_header()}\n\n{live_text(restated) if wrapped else _text(restated)}"
+        task = f"{in_progress_header()}\n\n{live_text(restated) if wrapped else message_text(restated)}"
         if before == "user":
             middle = [_handoff_message("assistant", handoff_text), _user(task, restated)]
         else:
@@ -89,17 +89,6 @@ def place_handoff(
 
 def _handoff_message(role: str, text: str) -> Message:
     return {"role": role, "content": text, HANDOFF_KEY: True}
-
-
-def _text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(p.get("text")) for p in content if isinstance(p, Mapping) and "text" in p
-        )
-    return ""
 
 
 def _user(text: str, original: Mapping[str, Any], *, handoff: bool = False) -> Message:
