@@ -72,7 +72,8 @@ def place_handoff(
     after = _role(tail[0]) if tail else None
     if restated is not None:
         wrapped = is_handoff(restated) or is_restated_task(restated)
-        task = f"{in_progress_header()}\n\n{live_text(restated) if wrapped else message_text(restated)}"
+        request = live_text(restated) if wrapped else message_text(restated)
+        task = f"{in_progress_header()}\n\n{request}"
         if before == "user":
             middle = [_handoff_message("assistant", handoff_text), _user(task, restated)]
         else:
