@@ -14,24 +14,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from storeclock import FakeClock
 
 from windowkeeper.store import SessionStore, open_store
 
 PG_ENV = "WINDOWKEEPER_TEST_POSTGRES_URL"
 REQUIRE_ENV = "WINDOWKEEPER_REQUIRE_POSTGRES"
-
-
-class FakeClock:
-    """Injected wall clock: starts at a fixed time, moves only when told to."""
-
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def _unavailable(reason: str) -> None:

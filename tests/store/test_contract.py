@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 from _workers import appended_digests, make_compressor, round_messages
+from storeclock import FakeClock
 
-from conftest import FakeClock
 from windowkeeper.errors import StoreError
 from windowkeeper.guard import GuardState
 from windowkeeper.messages import Message
