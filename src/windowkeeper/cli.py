@@ -41,9 +41,15 @@ from . import __version__
 from .cli_common import (
     EXIT_INVALID,
     EXIT_OK,
+    ConfigOpt,
+    ContextLengthOpt,
+    MaxTokensOpt,
+    ThresholdOpt,
     collected_warnings,
+    exact_counter,
     exit_code_for,
     fail,
+    repaired,
     report_dict,
     resolve_window,
     stdout_console,
@@ -80,11 +86,9 @@ from .cli_summarizer import (
 from .compressor import ContextCompressor
 from .config import CompressionConfig
 from .errors import ConfigError
-from .exact_tokens import local_counter
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_tools
 from .report import CompressionResult
-from .sanitize import sanitize_tool_pairs
 from .settings import load_settings
 from .summarizer import Summarizer
 from .tokens import TextCounter, estimate_request_tokens
@@ -104,20 +108,6 @@ OptionalInputArg = Annotated[
 ]
 SessionOpt = Annotated[
     str | None, typer.Option("--session", help="Compact this stored session (with --store).")
-]
-ContextLengthOpt = Annotated[
-    int | None,
-    typer.Option("--context-length", help="Model context window in tokens (else from the config)."),
-]
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="YAML config file (else the default places).")
-]
-MaxTokensOpt = Annotated[
-    int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
-]
-ThresholdOpt = Annotated[
-    float | None,
-    typer.Option("--threshold", help="Trigger as a fraction of the effective window [0.5]."),
 ]
 ToolsOpt = Annotated[
     Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
@@ -207,35 +197,9 @@ def load(
         tools=tools,
         summarizer=summarizer,
         summary_context_length=summary_window,
-        token_counter=_exact_counter(model) if exact_tokens else None,
+        token_counter=exact_counter(model) if exact_tokens else None,
     )
-    return Loaded(_repaired(conversation.messages), tools, compressor, config, window, reserve)
-
-
-def _exact_counter(model: str | None) -> TextCounter | None:
-    counter = local_counter(model)
-    if counter is None:
-        typer.echo(
-            "warning: no exact tokenizer available locally for "
-            f"{model or 'the default encoding'} (install the 'tokenizers' extra and cache "
-            "its encoding); using token estimates",
-            err=True,
-        )
-    return counter
-
-
-def _repaired(messages: list[Message]) -> list[Message]:
-    """Input whose tool pairing is broken is repaired (with a warning), never rejected."""
-    with collected_warnings():  # the line below says it once, in the CLI's words
-        result = sanitize_tool_pairs(messages)
-    if result.repairs.total:
-        typer.echo(
-            f"warning: repaired tool pairing in the input: {result.repairs.removed_results} "
-            f"orphan results removed, {result.repairs.stubbed_calls} calls given a stub "
-            f"result, {result.repairs.moved_results} results moved next to their call",
-            err=True,
-        )
-    return result.messages
+    return Loaded(repaired(conversation.messages), tools, compressor, config, window, reserve)
 
 
 # --- compress ------------------------------------------------------------------------

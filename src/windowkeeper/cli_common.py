@@ -7,16 +7,36 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from .compressor import ContextCompressor
 from .errors import ConfigError, WindowkeeperError
+from .exact_tokens import local_counter
 from .feasibility import resolve_context_length
+from .messages import Message
 from .report import CompressionReport, Outcome
+from .sanitize import sanitize_tool_pairs
 from .settings import Settings
+from .tokens import TextCounter
+
+# Options shared by compress, inspect and replay (one definition, one help text).
+ContextLengthOpt = Annotated[
+    int | None,
+    typer.Option("--context-length", help="Model context window in tokens (else from the config)."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="YAML config file (else the default places).")
+]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
+]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option("--threshold", help="Trigger as a fraction of the effective window [0.5]."),
+]
 
 EXIT_OK = 0
 EXIT_INVALID = 2
@@ -131,3 +151,29 @@ def resolve_window(given: int | None, settings: Settings, model: str | None) -> 
         f"the context window {named}is unknown: pass --context-length N "
         "or set model.context_length in the config file"
     )
+
+
+def exact_counter(model: str | None) -> TextCounter | None:
+    counter = local_counter(model)
+    if counter is None:
+        typer.echo(
+            "warning: no exact tokenizer available locally for "
+            f"{model or 'the default encoding'} (install the 'tokenizers' extra and cache "
+            "its encoding); using token estimates",
+            err=True,
+        )
+    return counter
+
+
+def repaired(messages: list[Message]) -> list[Message]:
+    """Input whose tool pairing is broken is repaired (with a warning), never rejected."""
+    with collected_warnings():  # the line below says it once, in the CLI's words
+        result = sanitize_tool_pairs(messages)
+    if result.repairs.total:
+        typer.echo(
+            f"warning: repaired tool pairing in the input: {result.repairs.removed_results} "
+            f"orphan results removed, {result.repairs.stubbed_calls} calls given a stub "
+            f"result, {result.repairs.moved_results} results moved next to their call",
+            err=True,
+        )
+    return result.messages

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .cli_common import resolve_window
+from .cli_common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, resolve_window
 from .cli_sessions import StoredSource, StoreOpt, read_conversation
 from .cli_summarizer import (
     SummarizerChoice,
@@ -55,19 +55,12 @@ def _fail(message: str) -> typer.Exit:
 
 
 def replay_command(
-    context_length: Annotated[
-        int | None,
-        typer.Option("--context-length", help="Model context window (else from the config)."),
-    ] = None,
+    context_length: ContextLengthOpt = None,
     source: Annotated[
         str | None, typer.Argument(metavar="[IN]", help="Transcript file, or '-' (or --session).")
     ] = None,
-    threshold: Annotated[
-        float | None, typer.Option("--threshold", help="Trigger as a fraction of the window.")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
-    ] = None,
+    threshold: ThresholdOpt = None,
+    max_tokens: MaxTokensOpt = None,
     summarizer: SummarizerOpt = "extractive",
     summary_model: SummaryModelOpt = None,
     summary_base_url: SummaryBaseUrlOpt = None,
@@ -82,9 +75,7 @@ def replay_command(
     session: Annotated[
         str | None, typer.Option("--session", help="Replay this stored session (with --store).")
     ] = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="YAML config file (else the default places).")
-    ] = None,
+    config_file: ConfigOpt = None,
 ) -> None:
     """Replay a transcript as the agent sent it, with compaction triggers active."""
     stored = StoredSource(store, session) if session is not None else None
