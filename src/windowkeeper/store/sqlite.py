@@ -64,6 +64,27 @@ MIGRATIONS: tuple[Migration, ...] = (
 _BEGIN: dict[Mode, str] = {"write": "IMMEDIATE", "read": "DEFERRED", "snapshot": "DEFERRED"}
 
 
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch the file to WAL, waiting out openers that hold the lock.
+
+    Changing the journal mode needs an exclusive lock, and SQLite reports a conflict
+    with a concurrent first open as "locked" at once instead of calling the busy handler,
+    so the wait is done here, bounded by the connection's own timeout.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            locked = "locked" in str(exc) or "busy" in str(exc)
+            if not locked or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     # SQLite may already have rolled back (e.g. on SQLITE_FULL); a second ROLLBACK fails.
     if conn.in_transaction:
@@ -97,7 +118,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
         self._closed = False
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            _enable_wal(self._conn, timeout)
             # NORMAL is crash-safe in WAL mode (a killed process never corrupts the file;
             # only an OS crash may lose the last commits).
             self._conn.execute("PRAGMA synchronous=NORMAL")
