@@ -278,6 +278,17 @@ def test_nothing_to_compress_is_a_noop(tmp_path: Path) -> None:
     assert "nothing" in result.stderr
 
 
+def test_output_still_over_the_window_is_warned(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    path.write_text(dump_jsonl([system(), user("word " * 20_000)]))
+    result = run("compress", str(path), "--context-length", "8000")
+    assert result.exit_code == 0
+    assert result.stdout == path.read_text()
+    assert "still over the 8,000-token window" in result.stderr
+    fits = run("compress", str(path), "--context-length", "64000")
+    assert "still over" not in fits.stderr
+
+
 # --- inspect ---------------------------------------------------------------------------
 
 

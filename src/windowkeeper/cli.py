@@ -278,7 +278,29 @@ def compress(
         code = exit_code_for(result.report)
         if code != EXIT_OK:
             raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
+        _warn_over_window(loaded, result.messages)
         write_text(dump_jsonl(result.messages), output)
+
+
+def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
+    """Say so when even the compacted request cannot be sent to the model."""
+    reserve = loaded.max_tokens or 0
+    length = loaded.context_length
+    window = length - reserve if 0 < reserve < length else length
+    tokens = estimate_request_tokens(
+        messages,
+        loaded.tools,
+        image_tokens=loaded.config.image_tokens,
+        count=loaded.compressor.token_counter,
+    )
+    if tokens > window:
+        typer.echo(
+            f"warning: the output (~{tokens:,} tokens) is still over the {window:,}-token "
+            "window: the system prompt, tool schemas and newest turns alone exceed it. "
+            "Use a larger --context-length, or shorten the newest tool results (the agent "
+            "loop's recovery and the gateway do this automatically).",
+            err=True,
+        )
 
 
 def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
