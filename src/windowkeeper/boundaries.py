@@ -127,10 +127,9 @@ def tail_cut(
     if user is not None and user < cut:
         user_region = sum(costs[user:])
         tool_rounds = _has_calls_between(messages, user, cut)
-        # Restating the request costs its own size again, so only a request that fits
-        # the tail ceiling is restated; a larger one keeps its whole turn in the tail.
-        fits = costs[user] <= ceiling
-        if user_region > ceiling and tool_rounds and fits and cut > head:
+        # Restating moves the request rather than copying it (the handoff only points to
+        # it), so it is worth it whenever the turn's tool rounds overflow the ceiling.
+        if user_region > ceiling and tool_rounds and cut > head:
             restated = user
         else:
             cut = user

@@ -84,7 +84,7 @@ from .cli_summarizer import (
     build_summarizer,
 )
 from .compressor import ContextCompressor
-from .config import CompressionConfig
+from .config import CompressionConfig, usable_window
 from .errors import ConfigError
 from .inspection import inspect_conversation
 from .messages import Message, ToolSchema, dump_jsonl, load_tools
@@ -284,9 +284,7 @@ def compress(
 
 def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
     """Say so when even the compacted request cannot be sent to the model."""
-    reserve = loaded.max_tokens or 0
-    length = loaded.context_length
-    window = length - reserve if 0 < reserve < length else length
+    window = usable_window(loaded.context_length, loaded.max_tokens)
     tokens = estimate_request_tokens(
         messages,
         loaded.tools,

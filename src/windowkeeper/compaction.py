@@ -20,7 +20,7 @@ from .placement import place_handoff, with_system_note
 from .prune import make_handle
 from .report import ArchivedItem
 from .sanitize import sanitize_tool_pairs
-from .summarizer import USER_AFTER_SNAPSHOT, SummaryRequest
+from .summarizer import RESTATED_SNAPSHOT, USER_AFTER_SNAPSHOT, SummaryRequest
 from .tokens import estimate_tokens
 
 LEDGER_SHARE = 0.50
@@ -75,6 +75,30 @@ def make_plan(
     )
 
 
+def fitting_plan(
+    messages: Sequence[Message],
+    costs: Sequence[int],
+    plan: CompactionPlan,
+    config: CompressionConfig,
+    context_length: int,
+    room: int,
+) -> CompactionPlan:
+    """``plan``, or one keeping only the minimum tail when ``plan`` cannot fit ``room``.
+
+    For a forced compaction of a request that would otherwise be rejected: what ``plan``
+    keeps (head, tail, a restated request) plus its handoff budget is predicted, and when
+    that reaches ``room`` (the usable window less tool schemas) the tail budget drops to
+    nothing, so only the anchors and the minimum tail stay verbatim.
+    """
+    kept = sum(costs[: plan.head_end]) + sum(costs[plan.tail_start :])
+    if plan.restated_user is not None:
+        kept += estimate_tokens(live_text(messages[plan.restated_user]))
+    if plan.compressible and kept + plan.summary_budget_tokens < room:
+        return plan
+    tight = make_plan(messages, costs, config, context_length, 0)
+    return tight if tight.compressible and tight.tail_start > plan.tail_start else plan
+
+
 def summary_request(
     messages: Sequence[Message],
     turns: list[Message],
@@ -102,10 +126,14 @@ def _task_snapshot(
 ) -> str | None:
     """The newest user input up to the end of the summarized turns, verbatim.
 
-    A long autonomous run may summarize no user turn at all: the request is then the
-    newest one in the protected head, or (when the user only speaks in the tail) a note
-    saying so, never a claim that the session has no user.
+    A request restated after the handoff is only pointed to. A long autonomous run may
+    summarize no user turn at all: the request is then the newest one in the protected
+    head, or (when the user only speaks in the tail) a note saying so, never a claim that
+    the session has no user.
     """
+    if plan.restated_user is not None:
+        # Quoting it here too would pay for the request twice.
+        return RESTATED_SNAPSHOT
     index = newest_real_user(turns)
     if index is not None:
         return live_text(turns[index])

@@ -19,6 +19,7 @@ from .compaction import (
     CompactionPlan,
     archive_turns,
     assemble,
+    fitting_plan,
     handoff_body,
     make_plan,
     summarized_turns,
@@ -30,6 +31,7 @@ from .config import (
     compute_threshold_tokens,
     resolve_model_threshold,
     tail_budget_tokens,
+    usable_window,
 )
 from .engine import ContextEngine, ToolProvider
 from .extractive import ExtractiveSummarizer
@@ -280,6 +282,9 @@ class ContextCompressor(ContextEngine):
             if block is not None:
                 return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason(block))
         plan = self._plan(messages, costs)
+        if force:
+            room = usable_window(self.context_length, self.max_tokens) - extra
+            plan = fitting_plan(messages, costs, plan, self.config, self.context_length, room)
         self.previous_summary = plan.previous_summary
         if not plan.compressible:
             self.guard = on_structural_noop(self.guard, self._clock())

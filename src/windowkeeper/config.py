@@ -95,6 +95,13 @@ def coerce_positive_int(value: object) -> int | None:
     return number if number > 0 else None
 
 
+def usable_window(context_length: int, max_tokens: object = None) -> int:
+    """Prompt tokens a request may carry: the window less the output reservation (a
+    reservation that leaves nothing is ignored, as in :func:`compute_threshold_tokens`)."""
+    reserve = coerce_positive_int(max_tokens) or 0
+    return context_length - reserve if 0 < reserve < context_length else context_length
+
+
 def compute_threshold_tokens(
     context_length: int, threshold: float, max_tokens: object = None
 ) -> int:
@@ -106,10 +113,7 @@ def compute_threshold_tokens(
     """
     if context_length <= 0:
         raise ConfigError(f"context length must be positive, got {context_length}")
-    reserve = coerce_positive_int(max_tokens) or 0
-    effective = context_length - reserve
-    if effective <= 0:
-        effective = context_length
+    effective = usable_window(context_length, max_tokens)
     trigger = max(int(effective * threshold), MINIMUM_TRIGGER_TOKENS)
     if trigger >= effective:
         trigger = int(effective * SMALL_WINDOW_RATIO)

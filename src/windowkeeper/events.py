@@ -178,11 +178,11 @@ class Reporter:
             tokens_before=tokens,
         )
 
-    def truncated(self, count: int, before: int, after: int) -> None:
+    def truncated(self, count: int, before: int, after: int, what: str = "tool result") -> None:
         self.warn(
             WarningCode.TRUNCATED,
-            f"truncated:{before}",
-            f"compaction could not fit the window; {count} large tool result(s) were cut "
+            f"truncated:{what}:{before}",
+            f"compaction could not fit the window; {count} large {what}(s) were cut "
             f"(~{before:,} -> ~{after:,} tokens)",
             tokens_before=before,
             tokens_after=after,

@@ -30,7 +30,13 @@ from .facts import (
     user_texts,
 )
 from .ledger_paths import choose_root, relative
-from .summarizer import NO_USER_SNAPSHOT, SECTION_TITLES, SummaryOutcome, SummaryRequest
+from .summarizer import (
+    NO_USER_SNAPSHOT,
+    RESTATED_SNAPSHOT,
+    SECTION_TITLES,
+    SummaryOutcome,
+    SummaryRequest,
+)
 
 SNAPSHOT_HEAD, SNAPSHOT_TAIL = 1_000, 400
 CONSTRAINT_CHARS = 600
@@ -121,6 +127,8 @@ def _goal(users: Sequence[tuple[int, str]], carried: str, snapshot: str) -> str:
     carried = collapse(carried, GOAL_CHARS)
     if carried and not carried.startswith(NONE):
         goal = carried
+    elif users and len(users) == 1 and snapshot == RESTATED_SNAPSHOT:
+        return SAME_AS_SNAPSHOT  # the only ask is the request restated after the handoff
     elif users:
         goal = collapse(users[0][1], GOAL_CHARS)
     else:

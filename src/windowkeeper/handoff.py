@@ -109,10 +109,13 @@ def live_text(message: Mapping[str, Any]) -> str:
         marker = end_marker()
         index = text.find(marker)
         text = text[index + len(marker) :] if index >= 0 else ""
+    # The header must not survive: a restatement of a restatement would stack another
+    # copy on every compaction.
     header = in_progress_header()
-    if text.startswith(header):
-        text = text[len(header) :]
-    return text.strip()
+    text = text.strip()
+    while text.startswith(header):
+        text = text[len(header) :].strip()
+    return text
 
 
 def is_real_user(message: Mapping[str, Any]) -> bool:

@@ -23,9 +23,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .compressor import ContextCompressor
-from .config import coerce_positive_int
+from .config import CompressionConfig, coerce_positive_int, usable_window
 from .engine import ContextEngine
-from .errors import CompressionExhaustedError, UpstreamError
+from .errors import UpstreamError
 from .estimates import EstimateCache, prompt_tokens_of, rough_chars, usage_of
 from .events import EventCallback, Reporter, Trigger
 from .hooks import (
@@ -41,8 +41,9 @@ from .overflow import (
     Overflow,
     OverflowKind,
     classify,
+    exhausted_error,
+    last_rungs,
     lighter_images,
-    truncate_tool_results,
 )
 from .steps import Answered, Failed, Turn, TurnResult, answer, wire
 from .tokens import IMAGE_TOKENS, message_tokens, tool_schema_tokens
@@ -112,9 +113,7 @@ class ContextManager:
     @property
     def window(self) -> int:
         """Prompt tokens a request may carry: the window less the output reservation."""
-        length = self.context_length
-        reserve = coerce_positive_int(getattr(self.engine, "max_tokens", None)) or 0
-        return length - reserve if 0 < reserve < length else length
+        return usable_window(self.context_length, getattr(self.engine, "max_tokens", None))
 
     def schema_tokens(self) -> int:
         tools = self.tools
@@ -190,7 +189,9 @@ class ContextManager:
             raise error
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
         if attempt > self.max_attempts:
-            raise self._exhausted(f"after {self.max_attempts} attempts", tokens) from error
+            raise exhausted_error(
+                f"after {self.max_attempts} attempts", tokens, self.window
+            ) from error
         if not overflow.compressible:
             raise UpstreamError(
                 "the request's max_tokens is more than the model can produce; lower "
@@ -280,10 +281,10 @@ class ContextManager:
             current, tokens = compacted, self.estimate(compacted)
             if tokens < self.window:
                 return current
-        truncated, count = truncate_tool_results(current, tokens - int(self.window * 0.9))
-        if count:
-            self.events.truncated(count, tokens, self.estimate(truncated))
-            current, tokens = truncated, self.estimate(truncated)
+        config = self._compressor.config if self._compressor else CompressionConfig()
+        current, tokens, cuts = last_rungs(current, tokens, self.window, config, self.estimate)
+        for cut in cuts:
+            self.events.truncated(cut.count, cut.before, cut.after, cut.what)
         if tokens >= self.window:
             self.events.over_window(tokens, self.window)
         return current
@@ -378,7 +379,7 @@ class ContextManager:
         if out is messages and payload:
             out = self._lighter_images(messages, None)
         if out is messages:
-            raise self._exhausted("it cannot be compressed further", tokens) from error
+            raise exhausted_error("it cannot be compressed further", tokens, self.window) from error
         return out
 
     def _lighter_images(self, messages: list[Message], roles: tuple[str] | None) -> list[Message]:
@@ -386,14 +387,6 @@ class ContextManager:
         if count:
             self.events.images(count, how)
         return out
-
-    def _exhausted(self, why: str, tokens: int) -> CompressionExhaustedError:
-        return CompressionExhaustedError(
-            f"compression exhausted: the request (~{tokens:,} tokens) still does not fit the "
-            f"model's window ({self.window:,} tokens); {why}. Start a new session, raise the "
-            "context window (a larger context_length or model), or compress manually with a "
-            "focus topic (ContextManager.compress(messages, focus_topic=...))."
-        )
 
     # --- events ----------------------------------------------------------------------
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import httpx
 
+from .config import CompressionConfig
+from .errors import CompressionExhaustedError
 from .images import shrink_images, strip_images
 from .messages import Message
+from .prune import PruneSettings, truncate_tool_arguments
 
 LONG_CONTEXT_TIER_TOKENS = 200_000
 """The window a long-context 429 (Anthropic's extra-usage tier) falls back to."""
@@ -267,6 +270,62 @@ def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[
             out[index] = {**messages[index], "content": _shorten(messages[index]["content"], cap)}
             count += 1
     return (out, count) if count else (messages, 0)
+
+
+def truncate_call_arguments(
+    messages: list[Message], config: CompressionConfig
+) -> tuple[list[Message], int]:
+    """The rung after :func:`truncate_tool_results`: shorten long tool-call arguments
+    (file bodies of writes and edits) everywhere, staying valid JSON. Returns the
+    messages (the input list itself when nothing was cut) and how many calls changed."""
+    settings = PruneSettings(
+        0, len(messages), args_over=config.args_truncate_over, args_head=config.args_head_chars
+    )
+    result = truncate_tool_arguments(messages, settings)
+    return result.messages, len(result.archived)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One truncation rung that changed the request: what, how many, tokens before/after."""
+
+    what: str
+    count: int
+    before: int
+    after: int
+
+
+def last_rungs(
+    messages: list[Message],
+    tokens: int,
+    window: int,
+    config: CompressionConfig,
+    estimate: Callable[[list[Message]], int],
+) -> tuple[list[Message], int, tuple[Cut, ...]]:
+    """The end of the overflow ladder, after compaction could not fit ``window``: shorten
+    the largest tool results, then long call arguments, each only while still over."""
+    cuts: list[Cut] = []
+    for what in ("tool result", "tool-call argument"):
+        if tokens < window:
+            break
+        if what == "tool result":
+            shorter, count = truncate_tool_results(messages, tokens - int(window * 0.9))
+        else:
+            shorter, count = truncate_call_arguments(messages, config)
+        if count:
+            after = estimate(shorter)
+            cuts.append(Cut(what, count, tokens, after))
+            messages, tokens = shorter, after
+    return messages, tokens, tuple(cuts)
+
+
+def exhausted_error(why: str, tokens: int, window: int) -> CompressionExhaustedError:
+    return CompressionExhaustedError(
+        f"compression exhausted: the request (~{tokens:,} tokens) still does not fit the "
+        f"model's window ({window:,} tokens); {why}. Start a new session, raise the "
+        "context window (a larger context_length or model), or compress manually with a "
+        "focus topic (ContextManager.compress(messages, focus_topic=...))."
+    )
 
 
 def _water_level(sizes: list[int], need: int) -> int | None:

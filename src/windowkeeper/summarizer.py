@@ -111,3 +111,4 @@ NO_USER_SNAPSHOT = "None: no user-authored turn exists in this session."
 USER_AFTER_SNAPSHOT = (
     "None before this handoff: the user's request is in the messages that follow it."
 )
+RESTATED_SNAPSHOT = "The request still in progress is restated verbatim right after this handoff."

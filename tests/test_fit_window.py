@@ -1,0 +1,119 @@
+"""Small windows: restated requests, the tight tail of a forced compaction, the last rungs.
+
+A long autonomous run after one large user request is the hard case for a small window:
+the request must stay verbatim, so it is restated after the handoff exactly once (never
+quoted again in the handoff, never stacked by later compactions), and a forced compaction
+that would still leave the request over the window keeps only the minimum tail.
+"""
+
+from __future__ import annotations
+
+import json
+
+from factories import assistant, call, system, tool, user
+from windowkeeper.compaction import fitting_plan
+from windowkeeper.compressor import ContextCompressor
+from windowkeeper.config import CompressionConfig
+from windowkeeper.events import Event, EventKind
+from windowkeeper.handoff import in_progress_header, live_text
+from windowkeeper.invariants import violations
+from windowkeeper.manager import ContextManager
+from windowkeeper.messages import Message, content_text
+from windowkeeper.summarizer import RESTATED_SNAPSHOT
+from windowkeeper.tokens import estimate_messages_tokens, message_tokens
+
+TASK = "Port the billing service to the new ledger API. " + " ".join(
+    f"Rule {n}: keep invoice {n} byte-identical." for n in range(450)
+)
+LAST_RULE = "Rule 449: keep invoice 449 byte-identical."
+
+
+def rounds(start: int, count: int, size: int = 3_000) -> list[Message]:
+    out: list[Message] = []
+    for n in range(start, start + count):
+        out += [
+            assistant(None, call(f"c{n}", "bash", command=f"make step{n}")),
+            tool(f"c{n}", f"step {n} output " + "z" * size),
+        ]
+    return out
+
+
+def text_of(messages: list[Message]) -> str:
+    return "\n".join(content_text(m.get("content")) for m in messages)
+
+
+def compressor(window: int = 16_000) -> ContextCompressor:
+    return ContextCompressor(CompressionConfig(protect_first_n=0), context_length=window)
+
+
+def test_large_request_is_restated_once_and_the_handoff_points_to_it() -> None:
+    messages = [system(), user(TASK), *rounds(0, 60)]
+    comp = compressor()
+    # Larger than the tail ceiling: restated anyway, since moving it costs nothing extra.
+    assert message_tokens(messages[1]) > comp.tail_budget_tokens * comp.config.tail_soft_ceiling
+    assert comp.plan(messages).restated_user == 1
+    result = comp.compress(messages)
+    out = result.messages
+    assert result.report.compressed and violations(out) == []
+    text = text_of(out)
+    assert text.count(LAST_RULE) == 1
+    assert text.count(in_progress_header()) == 1
+    assert f"## Historical Task Snapshot\n{RESTATED_SNAPSHOT}" in text
+    assert [live_text(m) for m in out if m["role"] == "user"] == [TASK]
+
+
+def test_repeated_compactions_never_stack_the_restatement() -> None:
+    comp = compressor()
+    messages = comp.compress([system(), user(TASK), *rounds(0, 60)]).messages
+    for batch in range(1, 4):
+        messages = comp.compress([*messages, *rounds(batch * 100, 20)], force=True).messages
+        text = text_of(messages)
+        assert text.count(in_progress_header()) == 1, f"compaction {batch + 1}"
+        assert text.count(LAST_RULE) == 1
+        assert violations(messages) == []
+    assert comp.compression_count == 4
+
+
+def big_edits(count: int, chars: int) -> list[Message]:
+    out: list[Message] = []
+    for n in range(count):
+        body = f"def f{n}():\n" + "    return 1\n" * (chars // 14)
+        out += [assistant(None, call(f"w{n}", "write_file", path=f"m{n}.py", content=body)),
+                tool(f"w{n}", f"wrote m{n}.py")]  # fmt: skip
+    return out
+
+
+def test_forced_compaction_that_would_not_fit_keeps_only_the_minimum_tail() -> None:
+    comp = compressor(window=8_000)
+    messages = [system(), user(TASK), *rounds(0, 4, 400), *big_edits(8, 1_500)]
+    assert estimate_messages_tokens(messages) > 8_000
+    costs = [comp._cost(m) for m in messages]
+    usual = comp.plan(messages)
+    tight = fitting_plan(messages, costs, usual, comp.config, comp.context_length, 8_000)
+    assert tight.tail_start > usual.tail_start
+    assert len(messages) - tight.tail_start >= comp.config.min_tail_messages
+    result = comp.compress(messages, force=True)
+    assert result.report.compressed and violations(result.messages) == []
+    assert result.report.after_tokens < 8_000
+    # Without force the usual plan is used: the tight tail is only for requests that must fit.
+    roomy = fitting_plan(messages, costs, usual, comp.config, comp.context_length, 10**9)
+    assert roomy is usual
+
+
+def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
+    # Nothing to summarize (one user turn, the minimum tail) and no large tool result:
+    # only the bodies of the writes can give way, and the JSON stays valid.
+    messages = [system(), user("Write the two modules."), *big_edits(2, 12_000)]
+    events: list[Event] = []
+    manager = ContextManager(compressor(window=4_000), on_event=events.append)
+    assert manager.estimate(messages) > manager.window
+    sent = manager.preflight(messages)
+    assert manager.estimate(sent) < manager.window
+    assert violations(sent) == []
+    for message in sent:
+        for item in message.get("tool_calls") or []:
+            arguments = json.loads(item["function"]["arguments"])
+            assert arguments["path"].startswith("m")
+    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
+    assert any("tool-call argument(s) were cut" in w for w in warnings)
+    assert messages[2]["tool_calls"][0]["function"]["arguments"].count("return 1") > 800
