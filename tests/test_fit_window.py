@@ -117,3 +117,28 @@ def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
     warnings = [e.message for e in events if e.kind is EventKind.WARNING]
     assert any("tool-call argument(s) were cut" in w for w in warnings)
     assert messages[2]["tool_calls"][0]["function"]["arguments"].count("return 1") > 800
+
+
+def test_forced_compaction_that_would_not_fit_summarizes_a_large_head_listing() -> None:
+    # The protected head (first three messages) holds a huge first listing: when the
+    # request must fit, only the system prompt and the first user message stay protected.
+    task = "Add a --skip-checks option to the management commands."
+    messages = [
+        system(),
+        user(task),
+        assistant(None, call("ls", "bash", command="ls -R /repo")),
+        tool("ls", "\n".join(f"/repo/pkg/module_{n}.py" for n in range(2_000))),
+        *rounds(0, 6, 800),
+        user("Please continue."),
+        assistant("Done: the option is implemented and tested."),
+    ]
+    comp = ContextCompressor(context_length=8_000)  # default head protection
+    usual = comp.plan(messages)
+    assert usual.head_end == 4  # system + three protected messages
+    result = comp.compress(messages, force=True)
+    out = result.messages
+    assert result.report.compressed and violations(out) == []
+    assert result.report.after_tokens < 8_000
+    assert out[1] == messages[1]  # the first user message stays verbatim
+    assert "module_1999.py" not in text_of(out)
+    assert out[-1] == messages[-1] and out[-2] == messages[-2]

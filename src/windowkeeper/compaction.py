@@ -7,10 +7,10 @@ together and owns the state (guard, counts).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 
-from .boundaries import head_end, newest_real_user, tail_cut
+from .boundaries import head_end, newest_real_user, system_end, tail_cut
 from .config import CompressionConfig, summary_budget_tokens
 from .handoff import is_handoff, live_text, newest_handoff_body, split_ledger, unwrap
 from .ledger import extract_ledger, merge_ledgers, parse_ledger, render_ledger
@@ -88,15 +88,23 @@ def fitting_plan(
     For a forced compaction of a request that would otherwise be rejected: what ``plan``
     keeps (head, tail, a restated request) plus its handoff budget is predicted, and when
     that reaches ``room`` (the usable window less tool schemas) the tail budget drops to
-    nothing, so only the anchors and the minimum tail stay verbatim.
+    nothing and the head to the first user message, so only the anchors and the minimum
+    tail stay verbatim.
     """
     kept = sum(costs[: plan.head_end]) + sum(costs[plan.tail_start :])
     if plan.restated_user is not None:
         kept += estimate_tokens(live_text(messages[plan.restated_user]))
     if plan.compressible and kept + plan.summary_budget_tokens < room:
         return plan
-    tight = make_plan(messages, costs, config, context_length, 0)
-    return tight if tight.compressible and tight.tail_start > plan.tail_start else plan
+    # The protected head shrinks to the system prompt and the first user message: the
+    # turns after it (often a large first listing) are summarized like any other.
+    first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    keep_first = 0 if first_user is None else first_user + 1 - system_end(messages)
+    protect = min(config.protect_first_n, max(0, keep_first))
+    tight_config = replace(config, protect_first_n=protect)
+    tight = make_plan(messages, costs, tight_config, context_length, 0)
+    moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
+    return tight if tight.compressible and moved else plan
 
 
 def summary_request(
