@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from factories import call, image_part
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
-from windowkeeper.handoff import is_handoff, is_real_user, live_text, system_note
+from windowkeeper.handoff import (
+    in_progress_header,
+    is_handoff,
+    is_real_user,
+    live_text,
+    system_note,
+)
 from windowkeeper.invariants import violations
 from windowkeeper.messages import content_text
 from windowkeeper.report import Outcome
@@ -127,3 +133,7 @@ def test_compaction_invariants(messages: list[Message], window: int, first_n: in
     again = comp.compress(out, force=True)
     assert violations(again.messages) == []
     assert sum(1 for m in again.messages if is_handoff(m)) == 1  # folded, never stacked
+    restatements = sum(
+        content_text(m.get("content")).count(in_progress_header()) for m in again.messages
+    )
+    assert restatements <= 1  # a restated request is never restated again around itself
