@@ -32,7 +32,7 @@ class Clock:
 
 def _compressor(base_url: str, clock: Clock, **config: object) -> ContextCompressor:
     summarizer = LLMSummarizer(
-        LLMSummarizerConfig(model="summ", base_url=base_url, timeout=0.5, total_timeout=3)
+        LLMSummarizerConfig(model="summ", base_url=base_url, timeout=1.5, total_timeout=6)
     )
     return ContextCompressor(
         CompressionConfig(**config),  # type: ignore[arg-type]
@@ -50,7 +50,7 @@ CASES = [
     (Step.error(500), FailureKind.SERVER_ERROR, False, 45.0),
     (Step.error(503), FailureKind.OVERLOADED, False, 45.0),
     (Step.html(502), FailureKind.SERVER_ERROR, False, 45.0),
-    (Step.delay(2.0, then=Step.completion(GOOD)), FailureKind.TIMEOUT, True, 60.0),
+    (Step.delay(4.0, then=Step.completion(GOOD)), FailureKind.TIMEOUT, True, 60.0),
     (Step.completion(""), FailureKind.EMPTY, False, 45.0),
     (
         Step.completion("I'm sorry, but I can't help with summarizing this."),
