@@ -142,3 +142,12 @@ def test_forced_compaction_that_would_not_fit_summarizes_a_large_head_listing() 
     assert out[1] == messages[1]  # the first user message stays verbatim
     assert "module_1999.py" not in text_of(out)
     assert out[-1] == messages[-1] and out[-2] == messages[-2]
+
+
+def test_a_short_restated_request_is_also_quoted_in_the_snapshot() -> None:
+    task = "Migrate every module to the new logging API. Do not touch tests."
+    comp = compressor()
+    out = comp.compress([system(), user(task), *rounds(0, 60)]).messages
+    text = text_of(out)
+    assert f"## Historical Task Snapshot\n{task}" in text
+    assert text.count(in_progress_header()) == 1

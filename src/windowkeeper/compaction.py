@@ -20,7 +20,13 @@ from .placement import place_handoff, with_system_note
 from .prune import make_handle
 from .report import ArchivedItem
 from .sanitize import sanitize_tool_pairs
-from .summarizer import RESTATED_SNAPSHOT, USER_AFTER_SNAPSHOT, SummaryRequest
+from .summarizer import (
+    RESTATED_SNAPSHOT,
+    SNAPSHOT_HEAD,
+    SNAPSHOT_TAIL,
+    USER_AFTER_SNAPSHOT,
+    SummaryRequest,
+)
 from .tokens import estimate_tokens
 
 LEDGER_SHARE = 0.50
@@ -134,14 +140,16 @@ def _task_snapshot(
 ) -> str | None:
     """The newest user input up to the end of the summarized turns, verbatim.
 
-    A request restated after the handoff is only pointed to. A long autonomous run may
+    A long request restated after the handoff is only pointed to. A long autonomous run may
     summarize no user turn at all: the request is then the newest one in the protected
     head, or (when the user only speaks in the tail) a note saying so, never a claim that
     the session has no user.
     """
     if plan.restated_user is not None:
-        # Quoting it here too would pay for the request twice.
-        return RESTATED_SNAPSHOT
+        # A long request is only pointed to: quoting it here as well would pay for it
+        # twice, and the snapshot would cut it anyway. A short one is quoted verbatim.
+        request = live_text(messages[plan.restated_user])
+        return request if len(request) <= SNAPSHOT_HEAD + SNAPSHOT_TAIL else RESTATED_SNAPSHOT
     index = newest_real_user(turns)
     if index is not None:
         return live_text(turns[index])

@@ -34,11 +34,12 @@ from .summarizer import (
     NO_USER_SNAPSHOT,
     RESTATED_SNAPSHOT,
     SECTION_TITLES,
+    SNAPSHOT_HEAD,
+    SNAPSHOT_TAIL,
     SummaryOutcome,
     SummaryRequest,
 )
 
-SNAPSHOT_HEAD, SNAPSHOT_TAIL = 1_000, 400
 CONSTRAINT_CHARS = 600
 MAX_CONSTRAINTS = 40
 SAME_AS_SNAPSHOT = "Same as the Historical Task Snapshot."

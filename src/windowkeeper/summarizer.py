@@ -111,4 +111,6 @@ NO_USER_SNAPSHOT = "None: no user-authored turn exists in this session."
 USER_AFTER_SNAPSHOT = (
     "None before this handoff: the user's request is in the messages that follow it."
 )
+SNAPSHOT_HEAD, SNAPSHOT_TAIL = 1_000, 400
+"""A longer task snapshot keeps this many leading and trailing characters."""
 RESTATED_SNAPSHOT = "The request still in progress is restated verbatim right after this handoff."
