@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from factories import long_session, system, user
-from windowkeeper import cli
+from windowkeeper import cli, cli_load
 from windowkeeper.compressor import ContextCompressor
 from windowkeeper.config import CompressionConfig
 from windowkeeper.invariants import violations
@@ -245,7 +245,7 @@ def test_aborted_compaction_exits_3(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setattr(cli, "build_compressor", _failing_compressor)
+    monkeypatch.setattr(cli_load, "build_compressor", _failing_compressor)
     report = tmp_path / "r.json"
     argv = [
         "compress",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from factories import long_session
-from windowkeeper import ContextCompressor, cli, estimate_request_tokens
+from windowkeeper import ContextCompressor, cli, cli_load, estimate_request_tokens
 from windowkeeper.exact_tokens import counter_for, local_counter
 from windowkeeper.messages import dump_jsonl
 
@@ -65,3 +66,23 @@ def test_cli_exact_tokens_without_a_cached_encoding_warns_and_estimates(
     err = capsys.readouterr().err
     assert code == 0
     assert "no exact tokenizer available locally" in err and "compressed" in err
+
+
+def test_cli_inspect_counts_with_the_exact_counter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    count = counter_for(_byte_encoding())
+    monkeypatch.setattr(cli_load, "exact_counter", lambda model: count)
+    messages = long_session(20)
+    path = tmp_path / "s.jsonl"
+    path.write_text(dump_jsonl(messages))
+    args = ["inspect", str(path), "--context-length", "32000", "--json"]
+    assert cli.main(args) == 0
+    rough = json.loads(capsys.readouterr().out)
+    assert cli.main([*args, "--exact-tokens"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert exact["total_tokens"] == estimate_request_tokens(messages, count=count)
+    assert exact["total_tokens"] > 3 * rough["total_tokens"]
+    plan = exact["plan"]
+    segments = plan["head"]["tokens"] + plan["middle"]["tokens"] + plan["tail"]["tokens"]
+    assert segments == exact["total_tokens"]

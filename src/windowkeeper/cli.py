@@ -5,8 +5,9 @@ Usage::
     windowkeeper compress IN|--session ID [--store URL] [-o OUT] [--context-length N]
                  [--max-tokens M] [--threshold F] [--if-needed] [--focus TEXT] [--tools FILE]
                  [--report-json FILE] [--summarizer extractive|llm --summary-model M ...]
+                 [--exact-tokens]
     windowkeeper inspect IN [--context-length N] [--max-tokens M] [--threshold F]
-                 [--tools FILE] [--top K] [--json]
+                 [--tools FILE] [--top K] [--json] [--exact-tokens]
     windowkeeper replay IN|--session ID [--context-length N] [--threshold F]
                  [--summarizer extractive|llm ...] [--plot OUT.png] [--json]
     windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -46,12 +46,9 @@ from .cli_common import (
     MaxTokensOpt,
     ThresholdOpt,
     collected_warnings,
-    exact_counter,
     exit_code_for,
     fail,
-    repaired,
     report_dict,
-    resolve_window,
     stdout_console,
     summary_line,
     user_errors,
@@ -59,6 +56,7 @@ from .cli_common import (
 )
 from .cli_config import config_app
 from .cli_demo import demo_command
+from .cli_load import ExactTokensOpt, Loaded, load
 from .cli_render import render_inspection
 from .cli_replay import replay_command
 from .cli_serve import serve_command
@@ -66,7 +64,6 @@ from .cli_sessions import (
     StoredSource,
     StoreOpt,
     compress_session,
-    read_conversation,
     sessions_app,
 )
 from .cli_summarizer import (
@@ -81,17 +78,11 @@ from .cli_summarizer import (
     SummaryModelOpt,
     SummaryStreamOpt,
     SummaryTimeoutOpt,
-    build_summarizer,
 )
-from .compressor import ContextCompressor
-from .config import CompressionConfig, usable_window
-from .errors import ConfigError
+from .config import usable_window
 from .inspection import inspect_conversation
-from .messages import Message, ToolSchema, dump_jsonl, load_tools
+from .messages import Message, dump_jsonl
 from .report import CompressionResult
-from .settings import load_settings
-from .summarizer import Summarizer
-from .tokens import TextCounter, estimate_request_tokens
 
 app = typer.Typer(
     name="windowkeeper",
@@ -112,94 +103,6 @@ SessionOpt = Annotated[
 ToolsOpt = Annotated[
     Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
 ]
-
-
-@dataclass(frozen=True)
-class Loaded:
-    """A conversation read from the command line's input, with its compressor."""
-
-    messages: list[Message]
-    tools: list[ToolSchema] | None
-    compressor: ContextCompressor
-    config: CompressionConfig
-    context_length: int
-    max_tokens: int | None
-
-
-def build_compressor(
-    config: CompressionConfig,
-    *,
-    context_length: int,
-    max_tokens: int | None,
-    model: str | None,
-    tools: list[ToolSchema] | None,
-    summarizer: Summarizer | None = None,
-    summary_context_length: int | None = None,
-    token_counter: TextCounter | None = None,
-) -> ContextCompressor:
-    """The compressor the commands use (a seam: tests inject another summarizer here)."""
-    return ContextCompressor(
-        config,
-        context_length=context_length,
-        max_tokens=max_tokens,
-        model=model,
-        tools=tools,
-        summarizer=summarizer,
-        summary_context_length=summary_context_length,
-        token_counter=token_counter,
-    )
-
-
-def load(
-    source: str | None,
-    *,
-    context_length: int | None,
-    max_tokens: int | None,
-    threshold: float | None,
-    tools_file: Path | None,
-    choice: SummarizerChoice | None = None,
-    stored: StoredSource | None = None,
-    config_file: Path | None = None,
-    exact_tokens: bool = False,
-) -> Loaded:
-    """Validate the options, read the conversation and build its compressor.
-
-    Options given on the command line win over the config file (``--config``, else the
-    documented locations), which wins over the defaults.
-    """
-    settings = load_settings(config_file)
-    choice = choice or SummarizerChoice()
-    config = settings.compression_config()
-    config = replace(
-        config,
-        threshold=config.threshold if threshold is None else threshold,
-        allow_small_summary_model=choice.allow_small or config.allow_small_summary_model,
-    )
-    conversation = read_conversation(source, stored)
-    model = conversation.model or settings.model.name
-    window = resolve_window(context_length, settings, model)
-    reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
-    if reserve is not None and reserve < 0:
-        raise ConfigError(f"--max-tokens must be >= 0, got {reserve}")
-    tools = load_tools(tools_file) if tools_file is not None else conversation.tools
-    summarizer, summary_window = build_summarizer(choice, main_model=model)
-    if choice.kind == "llm" and summary_window is None:
-        typer.echo(
-            "warning: the summary model's context window is unknown; set "
-            "--summary-context-length so the trigger can be checked against it",
-            err=True,
-        )
-    compressor = build_compressor(
-        config,
-        context_length=window,
-        max_tokens=reserve,
-        model=model,
-        tools=tools,
-        summarizer=summarizer,
-        summary_context_length=summary_window,
-        token_counter=exact_counter(model) if exact_tokens else None,
-    )
-    return Loaded(repaired(conversation.messages), tools, compressor, config, window, reserve)
 
 
 # --- compress ------------------------------------------------------------------------
@@ -240,9 +143,7 @@ def compress(
         bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
     ] = False,
     config_file: ConfigOpt = None,
-    exact_tokens: Annotated[
-        bool, typer.Option("--exact-tokens", help="Count with a locally cached tokenizer.")
-    ] = False,
+    exact_tokens: ExactTokensOpt = False,
 ) -> None:
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
 
@@ -285,12 +186,7 @@ def compress(
 def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
     """Say so when even the compacted request cannot be sent to the model."""
     window = usable_window(loaded.context_length, loaded.max_tokens)
-    tokens = estimate_request_tokens(
-        messages,
-        loaded.tools,
-        image_tokens=loaded.config.image_tokens,
-        count=loaded.compressor.token_counter,
-    )
+    tokens = loaded.request_tokens(messages)
     if tokens > window:
         typer.echo(
             f"warning: the output (~{tokens:,} tokens) is still over the {window:,}-token "
@@ -303,12 +199,7 @@ def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
 
 def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
     """``--if-needed`` under the trigger: write the input unchanged and say so."""
-    tokens = estimate_request_tokens(
-        loaded.messages,
-        loaded.tools,
-        image_tokens=loaded.config.image_tokens,
-        count=loaded.compressor.token_counter,
-    )
+    tokens = loaded.request_tokens(loaded.messages)
     if tokens >= loaded.compressor.threshold_tokens:
         return False
     write_text(dump_jsonl(loaded.messages), output)
@@ -353,6 +244,7 @@ def inspect(
     top: Annotated[int, typer.Option("--top", help="Tools listed by name.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     config_file: ConfigOpt = None,
+    exact_tokens: ExactTokensOpt = False,
 ) -> None:
     """Show where the tokens go and what a compaction would keep, summarize and prune."""
     with user_errors():
@@ -363,6 +255,7 @@ def inspect(
             threshold=threshold,
             tools_file=tools_file,
             config_file=config_file,
+            exact_tokens=exact_tokens,
         )
         inspection = inspect_conversation(
             loaded.messages,
@@ -372,6 +265,7 @@ def inspect(
             max_tokens=loaded.max_tokens,
             threshold=loaded.config.threshold,
             image_tokens=loaded.config.image_tokens,
+            count=loaded.compressor.token_counter,
         )
     if as_json:
         typer.echo(json.dumps(inspection.to_dict(), indent=2))

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .messages import Message, ToolSchema, call_id, call_name, image_count, tool_calls
-from .tokens import IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, message_tokens, tool_schema_tokens
+from .tokens import (
+    IMAGE_TOKENS,
+    MESSAGE_OVERHEAD_TOKENS,
+    TextCounter,
+    message_tokens,
+    tool_schema_tokens,
+)
 
 UNKNOWN_TOOL = "(unknown)"
 
@@ -87,31 +93,33 @@ class TokenBreakdown:
         return head, other
 
 
-def _envelope_tokens(call: Mapping[str, Any]) -> int:
+def _envelope_tokens(call: Mapping[str, Any], count: TextCounter | None) -> int:
     # Measured through message_tokens itself so the split can never drift from the
     # estimate it explains, whatever tokens.py charges for an envelope.
-    return message_tokens({"tool_calls": [call]}) - MESSAGE_OVERHEAD_TOKENS
+    return message_tokens({"tool_calls": [call]}, count=count) - MESSAGE_OVERHEAD_TOKENS
 
 
 def breakdown(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[ToolSchema] | None = None,
     image_tokens: int = IMAGE_TOKENS,
+    count: TextCounter | None = None,
 ) -> TokenBreakdown:
-    """Split the estimated request tokens of ``messages`` + ``tools`` into categories."""
+    """Split the estimated request tokens of ``messages`` + ``tools`` into categories
+    (``count``: the text counter, the character estimate when ``None``)."""
     sums = {"system": 0, "user": 0, "assistant": 0, "calls": 0, "images": 0}
     images = calls_seen = 0
     names: dict[str, str] = {}
     per_tool: dict[str, list[int]] = {}
     for message in messages:
-        total = message_tokens(message, image_tokens=image_tokens)
+        total = message_tokens(message, image_tokens=image_tokens, count=count)
         pictures = image_count(message)
         images += pictures
         sums["images"] += pictures * image_tokens
         envelope = 0
         for call in tool_calls(message):
             names[call_id(call)] = call_name(call)
-            envelope += _envelope_tokens(call)
+            envelope += _envelope_tokens(call, count)
             calls_seen += 1
         sums["calls"] += envelope
         own = total - pictures * image_tokens - envelope
@@ -197,17 +205,20 @@ class PlanSummary:
 
 
 def summarize_plan(
-    messages: Sequence[Message], plan: PlanLike, image_tokens: int = IMAGE_TOKENS
+    messages: Sequence[Message],
+    plan: PlanLike,
+    image_tokens: int = IMAGE_TOKENS,
+    count: TextCounter | None = None,
 ) -> PlanSummary:
     """Turn a compaction plan into segment sizes.
 
     Indices are clamped so the three segments always partition the messages, even for a
     plan that reports nothing to compress.
     """
-    count = len(messages)
-    head_end = min(max(plan.head_end, 0), count)
-    tail_start = min(max(plan.tail_start, head_end), count)
-    sizes = [message_tokens(m, image_tokens=image_tokens) for m in messages]
+    size = len(messages)
+    head_end = min(max(plan.head_end, 0), size)
+    tail_start = min(max(plan.tail_start, head_end), size)
+    sizes = [message_tokens(m, image_tokens=image_tokens, count=count) for m in messages]
 
     def segment(start: int, end: int) -> Segment:
         return Segment(start, end, sum(sizes[start:end]))
@@ -217,7 +228,7 @@ def summarize_plan(
         compressible=plan.compressible,
         head=segment(0, head_end),
         middle=segment(head_end, tail_start),
-        tail=segment(tail_start, count),
+        tail=segment(tail_start, size),
         pruned_outputs=len(pruned),
         pruned_tokens=sum(sizes[i] for i in pruned),
         restated_index=plan.restated_user,
@@ -316,6 +327,7 @@ def inspect_conversation(
     max_tokens: int | None,
     threshold: float,
     image_tokens: int = IMAGE_TOKENS,
+    count: TextCounter | None = None,
 ) -> Inspection:
     """Token breakdown plus the compaction plan of ``planner`` for one request."""
     return Inspection(
@@ -324,6 +336,6 @@ def inspect_conversation(
         max_tokens=max_tokens,
         threshold=threshold,
         threshold_tokens=planner.threshold_tokens,
-        tokens=breakdown(messages, tools, image_tokens),
-        plan=summarize_plan(messages, planner.plan(messages), image_tokens),
+        tokens=breakdown(messages, tools, image_tokens, count),
+        plan=summarize_plan(messages, planner.plan(messages), image_tokens, count),
     )
