@@ -13,7 +13,7 @@ from gwhelpers import MODEL, chat_body, gateway, settings_for
 from factories import assistant, long_session, system, user
 from windowkeeper.invariants import violations
 from windowkeeper.llm import LLMSummarizerConfig
-from windowkeeper.store import SQLiteStore
+from windowkeeper.store import open_store
 from windowkeeper.testing import OpenAITestServer, Step, unused_port
 from windowkeeper.tokens import estimate_messages_tokens
 
@@ -306,19 +306,27 @@ async def test_concurrent_requests_of_one_session_serialize(upstream: OpenAITest
     assert status["compactions"] == 1 and status["covered_messages"] == len(history)
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 async def test_sessions_persist_across_gateway_instances(
-    upstream: OpenAITestServer, tmp_path: Path
+    upstream: OpenAITestServer, durable_store_url: str
 ) -> None:
     history = long_session(rounds=40)
     settings = settings_for(upstream, context_lengths={MODEL: window_for(history)})
     upstream.script(Step.completion("one"), Step.completion("two"))
     headers = {"X-Windowkeeper-Session": "durable"}
-    with SQLiteStore(tmp_path / "sessions.db") as store:
+    with open_store(durable_store_url) as store:
         async with gateway(settings, store) as client:
             await client.post("/v1/chat/completions", json=chat_body(history), headers=headers)
     compacted = sent(upstream)
     follow_up = [*history, assistant("Done."), user("And the tests?")]
-    with SQLiteStore(tmp_path / "sessions.db") as store:
+    with open_store(durable_store_url) as store:
         async with gateway(settings, store) as client:
             cold = (await client.get("/v1/windowkeeper/sessions/durable")).json()
             response = await client.post(
