@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 
 import pytest
@@ -98,3 +99,17 @@ def test_allow_small() -> None:
     result = check_feasibility(200_000, 32_000, 100_000, allow_small=True)
     assert result.threshold_tokens == 24_000
     assert result.warnings
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("litellm") is None, reason="litellm is not installed (its extra)"
+)
+def test_litellm_model_map_is_read_quietly(capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    assert (resolve_context_length("gpt-4o") or 0) >= 100_000
+    assert resolve_context_length("openai/gpt-4o") == resolve_context_length("gpt-4o")
+    assert resolve_context_length("wk-unknown-model-x") is None
+    assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # never fetched
+    out = capsys.readouterr().out
+    assert out == ""  # nothing printed: a command's stdout stays clean

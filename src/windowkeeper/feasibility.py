@@ -23,17 +23,15 @@ input, but one call is faster and summarizes better than a chain of updates.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
 from .config import coerce_positive_int
 from .errors import ConfigError
+from .llm_backends import import_litellm
 from .summary_prompt import INPUT_WINDOW_SHARE
 
 log = logging.getLogger("windowkeeper.feasibility")
@@ -80,18 +78,18 @@ def resolve_context_length(
 
 
 def _from_litellm(model: str) -> int | None:
-    """The window from LiteLLM's bundled model map (no network: it ships with the wheel)."""
-    # LiteLLM fetches its model map from the network at import unless told to use the
-    # copy bundled with the wheel; we never download data at run time.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        litellm: Any = importlib.import_module("litellm")
-    except ImportError:
+    """The window from LiteLLM's bundled model map (no network: it ships with the wheel).
+
+    The map is read directly: LiteLLM's lookup helper prints to stdout for unknown
+    models, which would corrupt a command's output.
+    """
+    litellm = import_litellm()
+    cost = getattr(litellm, "model_cost", None) if litellm is not None else None
+    if not isinstance(cost, Mapping):
         return None
-    try:
-        info = litellm.get_model_info(model)
-    except (KeyError, ValueError, LookupError, AttributeError, TypeError):
-        info = getattr(litellm, "model_cost", {}).get(model)  # unknown to the helper
+    info = cost.get(model)
+    if info is None and "/" in model:
+        info = cost.get(model.split("/", 1)[1])  # "openai/gpt-4o" is listed as "gpt-4o"
     if not isinstance(info, Mapping):
         return None
     return coerce_positive_int(info.get("max_input_tokens")) or coerce_positive_int(

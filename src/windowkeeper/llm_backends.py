@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
@@ -131,9 +132,13 @@ class LiteLLMBackend:
             kwargs["api_base"] = self._config.base_url
         if self._api_key:
             kwargs["api_key"] = self._api_key
-        response = self._module.completion(
-            **kwargs, timeout=timeout, stream=self._config.stream, num_retries=0
-        )
+        with warnings.catch_warnings():
+            # LiteLLM builds pydantic models of its own on first use; pydantic's notes
+            # about them are no concern of ours.
+            warnings.filterwarnings("ignore", message=r".*ReadOnly", category=UserWarning)
+            response = self._module.completion(
+                **kwargs, timeout=timeout, stream=self._config.stream, num_retries=0
+            )
         if self._config.stream:
             return from_stream(response, self._clock, deadline)
         return from_response(response)
@@ -148,15 +153,28 @@ def request_options(config: LLMSummarizerConfig, model: str, prompt: str) -> dic
     return options
 
 
+def import_litellm() -> ModuleType | None:
+    """The ``litellm`` module kept off the network, or ``None`` when it is not installed.
+
+    LiteLLM fetches its model map from the network at import unless told to use the copy
+    bundled with the wheel (we never download data at run time), and its import emits
+    warnings about its own pydantic models that are no concern of our users.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return importlib.import_module("litellm")
+        except ImportError:
+            return None
+
+
 def load_litellm() -> ModuleType:
     """The ``litellm`` module, or a ConfigError naming the extra to install."""
-    # LiteLLM fetches its model map from the network at import unless told to use the
-    # copy bundled with the wheel; we never download data at run time.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        return importlib.import_module("litellm")
-    except ImportError as exc:
+    module = import_litellm()
+    if module is None:
         raise ConfigError(
             "the litellm summary backend needs the 'litellm' extra: "
             "pip install 'windowkeeper[litellm]' (or use backend='openai')"
-        ) from exc
+        )
+    return module
