@@ -7,6 +7,7 @@ State); carried paths are made absolute again with the previous root.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
@@ -124,8 +125,14 @@ def _resolved(failure: ToolEvent, success: ToolEvent) -> bool:
     re-ran the failing command as one of its steps, or a test run that covers it."""
     if failure.action.kind is not ToolKind.SHELL or success.action.kind is not ToolKind.SHELL:
         return False
-    failed = " ".join((failure.action.command or "").split())
-    steps = _segments(success.action.command or "")
+    return _command_resolves(failure.action.command or "", success.action.command or "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _command_resolves(failed_command: str, command: str) -> bool:
+    # Cached: long sessions re-run the same few commands thousands of times.
+    failed = " ".join(failed_command.split())
+    steps = _segments(command)
     return failed in steps or any(_covers(step, failed) for step in steps)
 
 
