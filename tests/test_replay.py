@@ -69,6 +69,18 @@ def test_cli_human_output(transcript: Path) -> None:
         assert needle in result.stdout
 
 
+def test_cli_human_output_names_the_compaction_count_once(transcript: Path) -> None:
+    data = json.loads(CliRunner().invoke(app(), ["replay", str(transcript), "--context-length",
+                                                 "8000", "--json"]).stdout)  # fmt: skip
+    many = [w for w in data["warnings"] if w.startswith("session compressed ")]
+    assert len(many) >= 2  # the report keeps every one
+    result = CliRunner().invoke(app(), ["replay", str(transcript), "--context-length", "8000"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert text.count("session compressed ") == 1
+    assert many[-1] in text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

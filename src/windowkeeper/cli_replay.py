@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -165,8 +165,14 @@ def _render(report: ReplayReport, console: Console) -> None:
     )
     if report.invalid_requests:
         console.print(f"invalid requests (pairing/alternation): {len(report.invalid_requests)}")
-    for warning in dict.fromkeys(report.warnings):
+    for warning in _distinct_warnings(report.warnings):
         console.print(f"warning: {warning}")
+
+
+def _distinct_warnings(warnings: Sequence[str]) -> list[str]:
+    """Each warning once; of the "compressed N times" ones only the newest (highest N)."""
+    many = [w for w in warnings if w.startswith("session compressed ")]
+    return [w for w in dict.fromkeys(warnings) if w not in many or w == many[-1]]
 
 
 def _plot(report: ReplayReport, destination: Path) -> None:
