@@ -127,8 +127,9 @@ def tail_cut(
     if user is not None and user < cut:
         user_region = sum(costs[user:])
         tool_rounds = _has_calls_between(messages, user, cut)
-        # Restating moves the request rather than copying it (the handoff only points to
-        # it), so it is worth it whenever the turn's tool rounds overflow the ceiling.
+        # Restating moves the request rather than copying it (the handoff quotes only a
+        # short one and points to a long one), so it is worth it whenever the turn's tool
+        # rounds overflow the ceiling.
         if user_region > ceiling and tool_rounds and cut > head:
             restated = user
         else:
