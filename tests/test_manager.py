@@ -466,3 +466,19 @@ def test_arun_shares_the_state_machine() -> None:
     result = asyncio.run(ContextManager(engine).arun(acall, chat(20)))
     assert len(engine.calls) == 1 and len(model.requests[1]) == 5
     assert result.response == usage(10)
+
+
+def test_cheap_gate_does_not_underestimate_dense_scripts() -> None:
+    # Few messages: the gate's character estimate decides. CJK text is one token a
+    # character, so reading it as chars/4 would let an over-window request through.
+    text = "这是一个很长的中文文档，用于测试上下文窗口。" * 300
+    messages = [system(), user("Read the three docs and summarize them.")]
+    for n in range(3):
+        messages += [assistant(None, call(f"c{n}", "read_file", path=f"doc{n}.md")),
+                     tool(f"c{n}", text)]  # fmt: skip
+    messages += [assistant("Summary written."), user("Now translate it.")]
+    manager = ContextManager(ContextCompressor(context_length=16_000))
+    assert manager.estimate(messages) > manager.window
+    sent = manager.preflight(messages)
+    assert sent is not messages
+    assert manager.estimate(sent) < manager.window

@@ -44,19 +44,26 @@ class EstimateCache:
         return total
 
 
+def _gate_chars(text: str) -> int:
+    # Four "characters" per non-ASCII character: a CJK character is a whole token, so the
+    # gate's chars/4 must never read such text as a quarter of its real size.
+    return len(text) if text.isascii() else 4 * len(text)
+
+
 def rough_chars(message: Mapping[str, Any], image_tokens: int) -> int:
-    """Characters of a message without serializing it (the cheap preflight gate)."""
+    """Characters of a message without serializing it (the cheap preflight gate); text
+    outside ASCII counts four times, so chars/4 never underestimates dense scripts."""
     content = message.get("content")
-    chars = len(content) if isinstance(content, str) else 0
+    chars = _gate_chars(content) if isinstance(content, str) else 0
     if isinstance(content, list):
         for part in content:
             if isinstance(part, Mapping):
                 text = part.get("text")
-                chars += len(text) if isinstance(text, str) else image_tokens * 4
+                chars += _gate_chars(text) if isinstance(text, str) else image_tokens * 4
     for call in message.get("tool_calls") or ():
         function = call.get("function") if isinstance(call, Mapping) else None
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
-        chars += len(arguments) if isinstance(arguments, str) else 0
+        chars += _gate_chars(arguments) if isinstance(arguments, str) else 0
     return chars
 
 
