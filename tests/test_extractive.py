@@ -395,3 +395,19 @@ def test_findings_and_the_latest_progress_note_are_kept() -> None:
     body = summarize(turns)
     assert "The bug is in `refund_limit`" in section(body, "Key Decisions")
     assert "Last progress note: Fixed on branch fix/refunds" in section(body, "Active State")
+
+
+def test_polite_task_requests_are_not_carried_as_constraints() -> None:
+    from windowkeeper.extractive import _constraints
+
+    users = [
+        (0, "Please fix the failing test in src/app.py."),
+        (1, "Could you please run the linter."),
+        (2, "Please keep the public API stable."),
+        (3, "Please don't touch the migrations. Please use tabs for indentation."),
+    ]
+    assert _constraints(users) == [
+        "Please keep the public API stable.",
+        "Please don't touch the migrations.",
+        "Please use tabs for indentation.",
+    ]

@@ -158,12 +158,30 @@ _RULE_CLUES = tuple(
 )  # fmt: skip
 
 
+# "Please <work verb> ..." asks for a task, it states no rule; carried as a constraint it
+# would pile up with every request of a long session.
+_PLEASE_TASK = re.compile(
+    r"^(?:(?:can|could|would) you\s+)?please\s+(?:fix|add|implement|write|create|run|check"
+    r"|look|update|help|investigate|find|read|review|refactor|debug|build|test|continue"
+    r"|proceed|go|do|start|try|explain|summari[sz]e|show|open|deploy|install|remove|delete"
+    r"|rename|move|port|migrate|resolve|handle|finish|change|modify|edit|set up|setup)\b",
+    re.IGNORECASE,
+)
+
+
+def _states_rule(sentence: str) -> bool:
+    words = {m.group(0).lower() for m in _RULE.finditer(sentence)}
+    if not words or sentence.endswith("?") or len(sentence) < 8:
+        return False
+    return words != {"please"} or not _PLEASE_TASK.match(sentence)
+
+
 def _constraints(users: Sequence[tuple[int, str]]) -> list[str]:
     """Whole user sentences that state a rule (line wraps joined), verbatim."""
     found = [
         sentence if len(sentence) <= CONSTRAINT_CHARS else sentence[: CONSTRAINT_CHARS - 3] + "..."
         for _, text in users
         for sentence in clued_items(sentences(text), _RULE_CLUES)
-        if _RULE.search(sentence) and not sentence.endswith("?") and len(sentence) >= 8
+        if _states_rule(sentence)
     ]
     return dedupe(found)[-MAX_CONSTRAINTS:]
