@@ -9,6 +9,10 @@ that would still leave the request over the window keeps only the minimum tail.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from factories import assistant, call, system, tool, user
 from windowkeeper.compaction import fitting_plan
@@ -151,3 +155,51 @@ def test_a_short_restated_request_is_also_quoted_in_the_snapshot() -> None:
     text = text_of(out)
     assert f"## Historical Task Snapshot\n{task}" in text
     assert text.count(in_progress_header()) == 1
+
+
+class TooLong(Exception):
+    """An OpenAI-style context-length error as a provider SDK raises it."""
+
+    def __init__(self, limit: int, tokens: int) -> None:
+        message = (
+            f"This model's maximum context length is {limit} tokens. However, your "
+            f"messages resulted in {tokens} tokens. Please reduce the length of the messages."
+        )
+        super().__init__(message)
+        self.status_code = 400
+        self.body = {"error": {"message": message, "code": "context_length_exceeded"}}
+
+
+def provider(limit: int, sent: list[int]) -> Callable[[list[Message]], dict[str, Any]]:
+    def call(messages: list[Message]) -> dict[str, Any]:
+        tokens = estimate_messages_tokens(messages)
+        sent.append(tokens)
+        if tokens > limit:
+            raise TooLong(limit, tokens)
+        usage = {"prompt_tokens": tokens, "completion_tokens": 5}
+        return {"choices": [{"message": {"role": "assistant", "content": "ok"}}], "usage": usage}
+
+    return call
+
+
+LOG = "\n".join(f"{n:05d} a line of build output" for n in range(3_000))
+
+
+@pytest.mark.parametrize("as_parts", [False, True], ids=["string", "parts"])
+def test_recovery_shortens_a_huge_fresh_tool_result(as_parts: bool) -> None:
+    # The configured window is too optimistic; the provider's error names the real one.
+    # Nothing old is left to summarize, so only shortening the fresh result can fit.
+    content: Any = [{"type": "text", "text": LOG}] if as_parts else LOG
+    messages = [system(), user("Run the build."),
+                assistant(None, call("b", "bash", command="make")), tool("b", content)]  # fmt: skip
+    events: list[Event] = []
+    manager = ContextManager(ContextCompressor(context_length=128_000), on_event=events.append)
+    sent: list[int] = []
+    turn = manager.run(provider(16_000, sent), messages)
+    assert len(sent) == 2 and sent[0] > 16_000 >= sent[1]
+    assert manager.context_length == 16_000  # learned from the error
+    assert violations(turn.messages) == []
+    text = text_of(turn.messages)
+    assert "00000 a line" in text and "02999 a line" in text  # head and tail of the log kept
+    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
+    assert any("tool result(s) were cut" in w for w in warnings)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .messages import Message
-from .tokens import message_tokens
+from .messages import Message, ToolSchema
+from .tokens import TextCounter, message_tokens, tool_schema_tokens
 
 
 class EstimateCache:
@@ -23,9 +23,19 @@ class EstimateCache:
     never edit them (SPEC §1).
     """
 
-    def __init__(self, image_tokens: int) -> None:
+    def __init__(self, image_tokens: int, count: TextCounter | None = None) -> None:
         self.image_tokens = image_tokens
+        self.count = count
         self._entries: list[tuple[Message, int]] = []
+        self._schema_key: tuple[int, int] | None = None
+        self._schema_tokens = 0
+
+    def schemas(self, tools: Sequence[ToolSchema] | None) -> int:
+        """Tokens of the tool schemas, recomputed only when another list is given."""
+        key = (id(tools), len(tools)) if tools else None
+        if key != self._schema_key:
+            self._schema_key, self._schema_tokens = key, tool_schema_tokens(tools)
+        return self._schema_tokens
 
     def total(self, messages: Sequence[Message]) -> int:
         entries = self._entries
@@ -35,7 +45,7 @@ class EstimateCache:
             if index < len(entries) and entries[index][0] is message:
                 total += entries[index][1]
                 continue
-            tokens = message_tokens(message, image_tokens=self.image_tokens)
+            tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
             if index < len(entries):
                 entries[index] = (message, tokens)
             else:

@@ -46,7 +46,7 @@ from .overflow import (
     lighter_images,
 )
 from .steps import Answered, Failed, Turn, TurnResult, answer, wire
-from .tokens import IMAGE_TOKENS, message_tokens, tool_schema_tokens
+from .tokens import IMAGE_TOKENS, message_tokens
 
 R = TypeVar("R")
 _QUIET_REASONS = frozenset({"below_threshold", "disabled"})
@@ -88,9 +88,7 @@ class ContextManager:
         self.awaiting_real_usage = False
         compressor = self._compressor
         image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
-        self._cache = EstimateCache(image_tokens)
-        self._schema_key: tuple[int, int] | None = None
-        self._schema_tokens = 0
+        self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
 
     # --- figures ---------------------------------------------------------------------
 
@@ -116,11 +114,7 @@ class ContextManager:
         return usable_window(self.context_length, getattr(self.engine, "max_tokens", None))
 
     def schema_tokens(self) -> int:
-        tools = self.tools
-        key = (id(tools), len(tools)) if tools else None
-        if key != self._schema_key:
-            self._schema_key, self._schema_tokens = key, tool_schema_tokens(tools)
-        return self._schema_tokens
+        return self._cache.schemas(self.tools)
 
     def estimate(self, messages: Sequence[Message]) -> int:
         """Estimated prompt tokens of a request: messages (cached) plus tool schemas."""
@@ -281,10 +275,7 @@ class ContextManager:
             current, tokens = compacted, self.estimate(compacted)
             if tokens < self.window:
                 return current
-        config = self._compressor.config if self._compressor else CompressionConfig()
-        current, tokens, cuts = last_rungs(current, tokens, self.window, config, self.estimate)
-        for cut in cuts:
-            self.events.truncated(cut.count, cut.before, cut.after, cut.what)
+        current, tokens = self._cut_to_window(current, tokens)
         if tokens >= self.window:
             self.events.over_window(tokens, self.window)
         return current
@@ -378,9 +369,19 @@ class ContextManager:
             out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
         if out is messages and payload:
             out = self._lighter_images(messages, None)
+        if out is messages or self.estimate(out) >= self.window:
+            out = self._cut_to_window(out, self.estimate(out))[0]
         if out is messages:
             raise exhausted_error("it cannot be compressed further", tokens, self.window) from error
         return out
+
+    def _cut_to_window(self, messages: list[Message], tokens: int) -> tuple[list[Message], int]:
+        """The ladder's last rungs (tool results, then call arguments) toward the window."""
+        config = self._compressor.config if self._compressor else CompressionConfig()
+        out, tokens, cuts = last_rungs(messages, tokens, self.window, config, self.estimate)
+        for cut in cuts:
+            self.events.truncated(cut.count, cut.before, cut.after, cut.what)
+        return out, tokens
 
     def _lighter_images(self, messages: list[Message], roles: tuple[str] | None) -> list[Message]:
         out, count, how = lighter_images(messages, roles)

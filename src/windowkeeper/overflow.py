@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -248,16 +249,16 @@ def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[
     """The last rung of the overflow ladder (SPEC §9): shorten the largest tool results.
 
     Used only when compaction cannot bring a request under the window (typically one huge
-    group of fresh tool results). Each string result longer than a common cap keeps its
-    head and tail around a visible marker; messages and pairing stay as they are. The cap
-    is found by water-filling so the cut totals about ``excess_tokens`` (~4 characters a
-    token). Returns the messages (the input list itself when nothing was cut) and how many
-    results were shortened.
+    group of fresh tool results). Each result whose text (a string, or the text parts of a
+    list) is longer than a common cap keeps its head and tail around a visible marker;
+    messages and pairing stay as they are. The cap is found by water-filling so the cut
+    totals about ``excess_tokens`` (~4 characters a token). Returns the messages (the input
+    list itself when nothing was cut) and how many results were shortened.
     """
     sizes = {
-        i: len(m["content"])
+        i: size
         for i, m in enumerate(messages)
-        if m.get("role") == "tool" and isinstance(m.get("content"), str)
+        if m.get("role") == "tool" and (size := _text_size(m.get("content")))
     }
     need = excess_tokens * 4
     cap = _water_level(sorted(sizes.values(), reverse=True), need)
@@ -267,9 +268,38 @@ def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[
     count = 0
     for index, size in sizes.items():
         if size > cap:
-            out[index] = {**messages[index], "content": _shorten(messages[index]["content"], cap)}
+            content = _shorten_content(messages[index]["content"], size, cap)
+            out[index] = {**messages[index], "content": content}
             count += 1
     return (out, count) if count else (messages, 0)
+
+
+def _text_size(content: object) -> int:
+    """Characters of a tool result's text: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return len(content)
+    if not isinstance(content, list):
+        return 0
+    return sum(len(p["text"]) for p in content if _is_text_part(p))
+
+
+def _is_text_part(part: object) -> bool:
+    return isinstance(part, Mapping) and isinstance(part.get("text"), str)
+
+
+def _shorten_content(content: Any, size: int, cap: int) -> Any:
+    """``content`` with its text cut to about ``cap`` characters (list parts share the cap
+    by their length; other parts, such as images, stay)."""
+    if isinstance(content, str):
+        return _shorten(content, cap)
+    parts = []
+    for part in content:
+        if _is_text_part(part):
+            share = max(_MIN_KEEP_CHARS // 4, cap * len(part["text"]) // size)
+            if len(part["text"]) > share:
+                part = {**part, "text": _shorten(part["text"], share)}
+        parts.append(part)
+    return parts
 
 
 def truncate_call_arguments(
