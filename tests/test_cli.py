@@ -415,3 +415,14 @@ def test_bad_config_file_is_one_line_exit_2(
         capsys,
     )
     assert code == 2 and err.count("\n") == 1 and "compression.threshold" in err
+
+
+def test_lone_surrogate_in_input_is_written_back_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "half.jsonl"
+    messages = [*long_session(rounds=40), user("and the emoji \ud83d got cut")]
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    out = tmp_path / "out.jsonl"
+    result = run("compress", str(path), "--context-length", "8000", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    written = _messages(out.read_text(encoding="utf-8"))
+    assert written[-1] == messages[-1]

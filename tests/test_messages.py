@@ -128,3 +128,11 @@ def test_anthropic_messages_body_is_converted() -> None:
     assert conversation.tools is not None
     assert conversation.tools[0]["function"]["parameters"] == {"type": "object"}
     assert conversation.model == "claude-x"
+
+
+def test_dump_jsonl_survives_a_lone_surrogate() -> None:
+    messages = [{"role": "user", "content": "half an emoji \ud83d, then 日本語"}]
+    text = dump_jsonl(messages)
+    text.encode("utf-8")  # writable as UTF-8
+    assert [json.loads(line) for line in text.splitlines()] == messages
+    assert "日本語" in dump_jsonl([{"role": "user", "content": "日本語"}])  # readable otherwise

@@ -20,7 +20,15 @@ import typer
 
 from .compressor import ContextCompressor
 from .errors import ConfigError, WindowkeeperError
-from .messages import Conversation, Message, dump_jsonl, load_conversation, message_text, tool_calls
+from .messages import (
+    Conversation,
+    Message,
+    dump_jsonl,
+    load_conversation,
+    message_text,
+    to_json,
+    tool_calls,
+)
 from .report import CompressionResult
 from .store import SessionRecord, SessionStore, Snapshot, open_store
 from .store.session import compress_stored
@@ -223,7 +231,7 @@ def export(
     with opened(store) as opened_store:
         snapshot = opened_store.load(session_id, include_archived=archived)
         if archived:
-            text = json.dumps(_full_export(opened_store, snapshot), ensure_ascii=False) + "\n"
+            text = to_json(_full_export(opened_store, snapshot)) + "\n"
         else:
             text = dump_jsonl(snapshot.messages)
     if output is None:

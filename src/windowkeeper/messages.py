@@ -327,10 +327,34 @@ def load_tools(source: str | Path) -> list[ToolSchema]:
     return value
 
 
+def to_json(value: object) -> str:
+    """Compact-enough JSON text that always encodes as UTF-8.
+
+    Readable (non-ASCII kept as is) unless the value holds a lone surrogate (half an
+    emoji cut by some client): that text is escaped instead, which round-trips exactly.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates replaced, for places that need valid UTF-8 only."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def dump_jsonl(messages: Iterable[Mapping[str, Any]]) -> str:
     """Messages as JSONL, without in-process ``_`` keys."""
-    lines = [json.dumps(strip_private_keys(m), ensure_ascii=False) for m in messages]
-    return "".join(line + "\n" for line in lines)
+    return "".join(to_json(strip_private_keys(m)) + "\n" for m in messages)
 
 
 def roles(messages: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -377,3 +377,14 @@ async def test_configured_llm_summarizer_writes_the_handoff(upstream: OpenAITest
     assert summary_request["model"] == "summ"
     handoff = json.dumps(sent(upstream))
     assert "Ship the refund fix (LLM handoff)." in handoff
+
+
+async def test_a_lone_surrogate_is_forwarded_exactly(upstream: OpenAITestServer) -> None:
+    upstream.script(Step.completion("ok"))
+    body = chat_body([system(), user("the emoji \ud83d was cut")])
+    async with gateway(settings_for(upstream)) as client:
+        raw = json.dumps(body).encode()  # the surrogate travels as a JSON escape
+        headers = {"Content-Type": "application/json"}
+        response = await client.post("/v1/chat/completions", content=raw, headers=headers)
+    assert response.status_code == 200, response.text
+    assert sent(upstream)[-1]["content"] == "the emoji \ud83d was cut"

@@ -80,8 +80,12 @@ def test_exotic_content_round_trips(store: SessionStore) -> None:
         "content": "nul\x00 byte, emoji 🎉, quote \" and backslash \\",
         "_private": {"nested": [1, 2.5, None, True]},
     }  # fmt: skip
-    sid = store.create_session([weird]).id
-    assert store.load(sid).messages == [weird]
+    half_emoji: Message = {"role": "user", "content": "cut emoji \ud83d here"}
+    sid = store.create_session([weird, half_emoji]).id
+    assert store.load(sid).messages == [weird, half_emoji]
+    # A lone surrogate (half an emoji cut by a client) round-trips and stays searchable.
+    compacted = store.load(sid)
+    assert compacted.messages[1]["content"] == "cut emoji \ud83d here"
 
 
 def test_in_place_compaction(store: SessionStore) -> None:

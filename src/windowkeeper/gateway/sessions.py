@@ -48,7 +48,7 @@ _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",",
 
 
 def _canonical(message: Message) -> bytes:
-    return _ENCODER.encode(message).encode()
+    return _ENCODER.encode(message).encode("utf-8", "surrogatepass")
 
 
 def prefix_digests(messages: Sequence[Message], ends: Iterable[int]) -> dict[int, str]:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from ..errors import UpstreamError
+from ..messages import to_json
 from .settings import GatewaySettings
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus those the gateway recomputes itself.
@@ -145,7 +146,7 @@ class Upstream:
 
     async def chat(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> Reply:
         """POST ``/chat/completions`` and read the whole answer."""
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        payload = to_json(body).encode()
         try:
             response = await self._client.post(
                 "/chat/completions", content=payload, headers=self._headers(headers)
@@ -171,7 +172,7 @@ class Upstream:
         An error status is read whole and raised (before any byte reached the client, so
         the caller may still recover and retry); the caller closes a returned response.
         """
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        payload = to_json(body).encode()
         request = self._client.build_request(
             "POST", "/chat/completions", content=payload, headers=self._headers(headers)
         )

@@ -29,7 +29,15 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import StoreError
-from ..messages import Message, call_arguments, call_id, call_name, message_text, tool_calls
+from ..messages import (
+    Message,
+    call_arguments,
+    call_id,
+    call_name,
+    message_text,
+    to_json,
+    tool_calls,
+)
 
 __all__ = (
     "ArchiveEntry",
@@ -272,7 +280,7 @@ class SessionStore(abc.ABC):
 
 def dump_message(message: Mapping[str, Any]) -> str:
     # Key order is kept, so an export reproduces the imported file byte for byte.
-    return json.dumps(message, ensure_ascii=False)
+    return to_json(message)
 
 
 def load_message(text: str) -> Message:

@@ -19,6 +19,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import StoreError
+from ..messages import safe_text
 from .base import Clock, Migration, UnknownSessionError
 from .sqlbase import Mode, SQLStore
 
@@ -71,7 +72,7 @@ Conn = psycopg.Connection[TupleRow]
 
 def _text(value: str) -> str:
     # PostgreSQL text cannot hold NUL; the exact original stays in the JSON body.
-    return value.replace("\x00", "\ufffd")
+    return safe_text(value).replace("\x00", "\ufffd")
 
 
 class PostgresStore(SQLStore[Conn]):

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from ..errors import StoreError
-from ..messages import Message
+from ..messages import Message, safe_text
 from .base import (
     END_REASON_COMPRESSION,
     LOCK_TTL,
@@ -129,7 +129,7 @@ class SQLStore(SessionStore, Generic[C]):
 
     def _text(self, value: str) -> str:
         """A string as the database can store it in a text column (the JSON body is exact)."""
-        return value
+        return safe_text(value)
 
     def _sql(self, text: str) -> str:
         """Canonical SQL rewritten into the dialect."""
