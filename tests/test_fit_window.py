@@ -203,3 +203,26 @@ def test_recovery_shortens_a_huge_fresh_tool_result(as_parts: bool) -> None:
     assert "00000 a line" in text and "02999 a line" in text  # head and tail of the log kept
     warnings = [e.message for e in events if e.kind is EventKind.WARNING]
     assert any("tool result(s) were cut" in w for w in warnings)
+
+
+def test_on_a_tiny_window_the_handoff_shrinks_below_its_floor_to_fit() -> None:
+    # The handoff budget's 2,000-token floor alone would fill a 2,000-token window.
+    messages = [system()]
+    for n in range(40):
+        messages += [
+            user(f"Fix issue {n} in src/pkg/mod_{n}.py; the test tests/test_{n}.py fails."),
+            assistant(None, call(f"c{n}", "bash", command=f"pytest tests/test_{n}.py -x")),
+            tool(
+                f"c{n}",
+                f"FAILED tests/test_{n}.py::test_x - AssertionError: expected {n}\n"
+                "exit code: 1\n" + "log line\n" * 40,
+            ),
+            assistant(f"Fixed mod_{n}.py."),
+        ]
+    messages.append(user("ok thanks"))
+    manager = ContextManager(ContextCompressor(context_length=2_000))
+    sent = manager.preflight(messages)
+    assert violations(sent) == []
+    assert manager.estimate(sent) < 2_000
+    assert sent[-1] == messages[-1]
+    assert "mod_39.py" in text_of(sent)  # the newest work is still named

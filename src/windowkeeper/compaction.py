@@ -29,6 +29,10 @@ from .summarizer import (
 )
 from .tokens import estimate_tokens
 
+MIN_FIT_BUDGET = 400
+"""The smallest handoff budget a compaction that must fit the window may shrink to."""
+HANDOFF_FRAME_TOKENS = 250
+"""Room held back for the handoff's framing lines and the one-time system note."""
 LEDGER_SHARE = 0.50
 """Fraction of the handoff budget reserved for the deterministic state ledger (the denser
 carrier of exact facts; sections that need less leave the rest to it)."""
@@ -97,10 +101,7 @@ def fitting_plan(
     nothing and the head to the first user message, so only the anchors and the minimum
     tail stay verbatim.
     """
-    kept = sum(costs[: plan.head_end]) + sum(costs[plan.tail_start :])
-    if plan.restated_user is not None:
-        kept += estimate_tokens(live_text(messages[plan.restated_user]))
-    if plan.compressible and kept + plan.summary_budget_tokens < room:
+    if plan.compressible and _kept(messages, costs, plan) + plan.summary_budget_tokens < room:
         return plan
     # The protected head shrinks to the system prompt and the first user message: the
     # turns after it (often a large first listing) are summarized like any other.
@@ -110,7 +111,21 @@ def fitting_plan(
     tight_config = replace(config, protect_first_n=protect)
     tight = make_plan(messages, costs, tight_config, context_length, 0)
     moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
-    return tight if tight.compressible and moved else plan
+    chosen = tight if tight.compressible and moved else plan
+    # On a small window the handoff's floor (SPEC §6) may itself be what does not fit:
+    # then it gets what is left, down to a minimum that still carries the essentials.
+    left = room - _kept(messages, costs, chosen) - HANDOFF_FRAME_TOKENS
+    if chosen.compressible and left < chosen.summary_budget_tokens:
+        return replace(chosen, summary_budget_tokens=max(MIN_FIT_BUDGET, left))
+    return chosen
+
+
+def _kept(messages: Sequence[Message], costs: Sequence[int], plan: CompactionPlan) -> int:
+    """Tokens ``plan`` keeps verbatim: head, tail and a restated request."""
+    kept = sum(costs[: plan.head_end]) + sum(costs[plan.tail_start :])
+    if plan.restated_user is not None:
+        kept += estimate_tokens(live_text(messages[plan.restated_user]))
+    return kept
 
 
 def summary_request(
