@@ -190,7 +190,8 @@ def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
     if tokens > window:
         typer.echo(
             f"warning: the output (~{tokens:,} tokens) is still over the {window:,}-token "
-            "window: the system prompt, tool schemas and newest turns alone exceed it. "
+            "window: what must stay verbatim (system prompt, tool schemas, newest turns) "
+            "and the handoff exceed it. "
             "Use a larger --context-length, or shorten the newest tool results (the agent "
             "loop's recovery and the gateway do this automatically).",
             err=True,
