@@ -226,3 +226,29 @@ def test_on_a_tiny_window_the_handoff_shrinks_below_its_floor_to_fit() -> None:
     assert manager.estimate(sent) < 2_000
     assert sent[-1] == messages[-1]
     assert "mod_39.py" in text_of(sent)  # the newest work is still named
+
+
+@pytest.mark.parametrize(
+    "blank",
+    ["", None, "  \n", [{"type": "file", "file": {"file_id": "file-abc123"}}]],
+    ids=["empty", "null", "whitespace", "file-part"],
+)
+@pytest.mark.parametrize("head_ends_with_user", [False, True])
+def test_restated_request_before_a_blank_user_message_keeps_alternation(
+    blank: Any, head_ends_with_user: bool
+) -> None:
+    # The newest user message has no text, so the request before it is the one restated;
+    # the tail opens with that blank user message, which must take the restatement.
+    messages = [system(), user("Fix the failing test in app.py"), assistant("Fixed."),
+                user("Now refactor the parser module."), *rounds(0, 12, 1_500),
+                {"role": "user", "content": blank}, *big_edits(1, 6_000)]  # fmt: skip
+    config = CompressionConfig(protect_first_n=1 if head_ends_with_user else 2)
+    result = ContextCompressor(config, context_length=4_000).compress(messages, force=True)
+    out = result.messages
+    assert result.report.compressed
+    assert violations(out) == []
+    restated = [m for m in out if in_progress_header() in content_text(m.get("content"))]
+    assert len(restated) == 1 and restated[0]["role"] == "user"
+    assert live_text(restated[0]).startswith("Now refactor the parser module.")
+    if isinstance(blank, list):
+        assert blank[0] in restated[0]["content"]  # the file part stays

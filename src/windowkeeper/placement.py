@@ -71,14 +71,7 @@ def place_handoff(
     before = _role(head[-1]) if head else None
     after = _role(tail[0]) if tail else None
     if restated is not None:
-        wrapped = is_handoff(restated) or is_restated_task(restated)
-        request = live_text(restated) if wrapped else message_text(restated)
-        task = f"{in_progress_header()}\n\n{request}"
-        if before == "user":
-            middle = [_handoff_message("assistant", handoff_text), _user(task, restated)]
-        else:
-            middle = [_user(f"{handoff_text}\n\n{task}", restated, handoff=True)]
-        return [*head, *middle, *tail]
+        return _with_restated(head, handoff_text, tail, restated, before, after)
     need_user = not any(is_real_user(m) for m in (*head, *tail))
     role = _pick_role(before, after, need_user)
     if role is not None:
@@ -88,18 +81,71 @@ def place_handoff(
     return [*head, _handoff_message("user", handoff_text)]
 
 
+def _with_restated(
+    head: list[Message],
+    handoff_text: str,
+    tail: list[Message],
+    restated: Message,
+    before: str | None,
+    after: str | None,
+) -> list[Message]:
+    """Head, the handoff, the restated request, the tail, alternating. A tail that opens
+    with a user message (one without text: the request itself is restated) takes the
+    restated request, and the handoff too when the head ends with an assistant turn."""
+    wrapped = is_handoff(restated) or is_restated_task(restated)
+    request = live_text(restated) if wrapped else message_text(restated)
+    task = f"{in_progress_header()}\n\n{request}"
+    if after == "user":
+        opener = _with_parts(tail[0], _extra_parts(restated))
+        if before == "user":
+            handoff = _handoff_message("assistant", handoff_text)
+            return [*head, handoff, _prepend(opener, task), *tail[1:]]
+        return [*head, merge_into(opener, f"{handoff_text}\n\n{task}"), *tail[1:]]
+    if before == "user":
+        middle = [_handoff_message("assistant", handoff_text), _user(task, restated)]
+    else:
+        middle = [_user(f"{handoff_text}\n\n{task}", restated, handoff=True)]
+    return [*head, *middle, *tail]
+
+
+def _extra_parts(message: Mapping[str, Any]) -> list[Any]:
+    """The non-text parts (images, files) of a message's content."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [p for p in content if not (isinstance(p, Mapping) and "text" in p)]
+
+
+def _with_parts(message: Message, parts: list[Any]) -> Message:
+    """``message`` with ``parts`` added before its own content parts."""
+    if not parts:
+        return message
+    content = message.get("content")
+    own = content if isinstance(content, list) else []
+    if isinstance(content, str) and content.strip():
+        own = [{"type": "text", "text": content}]
+    return {**message, "content": [*parts, *own]}
+
+
+def _prepend(message: Message, text: str) -> Message:
+    """A copy of ``message`` with ``text`` before its own content."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return {**message, "content": [{"type": "text", "text": text}, *content]}
+    own = content.strip() if isinstance(content, str) else ""
+    return {**message, "content": f"{text}\n\n{own}" if own else text}
+
+
 def _handoff_message(role: str, text: str) -> Message:
     return {"role": role, "content": text, HANDOFF_KEY: True}
 
 
 def _user(text: str, original: Mapping[str, Any], *, handoff: bool = False) -> Message:
     """A restated request; image parts of the original are carried over."""
-    content = original.get("content")
     message: Message = {"role": "user", "content": text}
-    if isinstance(content, list):
-        extra = [p for p in content if not (isinstance(p, Mapping) and "text" in p)]
-        if extra:
-            message["content"] = [{"type": "text", "text": text}, *extra]
+    extra = _extra_parts(original)
+    if extra:
+        message["content"] = [{"type": "text", "text": text}, *extra]
     if handoff:
         message[HANDOFF_KEY] = True
     return message
