@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,8 @@ from gwhelpers import MODEL, chat_body, gateway, settings_for
 from factories import assistant, long_session, system, user
 from windowkeeper.invariants import violations
 from windowkeeper.llm import LLMSummarizerConfig
-from windowkeeper.store import open_store
+from windowkeeper.messages import Message
+from windowkeeper.store import MemoryStore, SessionRecord, open_store
 from windowkeeper.testing import OpenAITestServer, Step, unused_port
 from windowkeeper.tokens import estimate_messages_tokens
 
@@ -284,6 +287,29 @@ async def test_invalid_request_is_a_400(upstream: OpenAITestServer) -> None:
     assert upstream.chat_requests == []
 
 
+@pytest.mark.parametrize(
+    ("extra", "raw", "field"),
+    [
+        ({"tools": [1]}, None, "tools"),
+        ({"tools": ["bash"]}, None, "tools"),
+        ({"stream": True, "stream_options": "x"}, None, "stream_options"),
+        ({"stream": True, "stream_options": [1]}, None, "stream_options"),
+        ({}, b'{"model": "m", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "request body"),
+    ],
+    ids=["tools-int", "tools-str", "stream-options-str", "stream-options-list", "deep"],
+)
+async def test_malformed_fields_are_a_400_in_openai_shape(
+    upstream: OpenAITestServer, extra: dict[str, Any], raw: bytes | None, field: str
+) -> None:
+    body = raw or json.dumps(chat_body([user("hi")], **extra)).encode()
+    headers = {"Content-Type": "application/json"}
+    async with gateway(settings_for(upstream)) as client:
+        response = await client.post("/v1/chat/completions", content=body, headers=headers)
+    assert response.status_code == 400
+    assert field in response.json()["error"]["message"]
+    assert upstream.chat_requests == []
+
+
 async def test_concurrent_requests_of_one_session_serialize(upstream: OpenAITestServer) -> None:
     history = long_session(rounds=40)
     settings = settings_for(upstream, context_lengths={MODEL: window_for(history)})
@@ -388,3 +414,38 @@ async def test_a_lone_surrogate_is_forwarded_exactly(upstream: OpenAITestServer)
         response = await client.post("/v1/chat/completions", content=raw, headers=headers)
     assert response.status_code == 200, response.text
     assert sent(upstream)[-1]["content"] == "the emoji \ud83d was cut"
+
+
+class ThreadRecordingStore(MemoryStore):
+    """A store that notes which thread each write ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[threading.Thread] = []
+
+    def create_session(self, *args: Any, **kwargs: Any) -> SessionRecord:
+        self.threads.append(threading.current_thread())
+        return super().create_session(*args, **kwargs)
+
+    def append_messages(self, session_id: str, messages: Sequence[Message]) -> int:
+        self.threads.append(threading.current_thread())
+        return super().append_messages(session_id, messages)
+
+    def save_state(self, session_id: str, **kwargs: Any) -> None:
+        self.threads.append(threading.current_thread())
+        super().save_state(session_id, **kwargs)
+
+
+async def test_store_writes_never_run_on_the_event_loop(upstream: OpenAITestServer) -> None:
+    # A short history (below the size that moves compaction off the loop) still writes
+    # to the store: a store waiting on a lock must not stall every other session.
+    upstream.script(Step.completion("one"), Step.completion("two"))
+    store = ThreadRecordingStore()
+    loop_thread = threading.current_thread()
+    history = [system(), user("Hello")]
+    async with gateway(settings_for(upstream), store) as client:
+        await client.post("/v1/chat/completions", json=chat_body(history))
+        history += [assistant("one"), user("And now?")]
+        await client.post("/v1/chat/completions", json=chat_body(history))
+    assert len(store.threads) >= 2
+    assert loop_thread not in store.threads

@@ -71,8 +71,10 @@ def parse_chat(raw: bytes) -> ChatRequest:
     """The chat request in ``raw``; :class:`InvalidMessagesError` when it is unusable."""
     try:
         body = json.loads(raw)
-    except ValueError:
-        raise InvalidMessagesError("request body", "not valid JSON") from None
+    except (ValueError, RecursionError):
+        raise InvalidMessagesError(
+            "request body", "not valid JSON (or nested too deeply)"
+        ) from None
     if not isinstance(body, dict):
         raise InvalidMessagesError("request body", "expected a JSON object")
     model = body.get("model")
@@ -80,7 +82,13 @@ def parse_chat(raw: bytes) -> ChatRequest:
         raise InvalidMessagesError("request body", "'model' must be a non-empty string")
     messages = validate_messages(body.get("messages"), label="messages")
     tools = body.get("tools")
+    if tools is not None and not (
+        isinstance(tools, list) and all(isinstance(t, dict) for t in tools)
+    ):
+        raise InvalidMessagesError("tools", "expected an array of tool objects")
     options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise InvalidMessagesError("stream_options", "expected an object")
     wants_usage = isinstance(options, dict) and options.get("include_usage") is True
     return ChatRequest(
         body, messages, model, body.get("stream") is True,
@@ -118,11 +126,15 @@ def client_error(message: str, code: str | None = None, status: int = 400) -> JS
 class Exchange:
     """One request's turn on one session; the caller holds the session's lock."""
 
-    def __init__(self, session: GatewaySession, chat: ChatRequest, saver: Saver) -> None:
+    def __init__(
+        self, session: GatewaySession, chat: ChatRequest, saver: Saver, *, stored: bool
+    ) -> None:
         self.session = session
         self.chat = chat
         self._saver = saver
-        self._heavy = len(chat.messages) >= THREAD_MIN_MESSAGES
+        # Store writes may wait on a lock (another process, a slow database): they must
+        # never run on the event loop, where they would stall every other session.
+        self._heavy = stored or len(chat.messages) >= THREAD_MIN_MESSAGES
         self.prepared: Prepared | None = None
         self._steps: Turn | None = None
         self.sent: list[Message] = []
@@ -219,7 +231,7 @@ class Gateway:
         try:
             await self._load(session)
             session.use_model(chat.model, window)
-            exchange = Exchange(session, chat, self._save)
+            exchange = Exchange(session, chat, self._save, stored=self.persistence is not None)
             if not chat.stream:
                 return await self._complete(exchange, headers)
             response = await self._stream(exchange, headers)
