@@ -8,7 +8,10 @@ Mounted by the main app with ``app.command("serve")(serve_command)``. Listens on
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -18,6 +21,9 @@ from .errors import ConfigError
 from .settings import load_settings
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+SHUTDOWN_GRACE_SECONDS = 10
+"""In-flight requests get this long to finish after SIGTERM/SIGINT."""
 
 
 UpstreamOpt = Annotated[
@@ -94,6 +100,10 @@ def serve_command(
             upstream, settings, context_length=context_length,
             model_context_lengths=lengths, api_key=api_key,
         )  # fmt: skip
+        if not 0 < port < 65_536:
+            raise ConfigError(f"--port must be between 1 and 65535, got {port}")
+        if log_level not in LOG_LEVELS:
+            raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
         url = store or settings.store.url
         opened = open_store(url) if url else None
     if host not in LOOPBACK:
@@ -101,12 +111,25 @@ def serve_command(
             f"warning: listening on {host}: the gateway has no authentication of its own",
             err=True,
         )
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises it; exiting through
+    # SystemExit instead lets the store below be closed.
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = signal.signal(signal.SIGTERM, _exit_quietly) if main else None
     try:
         app = create_app(gateway, store=opened)
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(
+            app, host=host, port=port, log_level=log_level,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )  # fmt: skip
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
         if opened is not None:
             opened.close()
+
+
+def _exit_quietly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def _api_key(variable: str | None) -> str | None:

@@ -128,6 +128,12 @@ def test_serve_rejects_bad_options_before_starting() -> None:
         env={"WK_TEST_UNSET_KEY": ""},
     )
     assert key.exit_code == 2 and "WK_TEST_UNSET_KEY" in key.output
+    port = runner.invoke(_serve_app(), ["serve", "--upstream", "http://x/v1", "--port", "70000"])
+    assert port.exit_code == 2 and "between 1 and 65535" in port.output
+    level = runner.invoke(
+        _serve_app(), ["serve", "--upstream", "http://x/v1", "--log-level", "loud"]
+    )
+    assert level.exit_code == 2 and "--log-level must be one of" in level.output
 
 
 def test_serve_takes_the_upstream_from_the_config(tmp_path: Path) -> None:

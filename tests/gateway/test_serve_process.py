@@ -1,0 +1,52 @@
+"""``windowkeeper serve`` as a real process: it starts, answers, and stops cleanly."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from windowkeeper.testing import unused_port
+
+pytest.importorskip("uvicorn")
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"serve exited early with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("serve did not come up within 30 s")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_serve_stops_cleanly_and_closes_its_store(tmp_path: Path, sig: signal.Signals) -> None:
+    port = unused_port()
+    db = tmp_path / "wk.db"
+    command = [
+        sys.executable, "-m", "windowkeeper", "serve", "--upstream", "http://127.0.0.1:9/v1",
+        "--port", str(port), "--context-length", "16000", "--store", f"sqlite:///{db}",
+        "--log-level", "warning",
+    ]  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
+        try:
+            _wait_until_up(f"http://127.0.0.1:{port}/healthz", process)
+            process.send_signal(sig)
+            _, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 0, stderr.decode(errors="replace")
+    assert db.exists()
+    assert not (tmp_path / "wk.db-wal").exists()  # the store was closed (WAL checkpointed)
