@@ -16,6 +16,7 @@ from windowkeeper.messages import dump_jsonl
 from windowkeeper.report import Outcome
 from windowkeeper.store import MemoryStore, SessionStore, compact_session, open_store
 from windowkeeper.store import session as session_module
+from windowkeeper.testing import unused_port
 
 runner = CliRunner()
 
@@ -84,6 +85,15 @@ def test_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     bad.write_text('{"role": "user", "content": "ok"}\n{"role": 5}\n', encoding="utf-8")
     code, _, err = run("import", str(bad), "--store", url)
     assert code == 2 and "line 2" in err
+
+
+def test_unreachable_postgres_is_one_prompt_line(caplog: pytest.LogCaptureFixture) -> None:
+    pytest.importorskip("psycopg")
+    url = f"postgresql://127.0.0.1:{unused_port()}/nowhere"
+    code, out, err = run("list", "--store", url)
+    assert code == 2 and out == ""
+    assert err.startswith("error: cannot open PostgreSQL store") and err.count("\n") == 1
+    assert not [r for r in caplog.records if r.name.startswith("psycopg")]  # no pool noise
 
 
 def test_default_store_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

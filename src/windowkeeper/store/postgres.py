@@ -97,6 +97,13 @@ class PostgresStore(SQLStore[Conn]):
         self._clock = clock
         self._pool: ConnectionPool[Conn] | None = None
         try:
+            # One direct attempt first: an unreachable server or a missing database fails
+            # at once with the server's own words, not after the pool's retries and logs.
+            psycopg.connect(conninfo, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split())
+            raise StoreError(f"cannot open PostgreSQL store: {reason}") from exc
+        try:
             self._pool = ConnectionPool(
                 conninfo, min_size=1, max_size=max_size, timeout=timeout, open=True,
                 kwargs={"connect_timeout": 10},
