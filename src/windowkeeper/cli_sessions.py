@@ -135,7 +135,7 @@ def _record_dict(record: SessionRecord) -> dict[str, Any]:
 @sessions_app.command("list")
 def list_sessions(
     store: StoreOpt = None,
-    limit: Annotated[int, typer.Option("--limit", help="Sessions shown.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Sessions shown.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array on stdout.")] = False,
 ) -> None:
     """Sessions, most recently updated first."""
@@ -199,7 +199,7 @@ def search(
     session: Annotated[
         str | None, typer.Option("--session", help="Only this session's archive.")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", help="Maximum hits.")] = 10,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Maximum hits.")] = 10,
 ) -> None:
     """Full-text search over archived tool outputs and summarized messages."""
     with opened(store) as opened_store:

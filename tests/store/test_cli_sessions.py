@@ -10,6 +10,7 @@ import pytest
 from _workers import make_compressor, round_messages
 from typer.testing import CliRunner
 
+from windowkeeper import cli
 from windowkeeper.cli_sessions import compress_session, sessions_app
 from windowkeeper.errors import StoreError
 from windowkeeper.messages import dump_jsonl
@@ -85,6 +86,13 @@ def test_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     bad.write_text('{"role": "user", "content": "ok"}\n{"role": 5}\n', encoding="utf-8")
     code, _, err = run("import", str(bad), "--store", url)
     assert code == 2 and "line 2" in err
+
+
+@pytest.mark.parametrize("args", [["list", "--limit", "-5"], ["search", "x", "--limit", "0"]])
+def test_limits_must_be_positive(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["sessions", *args, "--store", "memory://"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "--limit" in err and err.count("\n") == 1
 
 
 def test_unreachable_postgres_is_one_prompt_line(caplog: pytest.LogCaptureFixture) -> None:
