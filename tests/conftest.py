@@ -64,3 +64,12 @@ def postgres_url() -> Iterator[str]:
     yield f"{base}{separator}options={quote(f'-csearch_path={schema}')}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Backends that several processes can share."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'sessions.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

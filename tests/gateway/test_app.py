@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -332,27 +331,19 @@ async def test_concurrent_requests_of_one_session_serialize(upstream: OpenAITest
     assert status["compactions"] == 1 and status["covered_messages"] == len(history)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def durable_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 async def test_sessions_persist_across_gateway_instances(
-    upstream: OpenAITestServer, durable_store_url: str
+    upstream: OpenAITestServer, durable_url: str
 ) -> None:
     history = long_session(rounds=40)
     settings = settings_for(upstream, context_lengths={MODEL: window_for(history)})
     upstream.script(Step.completion("one"), Step.completion("two"))
     headers = {"X-Windowkeeper-Session": "durable"}
-    with open_store(durable_store_url) as store:
+    with open_store(durable_url) as store:
         async with gateway(settings, store) as client:
             await client.post("/v1/chat/completions", json=chat_body(history), headers=headers)
     compacted = sent(upstream)
     follow_up = [*history, assistant("Done."), user("And the tests?")]
-    with open_store(durable_store_url) as store:
+    with open_store(durable_url) as store:
         async with gateway(settings, store) as client:
             cold = (await client.get("/v1/windowkeeper/sessions/durable")).json()
             response = await client.post(

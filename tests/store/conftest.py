@@ -29,15 +29,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Backends that several processes can share."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 @pytest.fixture
 def store(store_url: str, clock: FakeClock) -> Iterator[SessionStore]:
     with open_store(store_url, clock=clock) as opened:
