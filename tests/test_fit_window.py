@@ -252,3 +252,16 @@ def test_restated_request_before_a_blank_user_message_keeps_alternation(
     assert live_text(restated[0]).startswith("Now refactor the parser module.")
     if isinstance(blank, list):
         assert blank[0] in restated[0]["content"]  # the file part stays
+
+
+def test_a_result_of_many_short_text_parts_is_shortened_as_one_text() -> None:
+    parts = [{"type": "text", "text": f"row {n}: " + "v" * 140} for n in range(400)]
+    messages = [system(), user("Dump the table."),
+                assistant(None, call("t", "query", sql="select *")), tool("t", parts)]  # fmt: skip
+    manager = ContextManager(ContextCompressor(context_length=8_000))
+    before = manager.estimate(messages)
+    sent = manager.preflight(messages)
+    assert manager.estimate(sent) < min(before, manager.window)
+    assert violations(sent) == []
+    text = text_of(sent)
+    assert "row 0:" in text and "row 399:" in text  # head and tail of the result kept

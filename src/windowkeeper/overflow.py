@@ -268,7 +268,7 @@ def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[
     count = 0
     for index, size in sizes.items():
         if size > cap:
-            content = _shorten_content(messages[index]["content"], size, cap)
+            content = _shorten_content(messages[index]["content"], cap)
             out[index] = {**messages[index], "content": content}
             count += 1
     return (out, count) if count else (messages, 0)
@@ -287,19 +287,21 @@ def _is_text_part(part: object) -> bool:
     return isinstance(part, Mapping) and isinstance(part.get("text"), str)
 
 
-def _shorten_content(content: Any, size: int, cap: int) -> Any:
-    """``content`` with its text cut to about ``cap`` characters (list parts share the cap
-    by their length; other parts, such as images, stay)."""
+def _shorten_content(content: Any, cap: int) -> Any:
+    """``content`` with its text cut to about ``cap`` characters. A list's text parts become
+    one shortened text part in place of the first (other parts, such as images, stay), so
+    many short parts cannot each keep a head and grow by a marker."""
     if isinstance(content, str):
         return _shorten(content, cap)
-    parts = []
+    text: str | None = "\n".join(p["text"] for p in content if _is_text_part(p))
+    shortened: list[Any] = []
     for part in content:
-        if _is_text_part(part):
-            share = max(_MIN_KEEP_CHARS // 4, cap * len(part["text"]) // size)
-            if len(part["text"]) > share:
-                part = {**part, "text": _shorten(part["text"], share)}
-        parts.append(part)
-    return parts
+        if not _is_text_part(part):
+            shortened.append(part)
+        elif text is not None:
+            shortened.append({**part, "text": _shorten(text, cap)})
+            text = None
+    return shortened
 
 
 def truncate_call_arguments(
@@ -342,8 +344,8 @@ def last_rungs(
             shorter, count = truncate_tool_results(messages, tokens - int(window * 0.9))
         else:
             shorter, count = truncate_call_arguments(messages, config)
-        if count:
-            after = estimate(shorter)
+        after = estimate(shorter) if count else tokens
+        if after < tokens:  # a rung that does not help is not taken
             cuts.append(Cut(what, count, tokens, after))
             messages, tokens = shorter, after
     return messages, tokens, tuple(cuts)
