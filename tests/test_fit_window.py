@@ -265,3 +265,20 @@ def test_a_result_of_many_short_text_parts_is_shortened_as_one_text() -> None:
     assert violations(sent) == []
     text = text_of(sent)
     assert "row 0:" in text and "row 399:" in text  # head and tail of the result kept
+
+
+def test_an_image_only_send_is_restated_with_the_request_it_continues() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    request = "Fix the layout bug in the screenshot. " + " ".join(
+        f"Rule {n}: margin {n}px." for n in range(600)
+    )
+    messages = [system(), user("hello"), assistant("Hi, what can I do?"), user(request),
+                assistant("Send the screenshot."), {"role": "user", "content": [image]},
+                *rounds(0, 12, 3_200)]  # fmt: skip
+    for window in (8_000, 32_000):
+        out = compressor(window).compress(messages, force=True).messages
+        assert violations(out) == []
+        restated = [m for m in out if in_progress_header() in content_text(m.get("content"))]
+        assert len(restated) == 1 and restated[0]["role"] == "user"
+        assert request in content_text(restated[0]["content"])  # the instruction, verbatim
+        assert image in restated[0]["content"]  # and the image that followed it

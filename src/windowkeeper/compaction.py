@@ -160,10 +160,11 @@ def _task_snapshot(
     head, or (when the user only speaks in the tail) a note saying so, never a claim that
     the session has no user.
     """
-    if plan.restated_user is not None:
+    restated = restatement(messages, plan)
+    if restated is not None:
         # A long request is only pointed to: quoting it here as well would pay for it
         # twice, and the snapshot would cut it anyway. A short one is quoted verbatim.
-        request = live_text(messages[plan.restated_user])
+        request = live_text(restated)
         return request if len(request) <= SNAPSHOT_HEAD + SNAPSHOT_TAIL else RESTATED_SNAPSHOT
     index = newest_real_user(turns)
     if index is not None:
@@ -184,6 +185,27 @@ def handoff_body(sections: str, turns: list[Message], plan: CompactionPlan) -> s
     return f"{sections.strip()}\n\n{ledger_text}".strip() if ledger_text else sections.strip()
 
 
+def restatement(messages: Sequence[Message], plan: CompactionPlan) -> Message | None:
+    """The user request to restate after the handoff, or ``None``.
+
+    A send without text (only an image or a file) continues the newest written request
+    before it: both are restated together, so the instruction is not summarized away.
+    """
+    if plan.restated_user is None:
+        return None
+    message = messages[plan.restated_user]
+    if live_text(message):
+        return message
+    for index in range(plan.restated_user - 1, plan.head_end - 1, -1):
+        earlier = messages[index]
+        if earlier.get("role") == "user" and live_text(earlier):
+            content = message.get("content")
+            parts = content if isinstance(content, list) else []
+            return {"role": "user", "content": [{"type": "text", "text": live_text(earlier)},
+                                                *parts]}  # fmt: skip
+    return message
+
+
 def assemble(
     messages: list[Message],
     pruned: list[Message],
@@ -193,8 +215,7 @@ def assemble(
     """Head + handoff + tail, pairing repaired, old media stripped; and the repair count."""
     head = with_system_note(list(pruned[: plan.head_end]))
     tail = [m for m in (unwrap(x) for x in pruned[plan.tail_start :]) if m is not None]
-    restated = messages[plan.restated_user] if plan.restated_user is not None else None
-    assembled = place_handoff(head, handoff_text, tail, restated)
+    assembled = place_handoff(head, handoff_text, tail, restatement(messages, plan))
     repaired = sanitize_tool_pairs(assembled)
     return strip_historical_media(repaired.messages), repaired.repairs.total
 
