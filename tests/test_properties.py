@@ -35,9 +35,8 @@ _big = st.integers(min_value=0, max_value=6_000).map(lambda n: "log line\n" * (n
 @st.composite
 def user_message(draw: st.DrawFn) -> Message:
     if draw(st.integers(0, 9)) == 0:  # a user turn without text (an empty or file-only send)
-        blank = draw(
-            st.sampled_from(["", None, " \n", [{"type": "file", "file": {"file_id": "f"}}]])
-        )
+        file_only = [{"type": "file", "file": {"file_id": "f"}}]
+        blank = draw(st.sampled_from(["", None, " \n", file_only, [image_part()]]))
         return {"role": "user", "content": blank}
     text = draw(_text) + " " + draw(st.sampled_from(["fix it", "why?", "never push", "ok"]))
     if draw(st.booleans()):
