@@ -54,9 +54,9 @@ def postgres_base_url() -> str:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A URL whose search_path is a fresh schema (dropped at teardown)."""
+    base = postgres_base_url()  # first: it skips (or fails under CI) without psycopg
     import psycopg
 
-    base = postgres_base_url()
     schema = f"wk_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")

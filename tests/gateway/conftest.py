@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Iterator
 
 import pytest
 
 from windowkeeper.testing import OpenAITestServer
+
+if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
+    # Without the gateway extra these modules cannot even be imported; say so once.
+    collect_ignore_glob = ["test_*.py"]
+
+    def pytest_report_header() -> str:
+        return "gateway tests not collected: install the gateway extra ('.[dev,gateway]')"
 
 
 @pytest.fixture
