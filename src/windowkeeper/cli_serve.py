@@ -12,7 +12,7 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -75,7 +75,7 @@ def serve_command(
 ) -> None:
     """Run the OpenAI-compatible gateway that compacts each session's history."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (checked here: the extra may be missing)
 
         from .gateway import create_app
     except ImportError as exc:
@@ -111,12 +111,21 @@ def serve_command(
             f"warning: listening on {host}: the gateway has no authentication of its own",
             err=True,
         )
-    # uvicorn shuts down gracefully on SIGTERM, then re-raises it; exiting through
-    # SystemExit instead lets the store below be closed.
+    try:
+        _run(create_app(gateway, store=opened), host, port, log_level)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _run(app: Any, host: str, port: int, log_level: str) -> None:
+    """uvicorn until a signal; SIGTERM leaves through SystemExit so the caller can close
+    the store (uvicorn shuts down gracefully, then re-raises the signal it caught)."""
+    import uvicorn
+
     main = threading.current_thread() is threading.main_thread()  # only it may set handlers
     previous = signal.signal(signal.SIGTERM, _exit_quietly) if main else None
     try:
-        app = create_app(gateway, store=opened)
         uvicorn.run(
             app, host=host, port=port, log_level=log_level,
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
@@ -124,8 +133,6 @@ def serve_command(
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
-        if opened is not None:
-            opened.close()
 
 
 def _exit_quietly(signum: int, frame: FrameType | None) -> None:
