@@ -34,9 +34,9 @@ from common import ROOT, markdown_table
 
 sys.path.insert(0, str(ROOT / "tests"))
 from factories import long_session, system, user
+from windowkeeper.core.tokens import estimate_messages_tokens
 from windowkeeper.gateway import GatewaySettings, create_app
 from windowkeeper.testing import OpenAITestServer, Step
-from windowkeeper.tokens import estimate_messages_tokens
 
 
 def free_port() -> int:

@@ -20,8 +20,8 @@ from typing import Any
 
 from common import SESSIONS, markdown_table
 from windowkeeper import ContextCompressor, load_conversation
-from windowkeeper.manager import ContextManager
-from windowkeeper.messages import Message
+from windowkeeper.core.messages import Message
+from windowkeeper.loop.manager import ContextManager
 
 
 def source_turns() -> list[Message]:
@@ -31,7 +31,7 @@ def source_turns() -> list[Message]:
         for path in sorted(SESSIONS.glob("*.jsonl"))[:8]:
             turns += [m for m in load_conversation(path).messages if m["role"] != "system"]
         return turns
-    from windowkeeper.demo import load_demo_session
+    from windowkeeper.cli.demo_view import load_demo_session
 
     return [m for m in load_demo_session() if m["role"] != "system"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from common import markdown_table, session_paths
 from windowkeeper import ContextCompressor, estimate_messages_tokens, parse_conversation
-from windowkeeper.placement import with_system_note
+from windowkeeper.compaction.placement import with_system_note
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 from common import markdown_table, session_paths
 from windowkeeper import ContextCompressor, load_conversation
-from windowkeeper.messages import Message
+from windowkeeper.core.messages import Message
 from windowkeeper.store import CommitOutcome, Compaction, SessionStore, compact_session, open_store
 
 WINDOW = 64_000

@@ -26,8 +26,9 @@ from typing import Any
 
 from common import markdown_table, session_paths
 from windowkeeper import CompressionConfig, ContextCompressor, estimate_tokens, parse_conversation
-from windowkeeper.handoff import is_handoff, render_handoff
-from windowkeeper.messages import content_text
+from windowkeeper.analysis.kinds import is_handoff
+from windowkeeper.compaction.handoff import render_handoff
+from windowkeeper.core.messages import content_text
 
 PATH_KEYS = ("file_path", "path", "notebook_path")
 MODIFY_TOOLS = {"Edit", "Write", "MultiEdit", "NotebookEdit"}

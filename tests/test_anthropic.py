@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from windowkeeper.anthropic import IS_ERROR_KEY, THINKING_KEY, from_anthropic, to_anthropic
-from windowkeeper.errors import InvalidMessagesError
-from windowkeeper.messages import validate_messages
+from windowkeeper.adapters.anthropic import IS_ERROR_KEY, THINKING_KEY, from_anthropic, to_anthropic
+from windowkeeper.core.errors import InvalidMessagesError
+from windowkeeper.core.messages import validate_messages
 
 PNG = "iVBORw0KGgo="
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}

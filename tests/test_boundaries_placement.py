@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from factories import assistant, call, system, tool, user
-from windowkeeper.boundaries import TailCut, head_end, tail_cut
-from windowkeeper.handoff import HANDOFF_KEY, in_progress_header, system_note
-from windowkeeper.invariants import alternation_violations
-from windowkeeper.placement import place_handoff, with_system_note
-from windowkeeper.tokens import message_tokens
+from windowkeeper.analysis.kinds import HANDOFF_KEY, in_progress_header
+from windowkeeper.compaction.boundaries import TailCut, head_end, tail_cut
+from windowkeeper.compaction.handoff import system_note
+from windowkeeper.compaction.placement import place_handoff, with_system_note
+from windowkeeper.core.invariants import alternation_violations
+from windowkeeper.core.tokens import message_tokens
 
 
 def _costs(messages: list[dict[str, object]]) -> list[int]:

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from factories import assistant, call, system, tool, user
-from windowkeeper.anthropic import to_anthropic
-from windowkeeper.caching import MAX_MARKERS, apply_cache_markers, count_cache_markers
-from windowkeeper.errors import ConfigError
+from windowkeeper.adapters.anthropic import to_anthropic
+from windowkeeper.adapters.caching import MAX_MARKERS, apply_cache_markers, count_cache_markers
+from windowkeeper.core.errors import ConfigError
 
 MARK = {"type": "ephemeral"}
 

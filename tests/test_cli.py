@@ -14,13 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 from factories import long_session, system, user
-from windowkeeper import cli, cli_load
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.config import CompressionConfig
-from windowkeeper.invariants import violations
-from windowkeeper.messages import dump_jsonl
-from windowkeeper.report import CompressionReport, Outcome, Reason
-from windowkeeper.summarizer import FailureKind, SummaryFailure, SummaryOutcome, SummaryRequest
+from windowkeeper.cli import app as cli
+from windowkeeper.cli import load as cli_load
+from windowkeeper.core.config import CompressionConfig
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import dump_jsonl
+from windowkeeper.core.report import CompressionReport, FailureKind, Outcome, Reason
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.summary.protocol import SummaryFailure, SummaryOutcome, SummaryRequest
 
 runner = CliRunner()
 REPORT_KEYS = {

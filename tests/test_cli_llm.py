@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from factories import long_session
-from windowkeeper import cli
+from windowkeeper.cli import app as cli
 from windowkeeper.testing import OpenAITestServer, Step
 
 GOOD = (

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from factories import long_session
-from windowkeeper import cli
-from windowkeeper.handoff import is_handoff
-from windowkeeper.messages import strip_private_keys
+from windowkeeper.analysis.kinds import is_handoff
+from windowkeeper.cli import app as cli
+from windowkeeper.core.messages import strip_private_keys
 from windowkeeper.store import open_store
 
 

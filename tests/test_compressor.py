@@ -9,27 +9,22 @@ from datetime import date
 import pytest
 
 from factories import assistant, call, image_part, long_session, system, tool, user
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.config import CompressionConfig
-from windowkeeper.errors import ConfigError
-from windowkeeper.guard import GuardState
-from windowkeeper.handoff import (
+from windowkeeper.analysis.kinds import (
     end_marker,
     handoff_body,
     in_progress_header,
     is_handoff,
     prefix,
-    system_note,
 )
-from windowkeeper.invariants import violations
-from windowkeeper.messages import content_text, is_image_part
-from windowkeeper.report import Outcome, Reason
-from windowkeeper.summarizer import (
-    FailureKind,
-    SummaryFailure,
-    SummaryOutcome,
-    SummaryRequest,
-)
+from windowkeeper.compaction.handoff import system_note
+from windowkeeper.core.config import CompressionConfig
+from windowkeeper.core.errors import ConfigError
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import content_text, is_image_part
+from windowkeeper.core.report import FailureKind, Outcome, Reason
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.engine.guard import GuardState
+from windowkeeper.summary.protocol import SummaryFailure, SummaryOutcome, SummaryRequest
 
 
 class ScriptedSummarizer:

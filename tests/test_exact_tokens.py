@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from factories import long_session
-from windowkeeper import ContextCompressor, cli, cli_load, estimate_request_tokens
-from windowkeeper.exact_tokens import counter_for, local_counter
-from windowkeeper.messages import dump_jsonl
+from windowkeeper import ContextCompressor, estimate_request_tokens
+from windowkeeper.cli import app as cli
+from windowkeeper.cli import load as cli_load
+from windowkeeper.core.exact_tokens import counter_for, local_counter
+from windowkeeper.core.messages import dump_jsonl
 
 tiktoken = pytest.importorskip("tiktoken")
 

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from windowkeeper.extractive import ExtractiveSummarizer
-from windowkeeper.facts import parse_sections
-from windowkeeper.messages import load_conversation
-from windowkeeper.summarizer import (
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.core.tokens import estimate_tokens
+from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
+from windowkeeper.summary.protocol import (
     NO_USER_SNAPSHOT,
     SECTION_TITLES,
     Summarizer,
     SummaryRequest,
 )
-from windowkeeper.tokens import estimate_tokens
+from windowkeeper.summary.sections import parse_sections
 
 Message = dict[str, Any]
 TODAY = date(2025, 3, 14)
@@ -398,7 +398,7 @@ def test_findings_and_the_latest_progress_note_are_kept() -> None:
 
 
 def test_polite_task_requests_are_not_carried_as_constraints() -> None:
-    from windowkeeper.extractive import _constraints
+    from windowkeeper.summary.extractive.summarizer import _constraints
 
     users = [
         (0, "Please fix the failing test in src/app.py."),

@@ -13,11 +13,11 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.extractive_state import decisions
-from windowkeeper.facts import sentences
-from windowkeeper.identifiers import text_identifiers
-from windowkeeper.outputs import error_lines, is_test_command
-from windowkeeper.toolshapes import shorten
+from windowkeeper.analysis.facts import sentences
+from windowkeeper.analysis.identifiers import text_identifiers
+from windowkeeper.analysis.outputs import error_lines, is_test_command
+from windowkeeper.analysis.toolshapes import shorten
+from windowkeeper.summary.extractive.state import decisions
 
 _PIECES = [
     " ", "\n", "\t", "-", ".", ":", "#", "/", "_", "=", "'", "x", "A", "é", "ı", "ſ", "İ",

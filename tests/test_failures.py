@@ -7,14 +7,14 @@ import json
 import httpx
 import pytest
 
-from windowkeeper.failures import (
+from windowkeeper.core.report import FailureKind
+from windowkeeper.summary.failures import (
     PROVIDER_ERRORS,
     classify_exception,
     classify_non_json,
     classify_status,
     looks_like_html,
 )
-from windowkeeper.summarizer import FailureKind
 
 HTML = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from windowkeeper.errors import ConfigError
-from windowkeeper.feasibility import (
+from windowkeeper.core.errors import ConfigError
+from windowkeeper.summary.feasibility import (
     check_feasibility,
     lowered_threshold,
     resolve_context_length,

@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from factories import assistant, call, system, tool, user
-from windowkeeper.compaction import fitting_plan
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.config import CompressionConfig
-from windowkeeper.events import Event, EventKind
-from windowkeeper.handoff import in_progress_header, live_text
-from windowkeeper.invariants import violations
-from windowkeeper.manager import ContextManager
-from windowkeeper.messages import Message, content_text
-from windowkeeper.summarizer import RESTATED_SNAPSHOT
-from windowkeeper.tokens import estimate_messages_tokens, message_tokens
+from windowkeeper.analysis.kinds import in_progress_header, live_text
+from windowkeeper.compaction.plan import fitting_plan
+from windowkeeper.core.config import CompressionConfig
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import Message, content_text
+from windowkeeper.core.tokens import estimate_messages_tokens, message_tokens
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.loop.events import Event, EventKind
+from windowkeeper.loop.manager import ContextManager
+from windowkeeper.summary.protocol import RESTATED_SNAPSHOT
 
 TASK = "Port the billing service to the new ledger API. " + " ".join(
     f"Rule {n}: keep invoice {n} byte-identical." for n in range(450)

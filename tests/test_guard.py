@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from windowkeeper.guard import (
+from windowkeeper.core.report import FailureKind
+from windowkeeper.engine.guard import (
     Block,
     GuardState,
     blocked,
@@ -13,7 +14,6 @@ from windowkeeper.guard import (
     on_usage,
     remaining_cooldown,
 )
-from windowkeeper.summarizer import FailureKind
 
 
 def test_timeout_cooldown_ladder_60_300_900() -> None:

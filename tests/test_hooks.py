@@ -8,21 +8,22 @@ from collections.abc import Sequence
 import pytest
 
 from factories import long_session
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.events import Event, EventKind
-from windowkeeper.handoff import end_marker, handoff_body, is_handoff, unwrap
-from windowkeeper.hooks import (
+from windowkeeper.analysis.kinds import end_marker, handoff_body, is_handoff
+from windowkeeper.compaction.handoff import unwrap
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import Message, content_text
+from windowkeeper.core.report import CompressionResult
+from windowkeeper.core.tokens import estimate_tokens
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.loop.events import Event, EventKind
+from windowkeeper.loop.hooks import (
     LIVE_STATE_HEADER,
     CompressionHook,
     LiveStateHook,
     budget_blocks,
     insert_live_state,
 )
-from windowkeeper.invariants import violations
-from windowkeeper.manager import ContextManager
-from windowkeeper.messages import Message, content_text
-from windowkeeper.report import CompressionResult
-from windowkeeper.tokens import estimate_tokens
+from windowkeeper.loop.manager import ContextManager
 
 
 class Memory(CompressionHook):
@@ -96,7 +97,7 @@ def test_failing_hooks_are_reported_and_never_break_compaction(
     manager = ContextManager(ContextCompressor(context_length=32_000), hooks=[Broken()],
                              on_event=events.append)  # fmt: skip
     messages = long_session(rounds=40)
-    with caplog.at_level(logging.ERROR, logger="windowkeeper.hooks"):
+    with caplog.at_level(logging.ERROR, logger="windowkeeper.loop.hooks"):
         out = manager.compress(messages)
     assert out is not messages and violations(out) == []
     failed = [e for e in events if e.kind is EventKind.HOOK_FAILED]

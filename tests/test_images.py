@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from windowkeeper.errors import ConfigError
-from windowkeeper.images import IMAGE_PLACEHOLDER, shrink_images, strip_images
+from windowkeeper.compaction.images import IMAGE_PLACEHOLDER, shrink_images, strip_images
+from windowkeeper.core.errors import ConfigError
 
 Message = dict[str, Any]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from factories import assistant, call, image_part, system, tool, user
-from windowkeeper.inspection import UNKNOWN_TOOL, breakdown, summarize_plan
-from windowkeeper.tokens import estimate_request_tokens, message_tokens
+from windowkeeper.core.tokens import estimate_request_tokens, message_tokens
+from windowkeeper.engine.inspection import UNKNOWN_TOOL, breakdown, summarize_plan
 
 TOOLS = [
     {

@@ -3,7 +3,8 @@ from __future__ import annotations
 import copy
 
 from factories import assistant, call, system, tool, user
-from windowkeeper.invariants import (
+from windowkeeper.compaction.sanitize import STUB_RESULT, sanitize_tool_pairs
+from windowkeeper.core.invariants import (
     align_back,
     align_forward,
     alternation_violations,
@@ -12,7 +13,6 @@ from windowkeeper.invariants import (
     system_first_violations,
     violations,
 )
-from windowkeeper.sanitize import STUB_RESULT, sanitize_tool_pairs
 
 
 def _valid() -> list[dict[str, object]]:

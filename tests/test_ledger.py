@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.handoff import LEDGER_HEADING
-from windowkeeper.ledger import (
+from windowkeeper.compaction.handoff import LEDGER_HEADING
+from windowkeeper.core.tokens import estimate_tokens
+from windowkeeper.summary.ledger.ledger import (
     CommandRecord,
     Ledger,
     extract_ledger,
@@ -19,7 +20,6 @@ from windowkeeper.ledger import (
     parse_ledger,
     render_ledger,
 )
-from windowkeeper.tokens import estimate_tokens
 
 Message = dict[str, Any]
 SHA40 = "3f2a9c1b7d5e4f6a8b9c0d1e2f3a4b5c6d7e8f90"

@@ -12,11 +12,10 @@ import pytest
 
 from factories import long_session
 from windowkeeper import CompressionConfig, ContextCompressor, LLMSummarizer, LLMSummarizerConfig
-from windowkeeper.guard import remaining_cooldown
-from windowkeeper.handoff import is_handoff
-from windowkeeper.messages import content_text
-from windowkeeper.report import Outcome, Reason
-from windowkeeper.summarizer import FailureKind
+from windowkeeper.analysis.kinds import is_handoff
+from windowkeeper.core.messages import content_text
+from windowkeeper.core.report import FailureKind, Outcome, Reason
+from windowkeeper.engine.guard import remaining_cooldown
 from windowkeeper.testing import OpenAITestServer, Step, unused_port
 
 GOOD = "## Historical Task Snapshot\nx\n\n## Goal\nShip the refund fix.\n"

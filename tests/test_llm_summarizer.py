@@ -12,17 +12,18 @@ from typing import Any
 import pytest
 
 from factories import assistant, call, tool, user
-from windowkeeper.errors import ConfigError, InvalidMessagesError
-from windowkeeper.llm import LLMSummarizer, LLMSummarizerConfig, is_local_url
-from windowkeeper.messages import load_conversation
-from windowkeeper.summarizer import (
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.core.errors import ConfigError, InvalidMessagesError
+from windowkeeper.core.report import FailureKind
+from windowkeeper.summary.llm.config import LLMSummarizerConfig
+from windowkeeper.summary.llm.prompt import DATA_CLOSE, NOTES_OPEN, template_version
+from windowkeeper.summary.llm.summarizer import LLMSummarizer, is_local_url
+from windowkeeper.summary.protocol import (
     NO_USER_SNAPSHOT,
     SECTION_TITLES,
-    FailureKind,
     Summarizer,
     SummaryRequest,
 )
-from windowkeeper.summary_prompt import DATA_CLOSE, NOTES_OPEN, template_version
 from windowkeeper.testing import OpenAITestServer, RecordedRequest, Step, unused_port
 
 SK_KEY = "sk-proj-Abcdefghijklmnopqrstuvwxyz012345"

@@ -18,15 +18,15 @@ import openai
 import pytest
 
 from factories import assistant, call, image_part, long_session, system, tool, user
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.engine import ContextEngine
-from windowkeeper.errors import CompressionExhaustedError
-from windowkeeper.events import Event, EventKind, Trigger, WarningCode
-from windowkeeper.manager import ContextManager
-from windowkeeper.messages import Message
-from windowkeeper.report import CompressionReport, CompressionResult, Outcome, Reason
-from windowkeeper.steps import TurnResult
-from windowkeeper.tokens import estimate_messages_tokens
+from windowkeeper.core.errors import CompressionExhaustedError
+from windowkeeper.core.messages import Message
+from windowkeeper.core.report import CompressionReport, CompressionResult, Outcome, Reason
+from windowkeeper.core.tokens import estimate_messages_tokens
+from windowkeeper.engine.base import ContextEngine
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.loop.events import Event, EventKind, Trigger, WarningCode
+from windowkeeper.loop.manager import ContextManager
+from windowkeeper.loop.steps import TurnResult
 
 
 def status_error(status: int, message: str, code: str | None = None) -> openai.APIStatusError:
@@ -423,7 +423,7 @@ def test_a_raising_event_callback_is_logged_and_ignored(caplog: pytest.LogCaptur
         raise RuntimeError("ui is broken")
 
     manager = ContextManager(ScriptedEngine(), on_event=explode)
-    with caplog.at_level(logging.ERROR, logger="windowkeeper.events"):
+    with caplog.at_level(logging.ERROR, logger="windowkeeper.loop.events"):
         out = manager.preflight(chat(40))
     assert len(out) == 5 and "on_event callback raised" in caplog.text
 

@@ -14,12 +14,12 @@ import openai
 import pytest
 
 from factories import long_session
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.errors import CompressionExhaustedError
-from windowkeeper.events import Event, EventKind
-from windowkeeper.invariants import violations
-from windowkeeper.manager import ContextManager
-from windowkeeper.messages import Message
+from windowkeeper.core.errors import CompressionExhaustedError
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import Message
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.loop.events import Event, EventKind
+from windowkeeper.loop.manager import ContextManager
 from windowkeeper.testing import OpenAITestServer, Step
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import copy
 
 from factories import assistant, image_part, tool, user
-from windowkeeper.media import STRIPPED_IMAGE, strip_historical_media
-from windowkeeper.messages import is_image_part
+from windowkeeper.compaction.media import STRIPPED_IMAGE, strip_historical_media
+from windowkeeper.core.messages import is_image_part
 
 
 def _with_image(role: str, text: str) -> dict[str, object]:

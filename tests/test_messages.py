@@ -4,13 +4,9 @@ import json
 
 import pytest
 
-from windowkeeper.errors import InvalidMessagesError
-from windowkeeper.messages import (
-    content_text,
-    dump_jsonl,
-    parse_conversation,
-    strip_private_keys,
-)
+from windowkeeper.adapters.formats import parse_conversation
+from windowkeeper.core.errors import InvalidMessagesError
+from windowkeeper.core.messages import content_text, dump_jsonl, strip_private_keys
 
 GOOD = [
     {"role": "system", "content": "s"},

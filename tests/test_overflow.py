@@ -6,8 +6,8 @@ import httpx
 import openai
 import pytest
 
-from windowkeeper.errors import UpstreamError
-from windowkeeper.overflow import (
+from windowkeeper.core.errors import UpstreamError
+from windowkeeper.loop.overflow import (
     Overflow,
     OverflowKind,
     classify,

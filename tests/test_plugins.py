@@ -8,8 +8,8 @@ from importlib import metadata
 import pytest
 
 from plugin_engine import EchoEngine
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.plugins import ENTRY_POINT_GROUP, available_engines, load_engine
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.engine.plugins import ENTRY_POINT_GROUP, available_engines, load_engine
 
 
 def fake_entry_points(monkeypatch: pytest.MonkeyPatch, **targets: str) -> None:
@@ -53,7 +53,7 @@ def test_unknown_or_broken_plugin_falls_back_with_a_warning(
     expected: str,
 ) -> None:
     fake_entry_points(monkeypatch, **({name: target} if target else {}))
-    with caplog.at_level(logging.WARNING, logger="windowkeeper.plugins"):
+    with caplog.at_level(logging.WARNING, logger="windowkeeper.engine.plugins"):
         engine = load_engine(name, context_length=32_000, plugin_only_option=True)
     assert isinstance(engine, ContextCompressor) and engine.context_length == 32_000
     assert expected in caplog.text and name in caplog.text

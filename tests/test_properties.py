@@ -10,19 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factories import call, image_part
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.config import CompressionConfig
-from windowkeeper.handoff import (
-    in_progress_header,
-    is_handoff,
-    is_real_user,
-    live_text,
-    system_note,
-)
-from windowkeeper.invariants import violations
-from windowkeeper.messages import content_text
-from windowkeeper.report import Outcome
-from windowkeeper.tokens import estimate_messages_tokens
+from windowkeeper.analysis.kinds import in_progress_header, is_handoff, is_real_user, live_text
+from windowkeeper.compaction.handoff import system_note
+from windowkeeper.core.config import CompressionConfig
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import content_text
+from windowkeeper.core.report import Outcome
+from windowkeeper.core.tokens import estimate_messages_tokens
+from windowkeeper.engine.compressor import ContextCompressor
 
 Message = dict[str, Any]
 

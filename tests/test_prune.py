@@ -4,7 +4,7 @@ import copy
 import json
 
 from factories import assistant, call, image_part, tool, user
-from windowkeeper.prune import (
+from windowkeeper.compaction.prune import (
     PruneSettings,
     dedupe_tool_outputs,
     prune,

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from realdata import real_session_paths
-from windowkeeper.compressor import ContextCompressor
-from windowkeeper.handoff import is_real_user, live_text, render_handoff
-from windowkeeper.invariants import violations
-from windowkeeper.messages import content_text, load_conversation
-from windowkeeper.placement import with_system_note
-from windowkeeper.tokens import estimate_messages_tokens, estimate_tokens, tool_schema_tokens
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.analysis.kinds import is_real_user, live_text
+from windowkeeper.compaction.handoff import render_handoff
+from windowkeeper.compaction.placement import with_system_note
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import content_text
+from windowkeeper.core.tokens import estimate_messages_tokens, estimate_tokens, tool_schema_tokens
+from windowkeeper.engine.compressor import ContextCompressor
 
 PATHS = real_session_paths()
 pytestmark = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from windowkeeper.redact import REDACTED, redact
+from windowkeeper.summary.redact import REDACTED, redact
 
 POSITIVES = [
     ("key sk-abcdefghijklmnopqrstuvwx end", "sk-abcdefghijklmnopqrstuvwx"),

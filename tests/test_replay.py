@@ -12,10 +12,11 @@ from typer.testing import CliRunner
 
 from factories import long_session
 from realdata import real_session_paths
-from windowkeeper import cli
-from windowkeeper.cli_replay import replay_command
-from windowkeeper.messages import dump_jsonl, load_conversation
-from windowkeeper.replay import replay
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.cli import app as cli
+from windowkeeper.cli.replay import replay_command
+from windowkeeper.core.messages import dump_jsonl
+from windowkeeper.loop.replay import replay
 from windowkeeper.testing import OpenAITestServer, Step
 
 PATHS = real_session_paths()

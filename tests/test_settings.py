@@ -12,10 +12,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from windowkeeper.cli_config import config_app
-from windowkeeper.config import CompressionConfig
-from windowkeeper.errors import ConfigError
-from windowkeeper.settings import (
+from windowkeeper.cli.config import config_app
+from windowkeeper.core.config import CompressionConfig
+from windowkeeper.core.errors import ConfigError
+from windowkeeper.core.settings import (
     CompressionSettings,
     Settings,
     find_config_file,

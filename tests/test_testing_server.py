@@ -10,13 +10,8 @@ from datetime import date
 import httpx
 import pytest
 
-from windowkeeper.summarizer import (
-    FailureKind,
-    Summarizer,
-    SummaryFailure,
-    SummaryOutcome,
-    SummaryRequest,
-)
+from windowkeeper.core.report import FailureKind
+from windowkeeper.summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
 from windowkeeper.testing import FakeSummarizer, OpenAITestServer, Step, unused_port
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from windowkeeper.config import (
+from windowkeeper.core.config import (
     CompressionConfig,
     apply_threshold_cap,
     compute_threshold_tokens,
@@ -10,7 +10,7 @@ from windowkeeper.config import (
     summary_budget_tokens,
     tail_budget_tokens,
 )
-from windowkeeper.errors import ConfigError
+from windowkeeper.core.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from factories import assistant, call, image_part, tool, user
-from windowkeeper.tokens import (
+from windowkeeper.core.tokens import (
     _DENSE_SCRIPT,
     estimate_request_tokens,
     estimate_tokens,

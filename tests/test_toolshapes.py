@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from windowkeeper.toolshapes import ToolKind, classify_call, exit_code, one_line
+from windowkeeper.analysis.toolshapes import ToolKind, classify_call, exit_code, one_line
 
 
 @pytest.mark.parametrize(

@@ -6,16 +6,16 @@ gateway live in their own namespaces.
 
 from __future__ import annotations
 
-from .compaction import CompactionPlan
-from .compressor import ContextCompressor, Decision
-from .config import (
+from .adapters.formats import load_conversation, parse_conversation
+from .compaction.plan import CompactionPlan
+from .compaction.sanitize import sanitize_tool_pairs
+from .core.config import (
     CompressionConfig,
     compute_threshold_tokens,
     resolve_model_threshold,
     summary_budget_tokens,
 )
-from .engine import ContextEngine, ToolProvider
-from .errors import (
+from .core.errors import (
     CompressionExhaustedError,
     ConfigError,
     InvalidMessagesError,
@@ -24,43 +24,39 @@ from .errors import (
     UpstreamError,
     WindowkeeperError,
 )
-from .events import Event, EventCallback, EventKind, Trigger, WarningCode
-from .extractive import ExtractiveSummarizer
-from .guard import Block, GuardState
-from .hooks import CompressionHook, LiveStateHook
-from .invariants import violations
-from .llm import LLMSummarizer, LLMSummarizerConfig
-from .manager import ContextManager
-from .messages import (
-    Conversation,
-    Message,
-    load_conversation,
-    parse_conversation,
-    validate_messages,
-)
-from .overflow import Overflow, OverflowKind
-from .overflow import classify as classify_overflow
-from .plugins import available_engines, load_engine
-from .replay import ReplayReport, replay
-from .report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
-from .sanitize import sanitize_tool_pairs
-from .settings import Settings, load_settings
-from .steps import TurnResult
-from .summarizer import (
+from .core.invariants import violations
+from .core.messages import Conversation, Message, validate_messages
+from .core.report import (
+    ArchivedItem,
+    CompressionReport,
+    CompressionResult,
     FailureKind,
-    Summarizer,
-    SummaryFailure,
-    SummaryOutcome,
-    SummaryRequest,
+    Outcome,
+    Reason,
 )
-from .tokens import (
+from .core.settings import Settings, load_settings
+from .core.tokens import (
     TextCounter,
     estimate_messages_tokens,
     estimate_request_tokens,
     estimate_tokens,
 )
-
-__version__ = "0.1.0"
+from .core.version import __version__
+from .engine.base import ContextEngine, ToolProvider
+from .engine.compressor import ContextCompressor, Decision
+from .engine.guard import Block, GuardState
+from .engine.plugins import available_engines, load_engine
+from .loop.events import Event, EventCallback, EventKind, Trigger, WarningCode
+from .loop.hooks import CompressionHook, LiveStateHook
+from .loop.manager import ContextManager
+from .loop.overflow import Overflow, OverflowKind
+from .loop.overflow import classify as classify_overflow
+from .loop.replay import ReplayReport, replay
+from .loop.steps import TurnResult
+from .summary.extractive.summarizer import ExtractiveSummarizer
+from .summary.llm.config import LLMSummarizerConfig
+from .summary.llm.summarizer import LLMSummarizer
+from .summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
 
 __all__ = [
     "ArchivedItem",

@@ -12,12 +12,12 @@ import pytest
 from gwhelpers import MODEL, chat_body, gateway, settings_for
 
 from factories import assistant, long_session, system, user
-from windowkeeper.invariants import violations
-from windowkeeper.llm import LLMSummarizerConfig
-from windowkeeper.messages import Message
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import Message
+from windowkeeper.core.tokens import estimate_messages_tokens
 from windowkeeper.store import MemoryStore, SessionRecord, open_store
+from windowkeeper.summary.llm.config import LLMSummarizerConfig
 from windowkeeper.testing import OpenAITestServer, Step, unused_port
-from windowkeeper.tokens import estimate_messages_tokens
 
 pytestmark = pytest.mark.anyio
 

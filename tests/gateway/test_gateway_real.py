@@ -13,10 +13,10 @@ import pytest
 from gwhelpers import MODEL, chat_body, gateway, settings_for
 
 from realdata import real_session_paths
-from windowkeeper.invariants import violations
-from windowkeeper.messages import load_conversation
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.tokens import estimate_request_tokens
 from windowkeeper.testing import OpenAITestServer, Step
-from windowkeeper.tokens import estimate_request_tokens
 
 CASES = {
     "cc_spotter_4d5611e5": 8_000,  # a 3.6K-token newest request: the tightest floor

@@ -10,14 +10,14 @@ import typer
 from typer.testing import CliRunner
 
 from factories import assistant, system, user
-from windowkeeper.cli_serve import serve_command
-from windowkeeper.config import CompressionConfig
-from windowkeeper.errors import ConfigError
+from windowkeeper.cli.serve import serve_command
+from windowkeeper.core.config import CompressionConfig
+from windowkeeper.core.errors import ConfigError
+from windowkeeper.core.settings import Settings
 from windowkeeper.gateway.sessions import Prefix, prefix_digests, session_key, substitute
 from windowkeeper.gateway.settings import GatewaySettings, gateway_settings, parse_model_context
 from windowkeeper.gateway.streaming import UsageTap
 from windowkeeper.gateway.upstream import forward_request_headers, forward_response_headers
-from windowkeeper.settings import Settings
 
 
 def test_digests_ignore_key_order_and_respect_boundaries() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from windowkeeper.engine import ContextEngine
-from windowkeeper.messages import Message
-from windowkeeper.report import CompressionReport, CompressionResult, Outcome
+from windowkeeper.core.messages import Message
+from windowkeeper.core.report import CompressionReport, CompressionResult, Outcome
+from windowkeeper.engine.base import ContextEngine
 
 
 class EchoEngine(ContextEngine):

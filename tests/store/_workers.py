@@ -8,7 +8,7 @@ from datetime import date
 from typing import Any
 
 from windowkeeper import ContextCompressor
-from windowkeeper.messages import Message
+from windowkeeper.core.messages import Message
 from windowkeeper.store import SessionStore, open_store
 from windowkeeper.store.session import compact_session
 

@@ -10,11 +10,11 @@ import pytest
 from _workers import make_compressor, round_messages
 from typer.testing import CliRunner
 
-from windowkeeper import cli
-from windowkeeper.cli_sessions import compress_session, sessions_app
-from windowkeeper.errors import StoreError
-from windowkeeper.messages import dump_jsonl
-from windowkeeper.report import Outcome
+from windowkeeper.cli import app as cli
+from windowkeeper.cli.sessions import compress_session, sessions_app
+from windowkeeper.core.errors import StoreError
+from windowkeeper.core.messages import dump_jsonl
+from windowkeeper.core.report import Outcome
 from windowkeeper.store import MemoryStore, SessionStore, compact_session, open_store
 from windowkeeper.store import session as session_module
 from windowkeeper.testing import unused_port

@@ -8,10 +8,10 @@ import pytest
 from _workers import appended_digests, make_compressor, round_messages
 from storeclock import FakeClock
 
-from windowkeeper.errors import StoreError
-from windowkeeper.guard import GuardState
-from windowkeeper.messages import Message
-from windowkeeper.report import Outcome, Reason
+from windowkeeper.core.errors import StoreError
+from windowkeeper.core.messages import Message
+from windowkeeper.core.report import Outcome, Reason
+from windowkeeper.engine.guard import GuardState
 from windowkeeper.store import (
     Compaction,
     SessionStore,

@@ -19,7 +19,7 @@ import time
 
 from _workers import appended_digests, make_compressor, round_messages
 
-from windowkeeper.messages import Message
+from windowkeeper.core.messages import Message
 from windowkeeper.store import compact_session, open_store, restore_state
 
 KILLS = 50

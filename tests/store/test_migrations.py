@@ -114,7 +114,7 @@ def test_memory_reports_its_trivial_migration() -> None:
 
 @pytest.mark.parametrize("url", ["ftp://x", "sqlite://", "nonsense"])
 def test_bad_urls_are_store_errors(url: str) -> None:
-    from windowkeeper.errors import StoreError
+    from windowkeeper.core.errors import StoreError
 
     with pytest.raises(StoreError, match=r"sqlite|URL"):
         open_store(url)

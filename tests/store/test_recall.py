@@ -10,8 +10,9 @@ import pytest
 from _workers import make_compressor, round_messages
 
 from windowkeeper import ContextCompressor
-from windowkeeper.messages import Message, load_conversation, message_text
-from windowkeeper.report import CompressionResult
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.core.messages import Message, message_text
+from windowkeeper.core.report import CompressionResult
 from windowkeeper.store import RecallTool, SessionStore, compact_session
 
 SESSIONS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sessions"

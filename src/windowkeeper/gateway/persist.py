@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import StoreError
-from ..messages import Message
+from ..core.errors import StoreError
+from ..core.messages import Message
 from ..store import Compaction, SessionStore, restore_state, save_state
 from ..store.session import archive_records
 from .sessions import GatewaySession, Prefix, Prepared, prefix_digests

@@ -2,8 +2,8 @@
 
 One chat request runs the :meth:`ContextManager.turn` state machine of its session: the
 machine yields the (possibly compacted) messages to send, the gateway forwards them, and
-feeds back :class:`~windowkeeper.steps.Answered` (usage) or
-:class:`~windowkeeper.steps.Failed` (an upstream error status; the machine classifies it,
+feeds back :class:`~windowkeeper.loop.steps.Answered` (usage) or
+:class:`~windowkeeper.loop.steps.Failed` (an upstream error status; the machine classifies it,
 compresses with force and yields a retry, at most ``max_attempts`` times). No trigger
 logic lives here.
 
@@ -26,16 +26,16 @@ import anyio.to_thread
 import httpx
 from starlette.responses import JSONResponse, Response
 
-from ..errors import (
+from ..core.errors import (
     CompressionExhaustedError,
     InvalidMessagesError,
     StoreError,
     UpstreamError,
 )
-from ..feasibility import resolve_context_length, window_from_listing
-from ..messages import Message, ToolSchema, validate_messages
-from ..steps import Failed, Turn, answer
+from ..core.messages import Message, ToolSchema, validate_messages
+from ..loop.steps import Failed, Turn, answer
 from ..store import SessionStore
+from ..summary.feasibility import resolve_context_length, window_from_listing
 from .persist import SessionPersistence
 from .sessions import SESSION_HEADER, GatewaySession, Prepared, SessionTable, session_key
 from .settings import GatewaySettings

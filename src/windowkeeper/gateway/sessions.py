@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..compressor import ContextCompressor
-from ..events import Event
-from ..llm import LLMSummarizer
-from ..manager import ContextManager
-from ..messages import Message, ToolSchema, content_text
-from ..report import CompressionResult
+from ..core.messages import Message, ToolSchema, content_text
+from ..core.report import CompressionResult
+from ..engine.compressor import ContextCompressor
+from ..loop.events import Event
+from ..loop.manager import ContextManager
+from ..summary.llm.summarizer import LLMSummarizer
 from .settings import GatewaySettings
 
 log = logging.getLogger("windowkeeper.gateway")

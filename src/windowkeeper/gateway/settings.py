@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from ..config import CompressionConfig
-from ..errors import ConfigError
-from ..llm import LLMSummarizerConfig
-from ..settings import Settings
+from ..core.config import CompressionConfig
+from ..core.errors import ConfigError
+from ..core.settings import Settings
+from ..summary.llm.config import LLMSummarizerConfig
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from ..errors import UpstreamError
-from ..messages import to_json
+from ..core.errors import UpstreamError
+from ..core.messages import to_json
 from .settings import GatewaySettings
 
 # RFC 9110 §7.6.1 hop-by-hop headers, plus those the gateway recomputes itself.

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 from .base import (
     LOCK_TTL,
     ArchiveEntry,

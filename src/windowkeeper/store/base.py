@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from ..errors import StoreError
-from ..messages import (
+from ..core.errors import StoreError
+from ..core.messages import (
     Message,
     call_arguments,
     call_id,
@@ -183,7 +183,7 @@ class SessionStore(abc.ABC):
     """Durable sessions, compaction commits, the archive and the compression lease.
 
     Every method raises :class:`UnknownSessionError` for an unknown session id and
-    :class:`~windowkeeper.errors.StoreError` for backend failures. Stores are context
+    :class:`~windowkeeper.core.errors.StoreError` for backend failures. Stores are context
     managers; :meth:`close` releases connections and is idempotent.
     """
 

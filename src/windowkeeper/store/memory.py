@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import StoreError
-from ..messages import Message
+from ..core.errors import StoreError
+from ..core.messages import Message
 from .base import (
     END_REASON_COMPRESSION,
     LOCK_TTL,

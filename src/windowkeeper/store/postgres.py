@@ -18,8 +18,8 @@ import psycopg
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import StoreError
-from ..messages import safe_text
+from ..core.errors import StoreError
+from ..core.messages import safe_text
 from .base import Clock, Migration, UnknownSessionError
 from .sqlbase import Mode, SQLStore
 

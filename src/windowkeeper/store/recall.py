@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import StoreError
-from ..messages import ToolSchema
+from ..core.errors import StoreError
+from ..core.messages import ToolSchema
 from .base import SearchHit, SessionStore
 from .session import lineage, resolve_handle
 
@@ -31,7 +31,7 @@ _DESCRIPTION = (
 
 
 class RecallTool:
-    """An :class:`~windowkeeper.engine.ToolProvider` over one stored session's archive.
+    """An :class:`~windowkeeper.engine.base.ToolProvider` over one stored session's archive.
 
     ``session_id`` may be reassigned after a rotation; ancestors are searched too.
     """

@@ -25,12 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compressor import ContextCompressor
-from ..errors import StoreError
-from ..guard import GuardState
-from ..messages import Message, call_id, tool_calls
-from ..report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
-from ..tokens import estimate_messages_tokens
+from ..core.errors import StoreError
+from ..core.messages import Message, call_id, tool_calls
+from ..core.report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason
+from ..core.tokens import estimate_messages_tokens
+from ..engine.compressor import ContextCompressor
+from ..engine.guard import GuardState
 from .base import (
     LOCK_TTL,
     ArchiveEntry,

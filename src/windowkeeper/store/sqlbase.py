@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
-from ..errors import StoreError
-from ..messages import Message, safe_text
+from ..core.errors import StoreError
+from ..core.messages import Message, safe_text
 from .base import (
     END_REASON_COMPRESSION,
     LOCK_TTL,

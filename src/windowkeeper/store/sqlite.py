@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import StoreError
+from ..core.errors import StoreError
 from .base import Clock, Migration
 from .sqlbase import Mode, SQLStore
 

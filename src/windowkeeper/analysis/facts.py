@@ -1,0 +1,317 @@
+"""Mechanical facts read from agent turns: tool events and shared text helpers.
+
+Shared by the state ledger and the extractive summarizer so both describe a transcript
+the same way. Everything here is deterministic and bounded: a huge tool output is only
+scanned in a head and a tail window, and every pattern is compiled once. Error lines and
+test results live in :mod:`.outputs`, shell-command facts in :mod:`.shellfacts`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+from ..core.messages import (
+    Message,
+    call_arguments,
+    call_id,
+    call_name,
+    content_text,
+    image_count,
+    parsed_arguments,
+    tool_calls,
+)
+from .kinds import is_real_user, live_text
+from .toolshapes import ToolAction, ToolKind, classify_call, exit_code, shorten
+
+WINDOW_CHARS = 4_000
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """One tool call paired with its result (``result`` is ``None`` when none was kept).
+
+    An orphan is a tool result whose call is not in the turns; it has no real action.
+    """
+
+    position: int
+    action: ToolAction
+    args: Mapping[str, Any]
+    result: str | None
+    exit_code: int | None
+    failed: bool
+    orphan: bool = False
+    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Facts derived from the event, computed once and shared by the summarizer and the
+    ledger (see :func:`remembered`)."""
+
+
+def remembered(event: ToolEvent, name: str, compute: Callable[[ToolEvent], Any]) -> Any:
+    """``compute(event)``, computed once per event (the result must not be mutated)."""
+    memo = event.memo
+    if name not in memo:
+        memo[name] = compute(event)
+    return memo[name]
+
+
+# A result that opens like this failed even when it reports no exit code.
+_TOOL_FAILURE = re.compile(
+    r"\s*(?:\[tool error\]|<tool_use_error>|(?:error|fatal):|Traceback \(most recent call last\))",
+    re.IGNORECASE,
+)
+
+
+def tool_events(turns: Sequence[Message]) -> list[ToolEvent]:
+    """Every tool call of ``turns`` in order, paired with its result by ``tool_call_id``.
+
+    One compaction asks for the events of the same turns twice (summarizer and ledger);
+    the newest answer is remembered for the very same, unchanged sequence object.
+    """
+    return list(_remembered("events", turns, _tool_events))
+
+
+_LOCK = threading.Lock()
+_CACHE: dict[str, tuple[Sequence[Message], tuple[int, ...], tuple[Any, ...]]] = {}
+
+
+def _remembered(
+    name: str, turns: Sequence[Message], compute: Callable[[Sequence[Message]], list[Any]]
+) -> tuple[Any, ...]:
+    """``compute(turns)``, remembered (newest only) for the very same, unchanged object."""
+    key = _cache_key(turns)
+    with _LOCK:
+        cached = _CACHE.get(name)
+        if cached is not None and cached[0] is turns and cached[1] == key:
+            return cached[2]
+    value = tuple(compute(turns))
+    with _LOCK:
+        _CACHE[name] = (turns, key, value)
+    return value
+
+
+def _cache_key(turns: Sequence[Message]) -> tuple[int, ...]:
+    """Length and identities of the ends: a changed sequence of the same object misses."""
+    if not turns:
+        return (0,)
+    return (len(turns), id(turns[0]), id(turns[-1]), id(turns[len(turns) // 2]))
+
+
+def _tool_events(turns: Sequence[Message]) -> list[ToolEvent]:
+    results: dict[str, str] = {}
+    for message in turns:
+        tid = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(tid, str) and tid not in results:
+            results[tid] = content_text(message.get("content"))
+    events: list[ToolEvent] = []
+    called: set[str] = set()
+    for position, message in enumerate(turns):
+        for call in tool_calls(message):
+            cid = call_id(call)
+            called.add(cid)
+            events.append(_event(position, call, results.get(cid) if cid else None))
+        tid = message.get("tool_call_id")
+        if message.get("role") == "tool" and isinstance(tid, str) and tid not in called:
+            text = content_text(message.get("content"))
+            orphan = ToolAction("tool", ToolKind.OTHER, "?")
+            events.append(ToolEvent(position, orphan, {}, text, None, _failed(None, text), True))
+    return events
+
+
+def _event(position: int, call: Mapping[str, Any], result: str | None) -> ToolEvent:
+    name, args = call_name(call), parsed_arguments(call)
+    action = classify_call(name, args)
+    raw = call_arguments(call).strip() if not args and action.kind is ToolKind.SHELL else ""
+    if raw:
+        # Non-JSON arguments of a shell tool are taken as the command line itself.
+        args = {"command": raw}
+        action = classify_call(name, args)
+    code = exit_code(result) if result is not None and action.kind is ToolKind.SHELL else None
+    return ToolEvent(position, action, args, result, code, _failed(code, result))
+
+
+def _failed(code: int | None, result: str | None) -> bool:
+    if result is None:
+        return False
+    if code is not None:
+        return code != 0
+    return _TOOL_FAILURE.match(result[:200]) is not None
+
+
+# --- text helpers ----------------------------------------------------------------------
+
+
+def collapse(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters."""
+    if len(text) > 4 * limit + 8:
+        # The collapsed head of a long text is a prefix of the whole collapsed text.
+        head = " ".join(text[: 4 * limit + 8].split())
+        if len(head) > limit:
+            return shorten(head, limit)
+    return shorten(" ".join(text.split()), limit)
+
+
+def window(text: str, size: int = WINDOW_CHARS) -> str:
+    """Head and tail of a long text (whole lines only); the text itself when short."""
+    if len(text) <= 2 * size:
+        return text
+    head = text[:size].rpartition("\n")[0]
+    tail = text[-size:].partition("\n")[2]
+    return f"{head}\n{tail}"
+
+
+def dedupe(items: Iterable[str], *, keep_last: bool = False) -> list[str]:
+    """Items without repeats, in order of first (or, with ``keep_last``, last) occurrence."""
+    if keep_last:
+        return list(reversed(dict.fromkeys(reversed(list(items)))))
+    return list(dict.fromkeys(items))
+
+
+def user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
+    """(position, text) of each real user message; images appear as ``[image]``.
+
+    Remembered like :func:`tool_events`: the summarizer and the ledger both ask.
+    """
+    return list(_remembered("users", turns, _user_texts))
+
+
+def _user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for position, message in enumerate(turns):
+        if is_real_user(message):
+            text = live_text(message)
+            images = " ".join(["[image]"] * image_count(message))
+            found.append((position, f"{text} {images}".strip()))
+    return found
+
+
+CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+# Whitespace after sentence-ending punctuation, before a capital or an opening mark (the
+# look-behind follows the first whitespace character, so the engine skips ahead fast).
+_SENTENCE_END = re.compile(r"\s(?<=[.!?]\s)\s*(?=[A-Z\"'`(\[])")
+_BULLET = re.compile(r"^(?:[-*+>•]|#{1,6}|\d{1,3}[.)])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """Whole sentences and list items of prose (code blocks skipped, bullets stripped).
+
+    Hard-wrapped lines of one paragraph or list item are joined first, so a sentence is
+    never cut at a line break.
+    """
+    return list(_sentences(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _sentences(text: str) -> tuple[str, ...]:
+    """Remembered: the summarizer splits the same user texts for several sections."""
+    return tuple(s for item in paragraphs(prose(text)) for s in item_sentences(item))
+
+
+def prose(text: str) -> str:
+    """``text`` without its code blocks."""
+    return CODE_FENCE.sub("\n", text) if "```" in text else text
+
+
+def item_sentences(item: str) -> list[str]:
+    """The sentences of one paragraph or list item (see :func:`paragraphs`)."""
+    return [part.strip() for part in _SENTENCE_END.split(item) if part.strip()]
+
+
+def paragraphs(text: str) -> list[str]:
+    """Paragraphs and list items of prose without code blocks, hard-wrapped lines joined
+    and bullets stripped: :func:`sentences` splits each into sentences."""
+    items: list[list[str]] = []
+    fresh = True
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            fresh = True
+            continue
+        bullet = _BULLET.match(line)
+        if bullet or fresh:
+            items.append([])
+        items[-1].append(line[bullet.end() :].strip() if bullet else line)
+        fresh = False
+    return [" ".join(part for part in item if part) for item in items if any(item)]
+
+
+def hinted_matches(
+    pattern: re.Pattern[str], hint: re.Pattern[str], text: str
+) -> list[re.Match[str]]:
+    """Matches of ``pattern`` (which never spans a line break), searched only in the lines
+    a ``hint`` matches: a cheap literal-led hint spares most texts the full scan."""
+    found: list[re.Match[str]] = []
+    done = -1
+    for clue in hint.finditer(text):
+        if clue.start() < done:
+            continue
+        start = text.rfind("\n", 0, clue.start()) + 1
+        done = text.find("\n", clue.end())
+        done = len(text) if done < 0 else done
+        found.extend(pattern.finditer(text, start, done))
+    return found
+
+
+def folded(text: str) -> str:
+    """``text`` in lower case, for literal checks that stand in for case-insensitive
+    patterns (which also equate ``ı``/``İ`` with ``i`` and ``ſ`` with ``s``)."""
+    probe = text.lower()
+    if probe.isascii():
+        return probe
+    return probe.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
+
+
+Clues = Sequence[tuple[str, re.Pattern[str]]]
+"""Loose stand-ins of a case-insensitive pattern, for its text :func:`folded`: each is a
+literal and a pattern that starts with it, and wherever the pattern matches, one of them
+does (so text none of them matches cannot match the pattern)."""
+
+
+def matching_clues(text: str, clues: Clues) -> Clues:
+    """The clues that match somewhere in ``text``."""
+    probe = folded(text)
+    return [(word, clue) for word, clue in clues if word in probe and clue.search(probe)]
+
+
+def clued_items(items: Sequence[str], clues: Clues) -> list[str]:
+    """The items (whole sentences, say) a clue matches in, in order; all of them when
+    folding moved characters."""
+    joined = "\n".join(items)
+    probe = folded(joined)
+    if len(probe) != len(joined):
+        return list(items)
+    starts = list(accumulate((len(item) + 1 for item in items[:-1]), initial=0))
+    picked: set[int] = set()
+    for word, clue in clues:
+        for match in clue.finditer(probe) if word in probe else ():
+            first = bisect_right(starts, match.start()) - 1
+            picked.update(range(first, bisect_right(starts, match.end() - 1)))
+    return [items[i] for i in sorted(picked)]
+
+
+def any_search(patterns: Iterable[re.Pattern[str]], text: str) -> bool:
+    """Whether any pattern matches somewhere in ``text``."""
+    return any(pattern.search(text) for pattern in patterns)
+
+
+URL = re.compile(r"https?://[^\s<>\"'`\])}]+")
+
+# --- a previous handoff ------------------------------------------------------------------
+
+
+def largest_fitting(low: int, high: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest value in ``[low, high]`` for which ``fits`` holds (monotone), or None."""
+    if high < low or not fits(low):
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low

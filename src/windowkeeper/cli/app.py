@@ -1,0 +1,316 @@
+"""windowkeeper command line: compress, inspect and demo long agent transcripts.
+
+Usage::
+
+    windowkeeper compress IN|--session ID [--store URL] [-o OUT] [--context-length N]
+                 [--max-tokens M] [--threshold F] [--if-needed] [--focus TEXT] [--tools FILE]
+                 [--report-json FILE] [--summarizer extractive|llm --summary-model M ...]
+                 [--exact-tokens]
+    windowkeeper inspect IN [--context-length N] [--max-tokens M] [--threshold F]
+                 [--tools FILE] [--top K] [--json] [--exact-tokens]
+    windowkeeper replay IN|--session ID [--context-length N] [--threshold F]
+                 [--summarizer extractive|llm ...] [--plot OUT.png] [--json]
+    windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
+    windowkeeper config show [--config FILE] [--json]
+    windowkeeper serve --upstream URL [--host H] [--port P] [--context-length N] [--store URL]
+    windowkeeper demo [--json]
+
+``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
+line), a JSON array of messages, or an OpenAI request body (its ``tools`` are used unless
+``--tools`` is given). ``compress`` writes the compacted messages as JSONL (stdout unless
+``-o``) and one summary line to stderr. ``inspect`` shows where the tokens go and what a
+compaction would keep, summarize and prune. ``demo`` runs both offline on a bundled
+synthetic coding-agent session (no API key, no network).
+
+Exit codes: 0 success or nothing to do; 2 invalid input or options (one ``error:`` line
+naming the line/index and the defect); 3 compaction aborted (nothing was dropped).
+
+The keys of ``inspect --json`` are documented on :meth:`Inspection.to_dict`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..core.config import usable_window
+from ..core.messages import Message, dump_jsonl
+from ..core.report import CompressionResult
+from ..core.version import __version__
+from ..engine.inspection import inspect_conversation
+from .common import (
+    EXIT_INVALID,
+    EXIT_OK,
+    ConfigOpt,
+    ContextLengthOpt,
+    MaxTokensOpt,
+    ThresholdOpt,
+    collected_warnings,
+    exit_code_for,
+    fail,
+    report_dict,
+    stdout_console,
+    summary_line,
+    user_errors,
+    write_text,
+)
+from .config import config_app
+from .demo import demo_command
+from .load import ExactTokensOpt, Loaded, load
+from .render import render_inspection
+from .replay import replay_command
+from .serve import serve_command
+from .sessions import (
+    StoredSource,
+    StoreOpt,
+    compress_session,
+    sessions_app,
+)
+from .summarizer import (
+    AllowSmallOpt,
+    SummarizerChoice,
+    SummarizerOpt,
+    SummaryApiKeyOpt,
+    SummaryBackendOpt,
+    SummaryBaseUrlOpt,
+    SummaryContextOpt,
+    SummaryMaxInputOpt,
+    SummaryModelOpt,
+    SummaryStreamOpt,
+    SummaryTimeoutOpt,
+)
+
+app = typer.Typer(
+    name="windowkeeper",
+    help="Keep long-running tool-using LLM agents inside their context window.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+InputArg = Annotated[str, typer.Argument(metavar="IN", help="Conversation file, or '-' for stdin.")]
+OptionalInputArg = Annotated[
+    str | None,
+    typer.Argument(metavar="[IN]", help="Conversation file, or '-' for stdin (or --session)."),
+]
+SessionOpt = Annotated[
+    str | None, typer.Option("--session", help="Compact this stored session (with --store).")
+]
+ToolsOpt = Annotated[
+    Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
+]
+
+
+# --- compress ------------------------------------------------------------------------
+
+
+@app.command()
+def compress(
+    context_length: ContextLengthOpt = None,
+    source: OptionalInputArg = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.")
+    ] = None,
+    max_tokens: MaxTokensOpt = None,
+    threshold: ThresholdOpt = None,
+    if_needed: Annotated[
+        bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
+    ] = False,
+    focus: Annotated[
+        str | None, typer.Option("--focus", help="Topic to keep in more detail.")
+    ] = None,
+    tools_file: ToolsOpt = None,
+    report_json: Annotated[
+        Path | None, typer.Option("--report-json", help="Write the compaction report here.")
+    ] = None,
+    summarizer: SummarizerOpt = "extractive",
+    summary_model: SummaryModelOpt = None,
+    summary_base_url: SummaryBaseUrlOpt = None,
+    summary_api_key: SummaryApiKeyOpt = None,
+    summary_timeout: SummaryTimeoutOpt = 120.0,
+    summary_context_length: SummaryContextOpt = None,
+    summary_stream: SummaryStreamOpt = False,
+    summary_backend: SummaryBackendOpt = "openai",
+    summary_max_input_chars: SummaryMaxInputOpt = 160_000,
+    allow_small_summary_model: AllowSmallOpt = False,
+    store: StoreOpt = None,
+    session: SessionOpt = None,
+    rotate: Annotated[
+        bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
+    ] = False,
+    config_file: ConfigOpt = None,
+    exact_tokens: ExactTokensOpt = False,
+) -> None:
+    """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
+
+    With --session the stored session is compacted in the store (in place, or with
+    --rotate by ending it and continuing in a child) instead of reading IN.
+    """
+    stored = StoredSource(store, session) if session is not None else None
+    choice = SummarizerChoice(
+        summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
+        summary_context_length, summary_stream, summary_backend, summary_max_input_chars,
+        allow_small_summary_model,
+    )  # fmt: skip
+    with user_errors():
+        loaded = load(
+            source,
+            context_length=context_length,
+            max_tokens=max_tokens,
+            threshold=threshold,
+            tools_file=tools_file,
+            choice=choice,
+            stored=stored,
+            config_file=config_file,
+            exact_tokens=exact_tokens,
+        )
+        if if_needed and _below_threshold(loaded, output):
+            return
+        result = _run_compress(loaded, focus, stored, rotate)
+        if report_json is not None:
+            write_text(
+                json.dumps(report_dict(result.report, loaded.compressor), indent=2) + "\n",
+                report_json,
+            )
+        code = exit_code_for(result.report)
+        if code != EXIT_OK:
+            raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
+        _warn_over_window(loaded, result.messages)
+        write_text(dump_jsonl(result.messages), output)
+
+
+def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
+    """Say so when even the compacted request cannot be sent to the model."""
+    window = usable_window(loaded.context_length, loaded.max_tokens)
+    tokens = loaded.request_tokens(messages)
+    if tokens > window:
+        typer.echo(
+            f"warning: the output (~{tokens:,} tokens) is still over the {window:,}-token "
+            "window: what must stay verbatim (system prompt, tool schemas, newest turns) "
+            "and the handoff exceed it. "
+            "Use a larger --context-length, or shorten the newest tool results (the agent "
+            "loop's recovery and the gateway do this automatically).",
+            err=True,
+        )
+
+
+def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
+    """``--if-needed`` under the trigger: write the input unchanged and say so."""
+    tokens = loaded.request_tokens(loaded.messages)
+    if tokens >= loaded.compressor.threshold_tokens:
+        return False
+    write_text(dump_jsonl(loaded.messages), output)
+    typer.echo(
+        f"below the threshold ({tokens:,} < {loaded.compressor.threshold_tokens:,} tokens):"
+        " written unchanged",
+        err=True,
+    )
+    return True
+
+
+def _run_compress(
+    loaded: Loaded, focus: str | None, stored: StoredSource | None, rotate: bool
+) -> CompressionResult:
+    with collected_warnings() as warnings:
+        # force: a command-line compaction is a manual one, like /compress in an agent.
+        if stored is None:
+            result = loaded.compressor.compress(loaded.messages, force=True, focus_topic=focus)
+        else:
+            result = compress_session(
+                stored.store_url, stored.session_id, loaded.compressor,
+                force=True, focus_topic=focus, rotate=rotate,
+            )  # fmt: skip
+    if result.report.aborted:
+        return result
+    typer.echo(summary_line(result.report), err=True)
+    for warning in (*warnings, *result.report.warnings):
+        typer.echo(f"warning: {warning}", err=True)
+    return result
+
+
+# --- inspect -------------------------------------------------------------------------
+
+
+@app.command()
+def inspect(
+    source: InputArg,
+    context_length: ContextLengthOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    threshold: ThresholdOpt = None,
+    tools_file: ToolsOpt = None,
+    top: Annotated[int, typer.Option("--top", help="Tools listed by name.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    config_file: ConfigOpt = None,
+    exact_tokens: ExactTokensOpt = False,
+) -> None:
+    """Show where the tokens go and what a compaction would keep, summarize and prune."""
+    with user_errors():
+        loaded = load(
+            source,
+            context_length=context_length,
+            max_tokens=max_tokens,
+            threshold=threshold,
+            tools_file=tools_file,
+            config_file=config_file,
+            exact_tokens=exact_tokens,
+        )
+        inspection = inspect_conversation(
+            loaded.messages,
+            loaded.tools,
+            loaded.compressor,
+            context_length=loaded.context_length,
+            max_tokens=loaded.max_tokens,
+            threshold=loaded.config.threshold,
+            image_tokens=loaded.config.image_tokens,
+            count=loaded.compressor.token_counter,
+        )
+    if as_json:
+        typer.echo(json.dumps(inspection.to_dict(), indent=2))
+    else:
+        render_inspection(stdout_console(), inspection, top)
+
+
+app.command("replay")(replay_command)
+app.add_typer(config_app, name="config")
+app.add_typer(sessions_app, name="sessions")
+app.command("serve")(serve_command)
+
+
+app.command("demo")(demo_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"windowkeeper {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    """Keep long-running tool-using LLM agents inside their context window."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; returns the exit code (usage errors are one line, exit 2)."""
+    try:
+        code = app(args=argv, prog_name="windowkeeper", standalone_mode=False)
+    except typer.TyperException as exc:
+        # Click-level usage errors (unknown option, missing --context-length, not an int).
+        # Bare `windowkeeper` has already printed the help; its error has no message.
+        message = " ".join(exc.format_message().split())
+        if message:
+            typer.echo(f"error: {message}", err=True)
+        return getattr(exc, "exit_code", EXIT_INVALID) or EXIT_INVALID
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 130
+    return code if isinstance(code, int) else EXIT_OK

@@ -1,0 +1,179 @@
+"""Shared command-line plumbing: one-line errors, held-back warnings, report lines."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ..compaction.sanitize import sanitize_tool_pairs
+from ..core.errors import ConfigError, WindowkeeperError
+from ..core.exact_tokens import local_counter
+from ..core.messages import Message
+from ..core.report import CompressionReport, Outcome
+from ..core.settings import Settings
+from ..core.tokens import TextCounter
+from ..engine.compressor import ContextCompressor
+from ..summary.feasibility import resolve_context_length
+
+# Options shared by compress, inspect and replay (one definition, one help text).
+ContextLengthOpt = Annotated[
+    int | None,
+    typer.Option("--context-length", help="Model context window in tokens (else from the config)."),
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="YAML config file (else the default places).")
+]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", help="Output tokens reserved from the window.")
+]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option("--threshold", help="Trigger as a fraction of the effective window [0.5]."),
+]
+
+EXIT_OK = 0
+EXIT_INVALID = 2
+EXIT_ABORTED = 3
+
+
+def stderr_console() -> Console:
+    # Created per use so redirected/captured streams (tests, pipes) are honoured.
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
+def stdout_console() -> Console:
+    return Console(file=sys.stdout, highlight=False)
+
+
+def fail(message: str, code: int = EXIT_INVALID) -> typer.Exit:
+    """Print one ``error:`` line (newlines folded) and return the exit to raise."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    return typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn our own errors into one ``error:`` line and exit code 2 (never a traceback)."""
+    try:
+        yield
+    except WindowkeeperError as exc:
+        raise fail(str(exc)) from None
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextmanager
+def collected_warnings() -> Iterator[list[str]]:
+    """Hold back library warnings so the CLI decides how (and whether) to show them.
+
+    An abort already explains its cause in its one error line; a compaction prints them
+    after its summary line.
+    """
+    logger = logging.getLogger("windowkeeper")
+    handler = _Collect()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def exit_code_for(report: CompressionReport) -> int:
+    """Process exit code of a compaction: 3 when it aborted, else 0 (a no-op is success)."""
+    return EXIT_ABORTED if report.outcome is Outcome.ABORTED else EXIT_OK
+
+
+def summary_line(report: CompressionReport) -> str:
+    """One human line, e.g. ``compressed 343 → 41 messages, 121,840 → 18,230 tokens ...``."""
+    if not report.compressed:
+        return report.detail or f"not compressed ({report.outcome.value})"
+    line = (
+        f"compressed {report.before_messages} → {report.after_messages} messages, "
+        f"{report.before_tokens:,} → {report.after_tokens:,} tokens "
+        f"({report.savings_ratio:.0%} saved) in {report.elapsed_ms:,.0f} ms"
+    )
+    extras = [f"{report.pruned} tool outputs pruned"] if report.pruned else []
+    if report.fallback_used:
+        extras.append("extractive fallback used")
+    return f"{line}; {', '.join(extras)}" if extras else line
+
+
+def report_dict(report: CompressionReport, compressor: ContextCompressor) -> dict[str, Any]:
+    """The ``--report-json`` object: the report plus the window figures it was judged by."""
+    data = report.to_dict()
+    data["threshold_tokens"] = compressor.threshold_tokens
+    data["context_length"] = compressor.context_length
+    return data
+
+
+def write_text(text: str, destination: Path | None) -> None:
+    """Write to ``destination``, or stdout when it is ``None``."""
+    if destination is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{destination}: cannot write: {exc.strerror}") from exc
+
+
+def resolve_window(given: int | None, settings: Settings, model: str | None) -> int:
+    """``--context-length``, else ``model.context_length`` from the config, else the
+    model's window from installed metadata (LiteLLM, when installed), else an error."""
+    if given is not None:
+        if given <= 0:
+            raise ConfigError(f"--context-length must be a positive integer, got {given}")
+        return given
+    if settings.model.context_length is not None:
+        return settings.model.context_length
+    known = resolve_context_length(model) if model else None
+    if known is not None:
+        return known
+    named = f"of model {model!r} " if model else ""
+    raise ConfigError(
+        f"the context window {named}is unknown: pass --context-length N "
+        "or set model.context_length in the config file"
+    )
+
+
+def exact_counter(model: str | None) -> TextCounter | None:
+    counter = local_counter(model)
+    if counter is None:
+        typer.echo(
+            "warning: no exact tokenizer available locally for "
+            f"{model or 'the default encoding'} (install the 'tokenizers' extra and cache "
+            "its encoding); using token estimates",
+            err=True,
+        )
+    return counter
+
+
+def repaired(messages: list[Message]) -> list[Message]:
+    """Input whose tool pairing is broken is repaired (with a warning), never rejected."""
+    with collected_warnings():  # the line below says it once, in the CLI's words
+        result = sanitize_tool_pairs(messages)
+    if result.repairs.total:
+        typer.echo(
+            f"warning: repaired tool pairing in the input: {result.repairs.removed_results} "
+            f"orphan results removed, {result.repairs.stubbed_calls} calls given a stub "
+            f"result, {result.repairs.moved_results} results moved next to their call",
+            err=True,
+        )
+    return result.messages

@@ -1,0 +1,148 @@
+"""``windowkeeper serve``: run the transparent gateway (SPEC §9) with uvicorn.
+
+Mounted by the main app with ``app.command("serve")(serve_command)``. Listens on
+127.0.0.1 by default: the gateway has no authentication of its own, and with
+``--upstream-api-key-env`` it spends the configured key for anyone who can reach it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, Any
+
+import typer
+
+from ..core.errors import ConfigError
+from ..core.settings import load_settings
+from .common import fail, user_errors
+
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+SHUTDOWN_GRACE_SECONDS = 10
+"""In-flight requests get this long to finish after SIGTERM/SIGINT."""
+
+
+UpstreamOpt = Annotated[
+    str | None,
+    typer.Option("--upstream", help="The upstream OpenAI-compatible base URL, e.g. "
+                 "https://api.openai.com/v1 (else the config's gateway.upstream)."),
+]  # fmt: skip
+HostOpt = Annotated[
+    str | None, typer.Option(help="Interface to listen on [config gateway.host, 127.0.0.1].")
+]
+PortOpt = Annotated[int | None, typer.Option(help="Port to listen on [config, else 8787].")]
+ContextOpt = Annotated[
+    int | None,
+    typer.Option("--context-length", min=1, help="Context window (tokens) of every model "
+                 "without a more specific setting."),
+]  # fmt: skip
+ModelContextOpt = Annotated[
+    list[str] | None,
+    typer.Option("--model-context", help="MODEL=TOKENS: the window of one model "
+                 "(repeatable; a key contained in the model name also matches)."),
+]  # fmt: skip
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="YAML config file (compression settings).")
+]
+StoreUrlOpt = Annotated[
+    str | None,
+    typer.Option("--store", help="Persist sessions: sqlite:///PATH, postgresql://… or "
+                 "memory:// (default: the config's store.url, else in memory only)."),
+]  # fmt: skip
+ApiKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option("--upstream-api-key-env", help="Name of the environment variable holding "
+                 "the upstream API key (default: pass the client's Authorization header "
+                 "through)."),
+]  # fmt: skip
+LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
+
+
+def serve_command(
+    upstream: UpstreamOpt = None,
+    host: HostOpt = None,
+    port: PortOpt = None,
+    context_length: ContextOpt = None,
+    model_context: ModelContextOpt = None,
+    config: ConfigOpt = None,
+    store: StoreUrlOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    log_level: LogLevelOpt = "info",
+) -> None:
+    """Run the OpenAI-compatible gateway that compacts each session's history."""
+    try:
+        import uvicorn  # noqa: F401  (checked here: the extra may be missing)
+
+        from ..gateway import create_app
+    except ImportError as exc:
+        raise fail(
+            f"the gateway needs the gateway extra ({exc.name} is missing): "
+            "pip install 'windowkeeper[gateway]'"
+        ) from None
+    from ..gateway.settings import gateway_settings, parse_model_context
+    from ..store import open_store
+
+    with user_errors():
+        settings = load_settings(config)
+        section = settings.gateway
+        upstream = upstream or section.upstream
+        if not upstream:
+            raise ConfigError("no upstream: pass --upstream URL or set gateway.upstream")
+        host = host or section.host
+        port = port or section.port
+        api_key = _api_key(api_key_env or section.upstream_api_key_env)
+        lengths = {**section.model_context_lengths, **parse_model_context(model_context or [])}
+        gateway = gateway_settings(
+            upstream, settings, context_length=context_length,
+            model_context_lengths=lengths, api_key=api_key,
+        )  # fmt: skip
+        if not 0 < port < 65_536:
+            raise ConfigError(f"--port must be between 1 and 65535, got {port}")
+        if log_level not in LOG_LEVELS:
+            raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+        url = store or settings.store.url
+        opened = open_store(url) if url else None
+    if host not in LOOPBACK:
+        typer.echo(
+            f"warning: listening on {host}: the gateway has no authentication of its own",
+            err=True,
+        )
+    try:
+        _run(create_app(gateway, store=opened), host, port, log_level)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _run(app: Any, host: str, port: int, log_level: str) -> None:
+    """uvicorn until a signal; SIGTERM leaves through SystemExit so the caller can close
+    the store (uvicorn shuts down gracefully, then re-raises the signal it caught)."""
+    import uvicorn
+
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    previous = signal.signal(signal.SIGTERM, _exit_quietly) if main else None
+    try:
+        uvicorn.run(
+            app, host=host, port=port, log_level=log_level,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )  # fmt: skip
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_quietly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+def _api_key(variable: str | None) -> str | None:
+    if variable is None:
+        return None
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise fail(f"--upstream-api-key-env names {variable}, which is unset or empty")
+    return value

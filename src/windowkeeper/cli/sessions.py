@@ -1,0 +1,260 @@
+"""``windowkeeper sessions …``: list, show, search, export and import stored sessions.
+
+Every command takes ``--store URL`` (``memory://``, ``sqlite:///PATH``,
+``postgresql://…``); the default is ``$WINDOWKEEPER_STORE``, else SQLite in the user's
+data directory. Errors are one ``error:`` line with exit code 2 (bad input, unknown
+session, unusable store), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..adapters.formats import load_conversation
+from ..core.errors import ConfigError, WindowkeeperError
+from ..core.messages import Conversation, Message, dump_jsonl, message_text, to_json, tool_calls
+from ..core.report import CompressionResult
+from ..engine.compressor import ContextCompressor
+from ..store import SessionRecord, SessionStore, Snapshot, open_store
+from ..store.session import compress_stored
+
+__all__ = ["compress_session", "sessions_app"]
+
+EXIT_INVALID = 2
+PREVIEW_CHARS = 160
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="Inspect, search, export and import stored sessions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Store URL: memory://, sqlite:///PATH or postgresql://… "
+        "(default: $WINDOWKEEPER_STORE, else the user data directory).",
+    ),
+]
+SessionArg = Annotated[str, typer.Argument(metavar="ID", help="Session id.")]
+
+
+@contextmanager
+def opened(url: str | None) -> Iterator[SessionStore]:
+    """The store, closed afterwards; our errors become one line and exit code 2."""
+    try:
+        with open_store(url) as store:
+            yield store
+    except WindowkeeperError as exc:
+        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+@dataclass(frozen=True)
+class StoredSource:
+    """``--store URL --session ID``: a stored session used in place of an input file."""
+
+    store_url: str | None
+    session_id: str
+
+
+def read_conversation(source: str | None, stored: StoredSource | None) -> Conversation:
+    """The conversation from a file (``-`` for stdin) or from a stored session's active
+    messages; exactly one of the two must be given."""
+    if (source is None) == (stored is None):
+        raise ConfigError("give either an input file IN or --session ID (with --store URL)")
+    if stored is None:
+        assert source is not None
+        return load_conversation(source)
+    with open_store(stored.store_url) as store:
+        return Conversation(store.load(stored.session_id).messages)
+
+
+def compress_session(
+    store_url: str | None,
+    session_id: str,
+    compressor: ContextCompressor,
+    *,
+    force: bool = False,
+    focus_topic: str | None = None,
+    rotate: bool = False,
+) -> CompressionResult:
+    """``compress --store URL --session ID``: compact a stored session in the store.
+
+    Raises :class:`~windowkeeper.core.errors.WindowkeeperError` (e.g. an unknown session)
+    for the caller's error handling.
+    """
+    with open_store(store_url) as store:
+        return compress_stored(
+            store, session_id, compressor, force=force, focus_topic=focus_topic, rotate=rotate
+        )
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _status(record: SessionRecord) -> str:
+    return f"ended ({record.end_reason})" if record.ended_at is not None else "active"
+
+
+def _preview(message: Message) -> str:
+    text = " ".join(message_text(message).split())
+    calls = [str(c.get("function", {}).get("name", "tool")) for c in tool_calls(message)]
+    if calls:
+        text = (text + " " if text else "") + "→ " + ", ".join(calls)
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _record_dict(record: SessionRecord) -> dict[str, Any]:
+    data = asdict(record)
+    data.pop("guard_state")
+    return data
+
+
+@sessions_app.command("list")
+def list_sessions(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Sessions shown.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array on stdout.")] = False,
+) -> None:
+    """Sessions, most recently updated first."""
+    with opened(store) as opened_store:
+        records = opened_store.list_sessions(limit=limit)
+    if as_json:
+        typer.echo(json.dumps([_record_dict(r) for r in records], indent=2))
+        return
+    if not records:
+        typer.echo("no sessions")
+        return
+    for r in records:
+        parent = f" parent={r.parent_id}" if r.parent_id else ""
+        title = f" {r.title}" if r.title else ""
+        typer.echo(
+            f"{r.id}  {_when(r.updated_at)}  {r.active_messages} msgs  "
+            f"{r.compactions} compactions  {_status(r)}{parent}{title}"
+        )
+
+
+@sessions_app.command("show")
+def show(
+    session_id: SessionArg,
+    store: StoreOpt = None,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Also list archived rows and archive handles.")
+    ] = False,
+) -> None:
+    """A session's record and its messages (one preview line each)."""
+    with opened(store) as opened_store:
+        snapshot = opened_store.load(session_id, include_archived=archived)
+        everyone = opened_store.list_sessions(limit=100_000)
+        entries = opened_store.archived(session_id) if archived else []
+    children = [record.id for record in everyone if record.parent_id == session_id]
+    r = snapshot.session
+    typer.echo(f"session {r.id}  {_status(r)}")
+    typer.echo(f"created {_when(r.created_at)}  updated {_when(r.updated_at)}")
+    typer.echo(
+        f"{r.active_messages} active messages, {r.compactions} compactions, "
+        f"generation {r.generation}"
+    )
+    if r.parent_id:
+        typer.echo(f"parent {r.parent_id}")
+    for child in children:
+        typer.echo(f"child {child}")
+    if r.previous_summary:
+        typer.echo(f"previous summary: {len(r.previous_summary)} chars")
+    for row in snapshot.rows:
+        mark = "" if row.active else " [archived]"
+        role = row.message.get("role", "?")
+        typer.echo(f"{row.seq:>6} {role:<9}{mark} {_preview(row.message)}")
+    for entry in entries:
+        text = " ".join(entry.text.split())[:PREVIEW_CHARS]
+        typer.echo(f"archive {entry.handle} {entry.kind:<14} {text}")
+
+
+@sessions_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="Words to find in archived content.")],
+    store: StoreOpt = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session's archive.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Maximum hits.")] = 10,
+) -> None:
+    """Full-text search over archived tool outputs and summarized messages."""
+    with opened(store) as opened_store:
+        hits = opened_store.search_archive(query, session_id=session, limit=limit)
+    if not hits:
+        typer.echo(f"no archived item matches {query!r}")
+        return
+    for hit in hits:
+        typer.echo(f"{hit.session_id}  {hit.handle}  {hit.kind}  {hit.snippet}")
+
+
+@sessions_app.command("export")
+def export(
+    session_id: SessionArg,
+    store: StoreOpt = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")
+    ] = None,
+    archived: Annotated[
+        bool,
+        typer.Option(
+            "--archived",
+            help="One JSON object with the session, all rows (active and archived) and the "
+            "archive, instead of JSONL of the active messages.",
+        ),
+    ] = False,
+) -> None:
+    """The active messages as JSONL (re-importable), or everything as JSON."""
+    with opened(store) as opened_store:
+        snapshot = opened_store.load(session_id, include_archived=archived)
+        if archived:
+            text = to_json(_full_export(opened_store, snapshot)) + "\n"
+        else:
+            text = dump_jsonl(snapshot.messages)
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        typer.echo(f"error: cannot write {output}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+def _full_export(store: SessionStore, snapshot: Snapshot) -> dict[str, Any]:
+    return {
+        "session": _record_dict(snapshot.session),
+        "messages": snapshot.messages,
+        "rows": [asdict(row) for row in snapshot.rows],
+        "archive": [asdict(entry) for entry in store.archived(snapshot.session.id)],
+    }
+
+
+@sessions_app.command("import")
+def import_session(
+    source: Annotated[str, typer.Argument(metavar="FILE", help="JSONL/JSON file, or '-'.")],
+    store: StoreOpt = None,
+    title: Annotated[str | None, typer.Option("--title", help="Session title.")] = None,
+) -> None:
+    """Create a session from a conversation file and print its id."""
+    with opened(store) as opened_store:
+        conversation = load_conversation(source)
+        name = title if title is not None else ("stdin" if source == "-" else Path(source).name)
+        record = opened_store.create_session(conversation.messages, title=name)
+    typer.echo(record.id)

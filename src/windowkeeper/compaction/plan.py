@@ -1,0 +1,196 @@
+"""The pure steps of one compaction: plan, summary request, handoff body, assembly.
+
+Every function here is pure over message lists; :class:`ContextCompressor` strings them
+together and owns the state (guard, counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+
+from ..analysis.kinds import is_handoff, live_text, newest_handoff_body
+from ..core.config import CompressionConfig, summary_budget_tokens
+from ..core.messages import Message, call_arguments, content_text, tool_calls
+from ..core.report import ArchivedItem
+from ..core.tokens import estimate_tokens
+from .boundaries import head_end, newest_real_user, system_end, tail_cut
+from .handoff import unwrap
+from .media import strip_historical_media
+from .placement import place_handoff, with_system_note
+from .prune import make_handle
+from .sanitize import sanitize_tool_pairs
+
+MIN_FIT_BUDGET = 400
+"""The smallest handoff budget a compaction that must fit the window may shrink to."""
+HANDOFF_FRAME_TOKENS = 250
+"""Room held back for the handoff's framing lines and the one-time system note."""
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    """Where a compaction would cut; see :meth:`ContextCompressor.plan`."""
+
+    head_end: int
+    tail_start: int
+    prune_indices: tuple[int, ...]
+    restated_user: int | None
+    compressible: bool
+    summary_budget_tokens: int
+    middle_tokens: int
+    previous_summary: str | None
+
+
+def make_plan(
+    messages: Sequence[Message],
+    costs: Sequence[int],
+    config: CompressionConfig,
+    context_length: int,
+    tail_budget: int,
+) -> CompactionPlan:
+    """Where a compaction of ``messages`` cuts (``costs``: per-message token estimates)."""
+    decayed = any(is_handoff(m) for m in messages)
+    head = head_end(messages, config.protect_first_n, decayed)
+    cut = tail_cut(
+        messages,
+        costs,
+        head,
+        tail_budget,
+        soft_ceiling=config.tail_soft_ceiling,
+        min_tail=config.min_tail_messages,
+    )
+    start = _skip_handoffs_in_tail(messages, cut.start)
+    middle = sum(costs[head:start])
+    prunable = tuple(
+        i
+        for i in range(head, start)
+        if messages[i].get("role") == "tool"
+        and len(str(messages[i].get("content") or "")) > config.prune_min_chars
+    )
+    budget = summary_budget_tokens(middle, context_length, config)
+    previous = newest_handoff_body(messages)
+    return CompactionPlan(
+        head, start, prunable, cut.restated_user, start > head, budget, middle, previous
+    )
+
+
+def fitting_plan(
+    messages: Sequence[Message],
+    costs: Sequence[int],
+    plan: CompactionPlan,
+    config: CompressionConfig,
+    context_length: int,
+    room: int,
+) -> CompactionPlan:
+    """``plan``, or one keeping only the minimum tail when ``plan`` cannot fit ``room``.
+
+    For a forced compaction of a request that would otherwise be rejected: what ``plan``
+    keeps (head, tail, a restated request) plus its handoff budget is predicted, and when
+    that reaches ``room`` (the usable window less tool schemas) the tail budget drops to
+    nothing and the head to the first user message, so only the anchors and the minimum
+    tail stay verbatim.
+    """
+    if plan.compressible and _kept(messages, costs, plan) + plan.summary_budget_tokens < room:
+        return plan
+    # The protected head shrinks to the system prompt and the first user message: the
+    # turns after it (often a large first listing) are summarized like any other.
+    first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    keep_first = 0 if first_user is None else first_user + 1 - system_end(messages)
+    protect = min(config.protect_first_n, max(0, keep_first))
+    tight_config = replace(config, protect_first_n=protect)
+    tight = make_plan(messages, costs, tight_config, context_length, 0)
+    moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
+    chosen = tight if tight.compressible and moved else plan
+    # On a small window the handoff's floor (SPEC §6) may itself be what does not fit:
+    # then it gets what is left, down to a minimum that still carries the essentials.
+    left = room - _kept(messages, costs, chosen) - HANDOFF_FRAME_TOKENS
+    if chosen.compressible and left < chosen.summary_budget_tokens:
+        return replace(chosen, summary_budget_tokens=max(MIN_FIT_BUDGET, left))
+    return chosen
+
+
+def _kept(messages: Sequence[Message], costs: Sequence[int], plan: CompactionPlan) -> int:
+    """Tokens ``plan`` keeps verbatim: head, tail and a restated request."""
+    kept = sum(costs[: plan.head_end]) + sum(costs[plan.tail_start :])
+    if plan.restated_user is not None:
+        kept += estimate_tokens(live_text(messages[plan.restated_user]))
+    return kept
+
+
+def restatement(messages: Sequence[Message], plan: CompactionPlan) -> Message | None:
+    """The user request to restate after the handoff, or ``None``.
+
+    A send without text (only an image or a file) continues the newest written request
+    before it: both are restated together, so the instruction is not summarized away.
+    """
+    if plan.restated_user is None:
+        return None
+    message = messages[plan.restated_user]
+    if live_text(message):
+        return message
+    for index in range(plan.restated_user - 1, plan.head_end - 1, -1):
+        earlier = messages[index]
+        if earlier.get("role") == "user" and live_text(earlier):
+            content = message.get("content")
+            parts = content if isinstance(content, list) else []
+            return {"role": "user", "content": [{"type": "text", "text": live_text(earlier)},
+                                                *parts]}  # fmt: skip
+    return message
+
+
+def assemble(
+    messages: list[Message],
+    pruned: list[Message],
+    plan: CompactionPlan,
+    handoff_text: str,
+) -> tuple[list[Message], int]:
+    """Head + handoff + tail, pairing repaired, old media stripped; and the repair count."""
+    head = with_system_note(list(pruned[: plan.head_end]))
+    tail = [m for m in (unwrap(x) for x in pruned[plan.tail_start :]) if m is not None]
+    assembled = place_handoff(head, handoff_text, tail, restatement(messages, plan))
+    repaired = sanitize_tool_pairs(assembled)
+    return strip_historical_media(repaired.messages), repaired.repairs.total
+
+
+def _skip_handoffs_in_tail(messages: Sequence[Message], start: int) -> int:
+    """Move the tail start past a standalone handoff inside the tail, so the old handoff is
+    folded into the new one instead of being kept beside it. The newest user message
+    stays in the tail."""
+    anchor = newest_real_user(messages)
+    for index in range(len(messages) - 1, start - 1, -1):
+        message = messages[index]
+        standalone = is_handoff(message) and unwrap(message) is None
+        if standalone and index + 1 < len(messages) and (anchor is None or anchor > index):
+            return index + 1
+    return start
+
+
+def summarized_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[Message]:
+    """The summarized middle, original content, with earlier handoffs unwrapped."""
+    turns = []
+    for message in messages[plan.head_end : plan.tail_start]:
+        kept = unwrap(message)
+        if kept is not None:
+            turns.append(kept)
+    return turns
+
+
+def archive_turns(
+    messages: Sequence[Message], plan: CompactionPlan, already: Collection[int] = ()
+) -> list[ArchivedItem]:
+    """Every summarized message, retrievable by a handle derived from its content.
+
+    ``already``: indices whose original message is archived already (a pruned tool
+    output keeps the whole original message under its own handle).
+    """
+    items = []
+    for index in range(plan.head_end, plan.tail_start):
+        if index in already:
+            continue
+        message = messages[index]
+        key = "\x1f".join(
+            (str(message.get("role")), content_text(message.get("content")),
+             *(call_arguments(c) for c in tool_calls(message)))
+        )  # fmt: skip
+        items.append(ArchivedItem(make_handle(key), "message", index, message))
+    return items

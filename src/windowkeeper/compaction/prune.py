@@ -1,0 +1,241 @@
+"""Phase 1 of a compaction: prune old tool output without an LLM (SPEC §5.1).
+
+Three pure passes over ``messages[start:end]`` (the region outside the protected head
+and tail). Each returns the input list itself when it changes nothing, never mutates
+it, and records every replaced original as an :class:`ArchivedItem` whose handle the
+replacement text carries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.toolshapes import ToolAction, classify_call, one_line
+from ..core.messages import (
+    Message,
+    call_id,
+    call_name,
+    is_image_part,
+    parsed_arguments,
+    tool_calls,
+)
+from ..core.report import ArchivedItem
+from ..core.templates import template
+
+IMAGE_PLACEHOLDER = "[image removed from an old tool result]"
+_DUPLICATE_TAG = "[duplicate output"
+
+
+@dataclass(frozen=True)
+class PruneSettings:
+    start: int
+    end: int
+    min_chars: int = 200
+    args_over: int = 500
+    args_head: int = 200
+
+
+@dataclass(frozen=True)
+class PassResult:
+    messages: list[Message]
+    changed: int = 0
+    archived: tuple[ArchivedItem, ...] = ()
+
+
+Pass = Callable[[list[Message], PruneSettings], PassResult]
+
+
+def make_handle(text: str) -> str:
+    """A short stable reference for archived content (the same text, the same handle)."""
+    return "wk" + hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=5).hexdigest()
+
+
+def _calls_by_id(messages: list[Message]) -> dict[str, Mapping[str, Any]]:
+    return {call_id(c): c for m in messages for c in tool_calls(m)}
+
+
+def _is_stub(text: str) -> bool:
+    return text.startswith(_DUPLICATE_TAG) or (
+        text.startswith("[") and "(ref wk" in text and "\n" not in text
+    )
+
+
+def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[int]:
+    """Indices of large tool outputs whose length another large tool output shares.
+
+    Only equal-length outputs can be identical, so only those are ever hashed.
+    """
+    by_length: dict[int, list[int]] = {}
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        if message.get("role") != "tool" or not isinstance(content, str):
+            continue
+        if len(content) >= settings.min_chars and not _is_stub(content):
+            by_length.setdefault(len(content), []).append(index)
+    return {i for group in by_length.values() if len(group) > 1 for i in group}
+
+
+def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
+    """Pass 1: an older copy of an identical large tool output becomes a short marker."""
+    candidates = _dedupe_candidates(messages, settings)
+    seen: set[str] = set()
+    out: list[Message] | None = None
+    archived: list[ArchivedItem] = []
+    for index in sorted(candidates, reverse=True):
+        message = messages[index]
+        content = str(message["content"])
+        handle = make_handle(content)
+        if handle not in seen:
+            seen.add(handle)
+            continue
+        if not settings.start <= index < settings.end:
+            continue
+        out = out if out is not None else list(messages)
+        out[index] = {
+            **message,
+            "content": f"{_DUPLICATE_TAG} (ref {handle}): identical to a later result, "
+            f"which is kept in full]",
+        }
+        archived.append(ArchivedItem(handle, "tool_output", index, message))
+    if out is None:
+        return PassResult(messages)
+    return PassResult(out, len(archived), tuple(reversed(archived)))
+
+
+def _describe(action: ToolAction | None, name: str, content: str) -> str:
+    if action is None:
+        return f"[{name}] ({len(content):,} chars result)"
+    return one_line(action, content)
+
+
+def _strip_images(content: list[Any]) -> list[Any] | None:
+    if not any(is_image_part(p) for p in content):
+        return None
+    return [{"type": "text", "text": IMAGE_PLACEHOLDER} if is_image_part(p) else p for p in content]
+
+
+def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
+    """Pass 2: long old tool results become one informative line; old images become text."""
+    calls = _calls_by_id(messages)
+    out: list[Message] | None = None
+    archived: list[ArchivedItem] = []
+    for index in range(settings.start, min(settings.end, len(messages))):
+        message = messages[index]
+        if message.get("role") != "tool":
+            continue
+        content = message.get("content")
+        replacement: str | list[Any] | None = None
+        if isinstance(content, list):
+            replacement = _strip_images(content)
+        elif isinstance(content, str) and len(content) > settings.min_chars:
+            if _is_stub(content):
+                continue
+            call = calls.get(str(message.get("tool_call_id")))
+            name = call_name(call) if call else str(message.get("name") or "tool")
+            action = classify_call(name, parsed_arguments(call)) if call else None
+            handle = make_handle(content)
+            replacement = f"{_describe(action, name, content)} (ref {handle})"
+        if replacement is None:
+            continue
+        out = out if out is not None else list(messages)
+        out[index] = {**message, "content": replacement}
+        if isinstance(replacement, str):
+            handle = replacement.rsplit("(ref ", 1)[1].rstrip(")")
+        else:
+            handle = make_handle(json.dumps(content, ensure_ascii=False, default=str))
+        archived.append(ArchivedItem(handle, "tool_output", index, message))
+    if out is None:
+        return PassResult(messages)
+    return PassResult(out, len(archived), tuple(archived))
+
+
+def elision_marker(omitted: int, total: int) -> str:
+    return template("args_elided.txt").strip().format(omitted=omitted, total=total)
+
+
+_MARKER_FLOOR = len(elision_marker(0, 0))
+"""The shortest marker: leaves no longer than ``head`` plus this are never shortened."""
+
+
+def _shrink(value: Any, head: int) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        if len(value) <= head + _MARKER_FLOOR or value.endswith("⟧"):
+            return value, False
+        marker = elision_marker(len(value) - head, len(value))
+        if len(value) > head + len(marker):
+            return value[:head] + marker, True
+        return value, False
+    if isinstance(value, list):
+        items = [_shrink(v, head) for v in value]
+        return [v for v, _ in items], any(c for _, c in items)
+    if isinstance(value, dict):
+        pairs = {k: _shrink(v, head) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+    return value, False
+
+
+def truncate_arguments(arguments: str, head: int) -> str:
+    """Shorten long string leaves of JSON arguments; the result stays valid JSON.
+
+    Non-JSON arguments and arguments with nothing to shorten are returned unchanged (the
+    same string object), so repeated application is stable.
+    """
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    shrunk, changed = _shrink(value, head)
+    if not changed:
+        return arguments
+    text = json.dumps(shrunk, ensure_ascii=False)
+    return text if len(text) < len(arguments) else arguments
+
+
+def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) -> PassResult:
+    """Pass 3: huge tool-call arguments are shortened leaf by leaf, staying valid JSON."""
+    out: list[Message] | None = None
+    archived: list[ArchivedItem] = []
+    for index in range(settings.start, min(settings.end, len(messages))):
+        message = messages[index]
+        calls = tool_calls(message)
+        if not calls:
+            continue
+        new_calls = []
+        for call in calls:
+            function = call.get("function")
+            args = function.get("arguments") if isinstance(function, dict) else None
+            long_args = isinstance(args, str) and len(args) > settings.args_over
+            if isinstance(function, dict) and isinstance(args, str) and long_args:
+                short = truncate_arguments(args, settings.args_head)
+                if short is not args:
+                    call = {**call, "function": {**function, "arguments": short}}
+            new_calls.append(call)
+        if all(a is b for a, b in zip(new_calls, calls, strict=True)):
+            continue
+        out = out if out is not None else list(messages)
+        out[index] = {**message, "tool_calls": new_calls}
+        handle = make_handle(json.dumps(calls, ensure_ascii=False))
+        archived.append(ArchivedItem(handle, "tool_arguments", index, message))
+    if out is None:
+        return PassResult(messages)
+    return PassResult(out, 0, tuple(archived))
+
+
+PASSES: tuple[Pass, ...] = (dedupe_tool_outputs, summarize_tool_outputs, truncate_tool_arguments)
+
+
+def prune(messages: list[Message], settings: PruneSettings) -> PassResult:
+    """Run every prune pass in order; ``changed`` counts pruned tool outputs."""
+    current = messages
+    changed = 0
+    archived: list[ArchivedItem] = []
+    for run in PASSES:
+        result = run(current, settings)
+        current = result.messages
+        changed += result.changed
+        archived.extend(result.archived)
+    return PassResult(current, changed, tuple(archived))

@@ -1,0 +1,230 @@
+"""OpenAI-format messages: the canonical shape, validation and reading from files.
+
+Messages are plain dicts (SPEC §1). Validation runs once at the edge; everything
+inside the package may then rely on the shape checked here. Defects that can be
+repaired (a tool result whose call is gone, a call without a result) are not errors
+here: the sanitizer repairs them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from .errors import InvalidMessagesError
+
+Message: TypeAlias = dict[str, Any]
+ToolSchema: TypeAlias = dict[str, Any]
+
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation read from a file: messages plus the request's tools and model, if any."""
+
+    messages: list[Message]
+    tools: list[ToolSchema] | None = None
+    model: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --- content helpers -------------------------------------------------------------------
+
+
+def is_image_part(part: object) -> bool:
+    """True for an OpenAI ``image_url``, Responses ``input_image`` or Anthropic ``image`` part."""
+    return isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
+
+
+def content_text(content: object) -> str:
+    """The text of a message content: the string itself, or the text parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                value = part.get("text")
+                if isinstance(value, str):
+                    texts.append(value)
+            elif isinstance(part, str):
+                texts.append(part)
+        return "\n".join(texts)
+    return ""
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text content of a message (tool calls not included)."""
+    return content_text(message.get("content"))
+
+
+def image_count(message: Mapping[str, Any]) -> int:
+    """Number of image parts in a message's content."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for part in content if is_image_part(part))
+
+
+def tool_calls(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The message's tool calls (empty for non-assistant messages or none)."""
+    calls = message.get("tool_calls")
+    if message.get("role") != "assistant" or not isinstance(calls, list):
+        return []
+    return [call for call in calls if isinstance(call, dict)]
+
+
+def call_id(call: Mapping[str, Any]) -> str:
+    value = call.get("id")
+    return value if isinstance(value, str) else ""
+
+
+def call_name(call: Mapping[str, Any]) -> str:
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        name = function.get("name")
+        if isinstance(name, str):
+            return name
+    return "tool"
+
+
+def call_arguments(call: Mapping[str, Any]) -> str:
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        args = function.get("arguments")
+        if isinstance(args, str):
+            return args
+    return ""
+
+
+def parsed_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
+    """The call's arguments parsed as a JSON object, or ``{}`` when they are not one."""
+    try:
+        value = json.loads(call_arguments(call) or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def strip_private_keys(message: Mapping[str, Any]) -> Message:
+    """A copy without the in-process ``_`` metadata keys (SPEC §1)."""
+    return {key: value for key, value in message.items() if not key.startswith("_")}
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+def _check_parts(parts: list[Any], where: str) -> None:
+    for number, part in enumerate(parts):
+        if isinstance(part, str):
+            continue
+        if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise InvalidMessagesError(
+                where, f"content part {number} must be an object with a string 'type'"
+            )
+
+
+def _check_tool_calls(calls: object, where: str) -> None:
+    if not isinstance(calls, list):
+        raise InvalidMessagesError(where, f"'tool_calls' must be a list, got {_kind(calls)}")
+    for number, call in enumerate(calls):
+        label = f"tool call {number}"
+        if not isinstance(call, Mapping):
+            raise InvalidMessagesError(where, f"{label} must be an object, got {_kind(call)}")
+        if not isinstance(call.get("id"), str) or not call.get("id"):
+            raise InvalidMessagesError(where, f"{label} has no string 'id'")
+        function = call.get("function")
+        if not isinstance(function, Mapping):
+            raise InvalidMessagesError(where, f"{label} has no 'function' object")
+        if not isinstance(function.get("name"), str):
+            raise InvalidMessagesError(where, f"{label} function has no string 'name'")
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            raise InvalidMessagesError(
+                where,
+                f"{label} arguments must be a JSON string, got {_kind(arguments)}",
+            )
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def validate_message(message: object, where: str) -> Message:
+    """Check one message's shape; return it typed, or raise :class:`InvalidMessagesError`."""
+    if not isinstance(message, dict):
+        raise InvalidMessagesError(where, f"expected a message object, got {_kind(message)}")
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise InvalidMessagesError(where, "message has no string 'role'")
+    if role not in ROLES:
+        expected = ", ".join(sorted(ROLES))
+        raise InvalidMessagesError(where, f"unknown role {role!r} (expected one of: {expected})")
+    content = message.get("content")
+    if isinstance(content, list):
+        _check_parts(content, where)
+    elif content is not None and not isinstance(content, str):
+        raise InvalidMessagesError(
+            where, f"content must be a string, null or a list of parts, got {_kind(content)}"
+        )
+    if role == "tool":
+        tool_call_id = message.get("tool_call_id")
+        if not isinstance(tool_call_id, str) or not tool_call_id:
+            raise InvalidMessagesError(where, "tool message without 'tool_call_id'")
+    if "tool_calls" in message and message["tool_calls"] is not None:
+        if role != "assistant":
+            raise InvalidMessagesError(where, f"'tool_calls' on a {role} message")
+        _check_tool_calls(message["tool_calls"], where)
+    return message
+
+
+def validate_messages(messages: object, *, label: str = "message") -> list[Message]:
+    """Validate a whole message list (``label`` names positions in errors)."""
+    if not isinstance(messages, list):
+        raise InvalidMessagesError("input", f"'messages' must be a list, got {_kind(messages)}")
+    return [validate_message(m, f"{label} {i}") for i, m in enumerate(messages)]
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+def to_json(value: object) -> str:
+    """Compact-enough JSON text that always encodes as UTF-8.
+
+    Readable (non-ASCII kept as is) unless the value holds a lone surrogate (half an
+    emoji cut by some client): that text is escaped instead, which round-trips exactly.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return text
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates replaced, for places that need valid UTF-8 only."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def dump_jsonl(messages: Iterable[Mapping[str, Any]]) -> str:
+    """Messages as JSONL, without in-process ``_`` keys."""
+    return "".join(to_json(strip_private_keys(m)) + "\n" for m in messages)
+
+
+def roles(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [str(m.get("role")) for m in messages]

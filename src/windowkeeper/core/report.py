@@ -1,0 +1,130 @@
+"""Results of a compaction: frozen data with enum reasons, never side-channel flags."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .messages import Message
+
+
+class Outcome(enum.StrEnum):
+    COMPRESSED = "compressed"
+    NOOP = "noop"
+    ABORTED = "aborted"
+    SKIPPED = "skipped"
+
+
+class Reason(enum.StrEnum):
+    """Why a compaction did not (fully) happen, or how it was completed."""
+
+    NOTHING_TO_COMPRESS = "nothing_to_compress"
+    NO_REDUCTION = "no_reduction"
+    BELOW_THRESHOLD = "below_threshold"
+    DISABLED = "disabled"
+    COOLDOWN = "cooldown"
+    STRUCTURAL_BACKOFF = "structural_backoff"
+    INEFFECTIVE = "ineffective"
+    LOW_SAVINGS = "low_savings"
+    SUMMARY_FAILED = "summary_failed"
+    CONCURRENT_COMPACTION = "concurrent_compaction"
+
+
+@dataclass(frozen=True)
+class ArchivedItem:
+    """An original that a compaction replaced; ``handle`` is the reference shown to the model.
+
+    ``kind`` is ``"tool_output"`` (pruned result), ``"tool_arguments"`` (shortened call
+    arguments) or ``"message"`` (a summarized turn).
+    """
+
+    handle: str
+    kind: str
+    index: int
+    message: Message
+
+
+@dataclass(frozen=True)
+class CompressionReport:
+    """What one ``compress`` call did; serializable with :meth:`to_dict`."""
+
+    outcome: Outcome
+    reason: Reason | None = None
+    detail: str = ""
+    before_tokens: int = 0
+    after_tokens: int = 0
+    before_messages: int = 0
+    after_messages: int = 0
+    pruned: int = 0
+    summarized_messages: int = 0
+    summary_tokens: int = 0
+    fallback_used: bool = False
+    summarizer: str = ""
+    failure: FailureKind | None = None
+    repairs: int = 0
+    elapsed_ms: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def compressed(self) -> bool:
+        return self.outcome is Outcome.COMPRESSED
+
+    @property
+    def aborted(self) -> bool:
+        return self.outcome is Outcome.ABORTED
+
+    @property
+    def saved_tokens(self) -> int:
+        return max(0, self.before_tokens - self.after_tokens)
+
+    @property
+    def savings_ratio(self) -> float:
+        return self.saved_tokens / self.before_tokens if self.before_tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        data["reason"] = self.reason.value if self.reason else None
+        data["failure"] = self.failure.value if self.failure else None
+        data["warnings"] = list(self.warnings)
+        data["compressed"] = self.compressed
+        data["aborted"] = self.aborted
+        data["savings_ratio"] = round(self.savings_ratio, 4)
+        data["elapsed_ms"] = round(self.elapsed_ms, 3)
+        return data
+
+
+@dataclass(frozen=True)
+class CompressionResult:
+    """The new message list and its report.
+
+    On a no-op, skip or abort ``messages`` is the caller's input list itself (identity).
+    """
+
+    messages: list[Message]
+    report: CompressionReport
+    archived: tuple[ArchivedItem, ...] = field(default=())
+    summary: str | None = None
+
+
+class FailureKind(enum.StrEnum):
+    """Why a summary could not be produced."""
+
+    AUTH = "auth"
+    NETWORK = "network"
+    TIMEOUT = "timeout"
+    RATE_LIMIT = "rate_limit"
+    OVERLOADED = "overloaded"
+    MODEL_NOT_FOUND = "model_not_found"
+    SERVER_ERROR = "server_error"
+    EMPTY = "empty"
+    REFUSAL = "refusal"
+    TRUNCATED = "truncated"
+    NOT_CONFIGURED = "not_configured"
+    OTHER = "other"
+
+    @property
+    def aborts(self) -> bool:
+        """Failures after which compaction aborts instead of using the extractive fallback."""
+        return self in {FailureKind.AUTH, FailureKind.NETWORK, FailureKind.TIMEOUT}

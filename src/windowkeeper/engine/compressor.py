@@ -1,0 +1,398 @@
+"""The built-in compressor: protected head + handoff summary + verbatim tail (SPEC §5).
+
+``compress`` is a pipeline of pure steps over message lists: plan the boundaries, prune
+old tool output, summarize the middle, assemble head + handoff + tail, repair pairing
+(logged fallback), strip historical media, and report. A no-op, skip or abort returns
+the caller's list object itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from typing import Any
+
+from ..compaction.handoff import render_handoff
+from ..compaction.plan import (
+    CompactionPlan,
+    archive_turns,
+    assemble,
+    fitting_plan,
+    make_plan,
+    summarized_turns,
+)
+from ..compaction.prune import PruneSettings, prune
+from ..core.config import (
+    CompressionConfig,
+    apply_threshold_cap,
+    compute_threshold_tokens,
+    resolve_model_threshold,
+    tail_budget_tokens,
+    usable_window,
+)
+from ..core.messages import Message, ToolSchema
+from ..core.report import CompressionReport, CompressionResult, FailureKind, Outcome, Reason
+from ..core.tokens import TextCounter, estimate_tokens, message_tokens, tool_schema_tokens
+from ..summary.extractive.summarizer import ExtractiveSummarizer
+from ..summary.feasibility import check_feasibility
+from ..summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
+from ..summary.redact import redact
+from ..summary.request import handoff_body, summary_request
+from .base import ContextEngine, ToolProvider
+from .guard import (
+    GuardState,
+    blocked,
+    on_compaction,
+    on_force,
+    on_reset,
+    on_structural_noop,
+    on_summary_failure,
+    on_summary_success,
+    on_usage,
+)
+
+log = logging.getLogger("windowkeeper.engine.compressor")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether automatic compaction should run now, and why not."""
+
+    compress: bool
+    tokens: int
+    threshold: int
+    reason: Reason | None = None
+
+
+class ContextCompressor(ContextEngine):
+    """Keeps a conversation under its model's context window.
+
+    Args:
+        config: tunables (SPEC §11 defaults).
+        context_length: the model's window in tokens.
+        max_tokens: output reservation subtracted from the window (SPEC §3).
+        model / provider: select per-model threshold overrides.
+        tools: tool schemas sent with each request (counted in estimates).
+        summarizer: writes the handoff sections; the extractive one when ``None``.
+        summary_context_length: window of an LLM summary model; when given, the trigger is
+            lowered so the summarizer can read what it must summarize (SPEC §6).
+        token_counter: counts text tokens; the rough estimate of SPEC §3 when ``None``
+            (see :func:`windowkeeper.core.exact_tokens.local_counter` for exact local counts).
+        tool_providers: tools offered to the model through ``get_tool_schemas``.
+        clock / today: injected time sources (wall-clock seconds for cooldowns; the date).
+    """
+
+    def __init__(
+        self,
+        config: CompressionConfig | None = None,
+        *,
+        context_length: int,
+        max_tokens: object = None,
+        model: str | None = None,
+        provider: str | None = None,
+        tools: Sequence[ToolSchema] | None = None,
+        summarizer: Summarizer | None = None,
+        summary_context_length: int | None = None,
+        token_counter: TextCounter | None = None,
+        tool_providers: Sequence[ToolProvider] = (),
+        clock: Callable[[], float] = time.time,
+        today: Callable[[], date] = date.today,
+    ) -> None:
+        self.config = config or CompressionConfig()
+        self.context_length = context_length
+        self.model = model
+        self.provider = provider
+        self.tools = list(tools) if tools else None
+        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._fallback: Summarizer = ExtractiveSummarizer()
+        self.tool_providers = list(tool_providers)
+        self.token_counter = token_counter
+        self._clock = clock
+        self._today = today
+        self.max_tokens = max_tokens
+        self.summary_context_length = summary_context_length
+        self.warnings: tuple[str, ...] = ()
+        self.threshold_tokens = self._derive_threshold()
+        self.guard = GuardState()
+        self.previous_summary: str | None = None
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+
+    def _cost(self, message: Message) -> int:
+        return message_tokens(
+            message, image_tokens=self.config.image_tokens, count=self.token_counter
+        )
+
+    @property
+    def compression_count(self) -> int:
+        return self.guard.compression_count
+
+    # --- thresholds and triggers -----------------------------------------------------
+
+    def _derive_threshold(self) -> int:
+        ratio = resolve_model_threshold(
+            self.model, self.config.model_thresholds, self.config.threshold, self.provider
+        )
+        trigger = compute_threshold_tokens(self.context_length, ratio, self.max_tokens)
+        trigger = apply_threshold_cap(
+            trigger, self.config.threshold_tokens_cap, self.context_length
+        )
+        if self.summary_context_length is None:
+            return trigger
+        feasible = check_feasibility(
+            self.context_length,
+            self.summary_context_length,
+            trigger,
+            allow_small=self.config.allow_small_summary_model,
+            target_ratio=self.config.target_ratio,
+        )
+        self.warnings = feasible.warnings
+        for warning in feasible.warnings:
+            log.warning("%s", warning)
+        return feasible.threshold_tokens
+
+    @property
+    def tail_budget_tokens(self) -> int:
+        return tail_budget_tokens(self.threshold_tokens, self.config.target_ratio)
+
+    def decide(self, prompt_tokens: int | None = None) -> Decision:
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        tokens = max(0, tokens)
+        if not self.config.enabled:
+            return Decision(False, tokens, self.threshold_tokens, Reason.DISABLED)
+        if tokens < self.threshold_tokens:
+            return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
+        block, self.guard = blocked(self.guard, self._clock())
+        if block is not None:
+            return Decision(False, tokens, self.threshold_tokens, Reason(block.value))
+        return Decision(True, tokens, self.threshold_tokens)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        """True when ``prompt_tokens`` (default: last real reading) reaches the trigger."""
+        return self.decide(prompt_tokens).compress
+
+    def update_from_response(self, usage: Mapping[str, Any] | None) -> None:
+        """Record real usage; only ``prompt_tokens`` drives decisions."""
+        usage = usage or {}
+        prompt = usage.get("prompt_tokens", 0)
+        completion = usage.get("completion_tokens", 0)
+        self.last_prompt_tokens = prompt if isinstance(prompt, int) else 0
+        self.last_completion_tokens = completion if isinstance(completion, int) else 0
+        self.guard = on_usage(self.guard, self.last_prompt_tokens, self.threshold_tokens)
+
+    def get_status(self) -> dict[str, Any]:
+        tokens = max(0, self.last_prompt_tokens)
+        decision = self.decide()
+        return {
+            "last_prompt_tokens": tokens,
+            "threshold_tokens": self.threshold_tokens,
+            "context_length": self.context_length,
+            "usage_percent": round(100.0 * tokens / self.context_length, 1),
+            "compression_count": self.compression_count,
+            "blocked_reason": decision.reason.value if decision.reason else None,
+            "warnings": list(self.warnings),
+        }
+
+    # --- lifecycle and tools ---------------------------------------------------------
+
+    name = "compressor"
+
+    def update_model(
+        self,
+        *,
+        model: str | None = None,
+        context_length: int | None = None,
+        max_tokens: object = None,
+        provider: str | None = None,
+        summary_context_length: int | None = None,
+    ) -> None:
+        """Re-derive the trigger from the raw configured ratio and reset calibration."""
+        self.model = model if model is not None else self.model
+        self.provider = provider if provider is not None else self.provider
+        self.context_length = context_length or self.context_length
+        if max_tokens is not None:
+            self.max_tokens = max_tokens
+        if summary_context_length is not None:
+            self.summary_context_length = summary_context_length
+        self.threshold_tokens = self._derive_threshold()
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+        self.guard = on_reset(self.guard, new_session=False)
+
+    def on_session_start(self, session_id: str) -> None:
+        self.on_session_reset()
+
+    def on_session_reset(self) -> None:
+        self.guard = on_reset(self.guard, new_session=True)
+        self.previous_summary = None
+        self.last_prompt_tokens = 0
+        self.last_completion_tokens = 0
+
+    def get_tool_schemas(self) -> list[ToolSchema]:
+        return [schema for provider in self.tool_providers for schema in provider.schemas()]
+
+    def handle_tool_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        for provider in self.tool_providers:
+            answer = provider.call(name, arguments)
+            if answer is not None:
+                return answer
+        return super().handle_tool_call(name, arguments)
+
+    # --- planning --------------------------------------------------------------------
+
+    def plan(self, messages: Sequence[Message]) -> CompactionPlan:
+        """Where a compaction of ``messages`` would cut, without doing it."""
+        costs = [self._cost(m) for m in messages]
+        return self._plan(messages, costs)
+
+    def _plan(self, messages: Sequence[Message], costs: Sequence[int]) -> CompactionPlan:
+        return make_plan(messages, costs, self.config, self.context_length, self.tail_budget_tokens)
+
+    # --- compaction ------------------------------------------------------------------
+
+    def compress(
+        self,
+        messages: list[Message],
+        *,
+        force: bool = False,
+        focus_topic: str | None = None,
+        current_tokens: int | None = None,
+    ) -> CompressionResult:
+        """Compact ``messages``; see the module docstring for the pipeline.
+
+        ``current_tokens`` is informational (the caller's real prompt count); savings are
+        always measured on estimates of the messages themselves.
+        """
+        started = time.perf_counter()
+        costs = [self._cost(m) for m in messages]
+        extra = tool_schema_tokens(self.tools)
+        before = sum(costs) + extra
+        base = CompressionReport(
+            Outcome.NOOP, before_tokens=before, after_tokens=before,
+            before_messages=len(messages), after_messages=len(messages),
+        )  # fmt: skip
+        if force:
+            self.guard = on_force(self.guard)
+        else:
+            block, self.guard = blocked(self.guard, self._clock())
+            if block is not None:
+                return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason(block))
+        plan = self._plan(messages, costs)
+        if force:
+            room = usable_window(self.context_length, self.max_tokens) - extra
+            plan = fitting_plan(messages, costs, plan, self.config, self.context_length, room)
+        self.previous_summary = plan.previous_summary
+        if not plan.compressible:
+            self.guard = on_structural_noop(self.guard, self._clock())
+            return self._unchanged(
+                messages, base, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS
+            )
+        return self._compact(messages, plan, base, started, focus_topic, extra)
+
+    def _unchanged(
+        self,
+        messages: list[Message],
+        base: CompressionReport,
+        started: float,
+        outcome: Outcome,
+        reason: Reason,
+        detail: str = "",
+        **fields: Any,
+    ) -> CompressionResult:
+        elapsed = (time.perf_counter() - started) * 1000
+        if not detail:
+            detail = _DETAILS.get(reason, reason.value)
+        report = replace(base, outcome=outcome, reason=reason, detail=detail, **fields)
+        return CompressionResult(messages, replace(report, elapsed_ms=elapsed))
+
+    def _compact(
+        self,
+        messages: list[Message],
+        plan: CompactionPlan,
+        base: CompressionReport,
+        started: float,
+        focus_topic: str | None,
+        extra: int,
+    ) -> CompressionResult:
+        settings = PruneSettings(
+            plan.head_end, plan.tail_start, self.config.prune_min_chars,
+            self.config.args_truncate_over, self.config.args_head_chars,
+        )  # fmt: skip
+        pruned = prune(messages, settings)
+        turns = summarized_turns(messages, plan)
+        request = summary_request(messages, turns, plan, focus_topic, self._today())
+        outcome, failure = self._summarize(request)
+        if outcome.body is None:
+            assert failure is not None
+            return self._unchanged(
+                messages, base, started, Outcome.ABORTED, Reason.SUMMARY_FAILED,
+                f"compression aborted, nothing was dropped: {failure.kind.value}: "
+                f"{failure.detail}. Fix the cause and run compress again, or start a new "
+                "session.",
+                failure=failure.kind, summarizer=outcome.summarizer,
+            )  # fmt: skip
+        # Ledger and extractive text come straight from the transcript: redact the whole.
+        body = redact(handoff_body(outcome.body, turns, plan))
+        assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
+        after = extra + sum(self._cost(m) for m in assembled)
+        if after >= base.before_tokens:
+            # Nothing to gain: back off like a structural no-op (a forced call ignores it).
+            self.guard = on_structural_noop(self.guard, self._clock())
+            return self._unchanged(messages, base, started, Outcome.NOOP, Reason.NO_REDUCTION)
+        report = replace(
+            base,
+            outcome=Outcome.COMPRESSED, after_tokens=after, after_messages=len(assembled),
+            pruned=pruned.changed, summarized_messages=plan.tail_start - plan.head_end,
+            summary_tokens=estimate_tokens(body), fallback_used=failure is not None,
+            summarizer=outcome.summarizer, failure=failure.kind if failure else None,
+            repairs=repairs,
+        )  # fmt: skip
+        whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
+        archived = (*pruned.archived, *archive_turns(messages, plan, whole))
+        return self._finish(CompressionResult(assembled, report, archived, body), started)
+
+    def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:
+        """The summary, or the extractive fallback, or (for aborting failures) the failure."""
+        outcome = self.summarizer.summarize(request)
+        if outcome.body is not None and outcome.body.strip():
+            self.guard = on_summary_success(self.guard)
+            return outcome, None
+        failure = outcome.failure or SummaryFailure(
+            FailureKind.EMPTY, "the summarizer returned an empty summary"
+        )
+        self.guard = on_summary_failure(self.guard, failure.kind, self._clock())
+        if failure.kind.aborts or self.config.abort_on_summary_failure:
+            log.warning("summary failed (%s): %s", failure.kind.value, failure.detail)
+            return SummaryOutcome(failure=failure, summarizer=outcome.summarizer), failure
+        log.warning("summary failed (%s); using the extractive fallback", failure.kind.value)
+        return self._fallback.summarize(request), failure
+
+    def _finish(self, result: CompressionResult, started: float) -> CompressionResult:
+        """Book-keeping after a completed compaction: count, savings streak, warnings."""
+        ratio = result.report.savings_ratio
+        self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
+        self.previous_summary = result.summary
+        # Sentinel until real usage of the compacted request arrives (treated as 0).
+        self.last_prompt_tokens = -1
+        warnings = list(result.report.warnings)
+        if self.compression_count >= 2:
+            warnings.append(
+                f"session compressed {self.compression_count} times; accuracy may degrade"
+            )
+        elapsed = (time.perf_counter() - started) * 1000
+        report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
+        return replace(result, report=report)
+
+
+_DETAILS = {
+    Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
+    Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
+    Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
+    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
+    Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
+    "compacting (the system prompt and tool schemas may exceed it)",
+    Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
+}

@@ -1,0 +1,165 @@
+"""The one guard state machine that decides whether automatic compaction may run.
+
+State is a frozen, JSON-serializable value; transitions are pure functions returning a
+new state. Times are wall-clock seconds (so a stored state survives a restart).
+
+Gates, in order: summary-failure cooldown, structural no-op backoff, the ineffective
+breaker (real usage still over the threshold after two compactions, with one recovery
+probe after a cool-off), and the low-savings stop (two consecutive compactions saving
+under the minimum ratio). A forced compaction ignores all of them.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ..core.report import FailureKind
+
+TIMEOUT_LADDER = (60.0, 300.0, 900.0)
+TRANSIENT_COOLDOWN = 45.0
+NOT_CONFIGURED_COOLDOWN = 600.0
+RECOVERY_PROBE_AFTER = 300.0
+STRUCTURAL_BACKOFF = 300.0
+MAX_STRIKES = 2
+
+
+class Block(enum.StrEnum):
+    """Why automatic compaction is blocked right now."""
+
+    COOLDOWN = "cooldown"
+    STRUCTURAL_BACKOFF = "structural_backoff"
+    INEFFECTIVE = "ineffective"
+    LOW_SAVINGS = "low_savings"
+
+
+@dataclass(frozen=True)
+class GuardState:
+    """Everything the guard remembers between requests (and across restarts)."""
+
+    cooldown_until: float = 0.0
+    cooldown_kind: FailureKind | None = None
+    timeout_streak: int = 0
+    strikes: int = 0
+    verify_pending: bool = False
+    probe_at: float | None = None
+    low_savings_streak: int = 0
+    structural_until: float = 0.0
+    compression_count: int = 0
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["cooldown_kind"] = self.cooldown_kind.value if self.cooldown_kind else None
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> GuardState:
+        data: dict[str, Any] = json.loads(text)
+        kind = data.get("cooldown_kind")
+        data["cooldown_kind"] = FailureKind(kind) if kind else None
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def blocked(state: GuardState, now: float) -> tuple[Block | None, GuardState]:
+    """The gate that blocks automatic compaction (or ``None``) and the updated state.
+
+    When the ineffective breaker has cooled off, one recovery probe is let through: the
+    strike count drops to one, so one more ineffective compaction re-trips it at once.
+    """
+    if now < state.cooldown_until:
+        return Block.COOLDOWN, state
+    if now < state.structural_until:
+        return Block.STRUCTURAL_BACKOFF, state
+    if state.strikes >= MAX_STRIKES:
+        if state.probe_at is None or state.probe_at - now > RECOVERY_PROBE_AFTER:
+            return Block.INEFFECTIVE, replace(state, probe_at=now + RECOVERY_PROBE_AFTER)
+        if now < state.probe_at:
+            return Block.INEFFECTIVE, state
+        state = replace(state, strikes=MAX_STRIKES - 1, probe_at=None)
+    if state.low_savings_streak >= MAX_STRIKES:
+        return Block.LOW_SAVINGS, state
+    return None, state
+
+
+def remaining_cooldown(state: GuardState, now: float) -> float:
+    return max(0.0, state.cooldown_until - now)
+
+
+def on_summary_failure(state: GuardState, kind: FailureKind, now: float) -> GuardState:
+    """Arm the cooldown for a failed summary (SPEC §7).
+
+    Timeouts and network failures climb the ladder 60 -> 300 -> 900 s; missing
+    configuration and rejected credentials wait 600 s (they do not fix themselves);
+    everything else is transient (45 s).
+    """
+    if kind in (FailureKind.TIMEOUT, FailureKind.NETWORK):
+        step = min(state.timeout_streak, len(TIMEOUT_LADDER) - 1)
+        return replace(
+            state,
+            cooldown_until=now + TIMEOUT_LADDER[step],
+            cooldown_kind=kind,
+            timeout_streak=state.timeout_streak + 1,
+        )
+    lasting = kind in (FailureKind.NOT_CONFIGURED, FailureKind.AUTH)
+    seconds = NOT_CONFIGURED_COOLDOWN if lasting else TRANSIENT_COOLDOWN
+    return replace(state, cooldown_until=now + seconds, cooldown_kind=kind)
+
+
+def on_summary_success(state: GuardState) -> GuardState:
+    return replace(state, cooldown_until=0.0, cooldown_kind=None, timeout_streak=0)
+
+
+def on_compaction(state: GuardState, savings_ratio: float, min_ratio: float) -> GuardState:
+    """A completed compaction: count it, track low savings, arm the usage verdict."""
+    low = savings_ratio < min_ratio
+    return replace(
+        state,
+        compression_count=state.compression_count + 1,
+        low_savings_streak=state.low_savings_streak + 1 if low else 0,
+        verify_pending=True,
+        structural_until=0.0,
+    )
+
+
+def on_structural_noop(state: GuardState, now: float) -> GuardState:
+    """Nothing was eligible to compress: back off for a while (not a strike)."""
+    return replace(state, structural_until=now + STRUCTURAL_BACKOFF)
+
+
+def on_usage(state: GuardState, prompt_tokens: int, threshold: int) -> GuardState:
+    """Real usage after a response: the verdict on the last compaction lives here.
+
+    Still over the threshold right after a compaction is a strike (the incompressible
+    floor of system prompt and tool schemas may exceed the trigger); under it clears them.
+    """
+    if prompt_tokens <= 0:
+        return replace(state, verify_pending=False)
+    if prompt_tokens < threshold:
+        return replace(state, strikes=0, verify_pending=False, probe_at=None)
+    if state.verify_pending:
+        return replace(state, strikes=state.strikes + 1, verify_pending=False)
+    return state
+
+
+def on_force(state: GuardState) -> GuardState:
+    """A manual compaction clears the cooldown and the structural backoff."""
+    return replace(state, cooldown_until=0.0, structural_until=0.0)
+
+
+def on_reset(state: GuardState, *, new_session: bool) -> GuardState:
+    """Model switch or new session: calibration and breakers start over."""
+    if new_session:
+        return GuardState()
+    return replace(
+        state,
+        strikes=0,
+        verify_pending=False,
+        probe_at=None,
+        low_savings_streak=0,
+        cooldown_until=0.0,
+        cooldown_kind=None,
+        timeout_streak=0,
+    )

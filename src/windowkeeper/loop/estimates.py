@@ -1,0 +1,98 @@
+"""Cheap, incremental request estimates for the context manager's preflight check.
+
+The preflight runs before every request of a session that may hold thousands of
+messages, so it must cost in proportion to what changed, not to the whole history:
+:class:`EstimateCache` reuses each message's estimate while the same object stays at
+its index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.messages import Message, ToolSchema
+from ..core.tokens import TextCounter, message_tokens, tool_schema_tokens
+
+
+class EstimateCache:
+    """Per-index token estimates; an entry is reused while the same object sits at its index.
+
+    The message object is kept in the entry so its ``id`` cannot be reused by another
+    object. A dict mutated in place is not re-estimated: callers replace messages, they
+    never edit them (SPEC §1).
+    """
+
+    def __init__(self, image_tokens: int, count: TextCounter | None = None) -> None:
+        self.image_tokens = image_tokens
+        self.count = count
+        self._entries: list[tuple[Message, int]] = []
+        self._schema_key: tuple[int, int] | None = None
+        self._schema_tokens = 0
+
+    def schemas(self, tools: Sequence[ToolSchema] | None) -> int:
+        """Tokens of the tool schemas, recomputed only when another list is given."""
+        key = (id(tools), len(tools)) if tools else None
+        if key != self._schema_key:
+            self._schema_key, self._schema_tokens = key, tool_schema_tokens(tools)
+        return self._schema_tokens
+
+    def total(self, messages: Sequence[Message]) -> int:
+        entries = self._entries
+        del entries[len(messages) :]
+        total = 0
+        for index, message in enumerate(messages):
+            if index < len(entries) and entries[index][0] is message:
+                total += entries[index][1]
+                continue
+            tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+            if index < len(entries):
+                entries[index] = (message, tokens)
+            else:
+                entries.append((message, tokens))
+            total += tokens
+        return total
+
+
+def _gate_chars(text: str) -> int:
+    # Four "characters" per non-ASCII character: a CJK character is a whole token, so the
+    # gate's chars/4 must never read such text as a quarter of its real size.
+    return len(text) if text.isascii() else 4 * len(text)
+
+
+def rough_chars(message: Mapping[str, Any], image_tokens: int) -> int:
+    """Characters of a message without serializing it (the cheap preflight gate); text
+    outside ASCII counts four times, so chars/4 never underestimates dense scripts."""
+    content = message.get("content")
+    chars = _gate_chars(content) if isinstance(content, str) else 0
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping):
+                text = part.get("text")
+                chars += _gate_chars(text) if isinstance(text, str) else image_tokens * 4
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        chars += _gate_chars(arguments) if isinstance(arguments, str) else 0
+    return chars
+
+
+def usage_of(response: object) -> dict[str, Any]:
+    """The usage of a response: a dict's ``usage`` key or an SDK object's ``.usage``."""
+    usage = response.get("usage") if isinstance(response, Mapping) else None
+    if usage is None:
+        usage = getattr(response, "usage", None)
+    if usage is None:
+        return {}
+    if isinstance(usage, Mapping):
+        return dict(usage)
+    fields = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {k: v for k in fields if isinstance(v := getattr(usage, k, None), int)}
+
+
+def prompt_tokens_of(usage: Mapping[str, Any]) -> int:
+    """Real ``prompt_tokens`` (0 when missing, not an int, or the -1 sentinel)."""
+    value = usage.get("prompt_tokens")
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return max(0, value)

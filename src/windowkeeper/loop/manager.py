@@ -1,0 +1,403 @@
+"""ContextManager: the three compaction triggers around an agent loop (SPEC §4).
+
+1. ``preflight(messages)`` before each request: a cheap gate, then the full estimate
+   (cached per message, so the check grows with new messages, not with the history).
+2. ``after_response(usage, messages)`` with the provider's real ``prompt_tokens``.
+3. ``recover(error, messages, attempt)`` when the provider rejects a request as too large.
+
+``run(call, messages)`` / ``arun(acall, messages)`` put all three around one request.
+The logic exists once, as the generator :meth:`ContextManager.turn`: it yields "call the
+model with these messages" and receives the response or the exception; ``run`` and
+``arun`` are thin loops that only perform the call.
+
+What must hold: right after a compaction the rough estimate defers exactly one request
+(real usage is authoritative), except when the estimate already exceeds the window
+itself; blocked automation is surfaced as one deduplicated warning, never as a loop;
+recovery spends at most ``max_attempts`` per turn, then fails with advice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..core.config import CompressionConfig, coerce_positive_int, usable_window
+from ..core.errors import UpstreamError
+from ..core.messages import Message, ToolSchema
+from ..core.tokens import IMAGE_TOKENS, message_tokens
+from ..engine.base import ContextEngine
+from ..engine.compressor import ContextCompressor
+from .estimates import EstimateCache, prompt_tokens_of, rough_chars, usage_of
+from .events import EventCallback, Reporter, Trigger
+from .hooks import (
+    DEFAULT_LIVE_STATE_BUDGET,
+    CompressionHook,
+    HookRunner,
+    budget_blocks,
+    insert_live_state,
+)
+from .overflow import (
+    LONG_CONTEXT_TIER_TOKENS,
+    Overflow,
+    OverflowKind,
+    classify,
+    exhausted_error,
+    last_rungs,
+    lighter_images,
+)
+from .steps import Answered, Failed, Turn, TurnResult, answer, wire
+
+R = TypeVar("R")
+_QUIET_REASONS = frozenset({"below_threshold", "disabled"})
+
+
+class ContextManager:
+    """Runs the compaction triggers of one session around an agent loop.
+
+    Args:
+        engine: the context engine (built-in compressor or a plugin).
+        tools: tool schemas sent with each request (counted in estimates); defaults to
+            the compressor's own ``tools``.
+        hooks: compaction hooks (memory flush before, live state after).
+        on_event: receives :class:`~windowkeeper.loop.events.Event` values.
+        clock: seconds, for event durations.
+        max_attempts: error-recovery attempts per turn.
+        live_state_budget: token budget of the text re-injected by ``post_compress`` hooks.
+    """
+
+    def __init__(
+        self,
+        engine: ContextEngine,
+        *,
+        tools: Sequence[ToolSchema] | None = None,
+        hooks: Sequence[CompressionHook] | None = None,
+        on_event: EventCallback | None = None,
+        clock: Callable[[], float] = time.time,
+        max_attempts: int = 3,
+        live_state_budget: int = DEFAULT_LIVE_STATE_BUDGET,
+    ) -> None:
+        self.engine = engine
+        default_tools: list[ToolSchema] | None = getattr(engine, "tools", None)
+        self.tools = list(tools) if tools is not None else default_tools
+        self.hooks = HookRunner(list(hooks or ()), live_state_budget)
+        self.events = Reporter(on_event)
+        self.clock = clock
+        self.max_attempts = max(1, max_attempts)
+        self.last_prompt_tokens = 0
+        self.awaiting_real_usage = False
+        compressor = self._compressor
+        image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
+        self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
+
+    # --- figures ---------------------------------------------------------------------
+
+    @property
+    def _compressor(self) -> ContextCompressor | None:
+        return self.engine if isinstance(self.engine, ContextCompressor) else None
+
+    @property
+    def threshold(self) -> int:
+        if self._compressor:
+            return self._compressor.threshold_tokens
+        return coerce_positive_int(self.engine.get_status().get("threshold_tokens")) or 0
+
+    @property
+    def context_length(self) -> int:
+        if self._compressor:
+            return self._compressor.context_length
+        return coerce_positive_int(self.engine.get_status().get("context_length")) or 0
+
+    @property
+    def window(self) -> int:
+        """Prompt tokens a request may carry: the window less the output reservation."""
+        return usable_window(self.context_length, getattr(self.engine, "max_tokens", None))
+
+    def schema_tokens(self) -> int:
+        return self._cache.schemas(self.tools)
+
+    def estimate(self, messages: Sequence[Message]) -> int:
+        """Estimated prompt tokens of a request: messages (cached) plus tool schemas."""
+        return self._cache.total(messages) + self.schema_tokens()
+
+    def _cheap_gate(self, messages: Sequence[Message]) -> bool:
+        """True when the full estimate is worth running (SPEC §4: count, then characters)."""
+        config = self._compressor.config if self._compressor else None
+        protected = (config.protect_first_n + config.protect_last_n) if config else 23
+        if len(messages) > protected + 1:
+            return True
+        chars = sum(rough_chars(m, self._cache.image_tokens) for m in messages)
+        return chars // 4 + self.schema_tokens() >= self.threshold
+
+    # --- the three triggers ----------------------------------------------------------
+
+    def preflight(self, messages: list[Message]) -> list[Message]:
+        """Before a request: compact when the estimate reaches the threshold."""
+        if not self._cheap_gate(messages):
+            return messages
+        tokens = self.estimate(messages)
+        if self.window and tokens >= self.window:
+            return self._fit_window(messages, tokens)
+        if tokens < self.threshold:
+            self.events.reset()
+            return messages
+        if self.awaiting_real_usage:
+            # Right after a compaction the rough estimate may still read high; the next
+            # real usage decides. Exactly one request is deferred.
+            self.awaiting_real_usage = False
+            self.events.deferred(tokens)
+            return messages
+        return self._automatic(messages, tokens, Trigger.PREFLIGHT)
+
+    def after_response(
+        self, usage: Mapping[str, Any] | None, messages: list[Message]
+    ) -> list[Message]:
+        """After a response: record usage; compact when real ``prompt_tokens`` reach the
+        threshold. Completion and reasoning tokens never count."""
+        usage = dict(usage or {})
+        prompt = prompt_tokens_of(usage)
+        self.engine.update_from_response(usage)
+        self.awaiting_real_usage = False
+        if prompt <= 0:
+            return messages  # no real figure: the next preflight estimates instead
+        self.last_prompt_tokens = prompt
+        if prompt < self.threshold:
+            self.events.reset()
+            return messages
+        return self._automatic(messages, prompt, Trigger.POST_RESPONSE)
+
+    def recover(self, error: Exception, messages: list[Message], attempt: int) -> list[Message]:
+        """After a failed request: the messages to retry with, or an exception.
+
+        ``attempt`` counts recoveries in this turn from 1. A non-overflow error is re-raised
+        unchanged; past ``max_attempts`` :class:`CompressionExhaustedError` is raised.
+        """
+        tokens = self.estimate(messages)
+        overflow = classify(
+            error,
+            session_tokens=tokens,
+            context_length=self.context_length,
+            message_count=len(messages),
+        )
+        if overflow is None:
+            raise error
+        self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
+        if attempt > self.max_attempts:
+            raise exhausted_error(
+                f"after {self.max_attempts} attempts", tokens, self.window
+            ) from error
+        if not overflow.compressible:
+            raise UpstreamError(
+                "the request's max_tokens is more than the model can produce; lower "
+                "max_tokens (compressing the conversation cannot help)"
+            ) from error
+        self._learn_limit(overflow)
+        return self._recovered(error, overflow, messages, tokens, attempt)
+
+    def compress(self, messages: list[Message], *, focus_topic: str | None = None) -> list[Message]:
+        """A manual compaction (``/compress [focus]``): forced past every guard."""
+        return self._compact(
+            messages, Trigger.MANUAL, self.estimate(messages), force=True, focus=focus_topic
+        )
+
+    # --- the step machine and its drivers ----------------------------------------------
+
+    def turn(self, messages: list[Message]) -> Turn:
+        """One request as a state machine: yields the messages to send (``_`` metadata
+        keys stripped), receives :class:`Answered` or :class:`Failed`, and returns the
+        working list to continue with."""
+        request = self.preflight(messages)
+        attempt = 0
+        while True:
+            outcome = yield wire(request)
+            if isinstance(outcome, Answered):
+                return self.after_response(usage_of(outcome.response), request)
+            attempt += 1
+            request = self.recover(outcome.error, request, attempt)
+
+    def run(self, call: Callable[[list[Message]], R], messages: list[Message]) -> TurnResult[R]:
+        """Run one request through ``call`` with all three triggers around it."""
+        steps = self.turn(messages)
+        request = next(steps)
+        while True:
+            try:
+                response = call(request)
+            # The call is the user's client: every error goes to ``recover``, which
+            # re-raises anything that is not an overflow unchanged.
+            except Exception as exc:
+                failure = Failed(exc)
+            else:
+                return TurnResult(response, answer(steps, response))
+            request = steps.send(failure)
+
+    async def arun(
+        self, acall: Callable[[list[Message]], Awaitable[R]], messages: list[Message]
+    ) -> TurnResult[R]:
+        """The async twin of :meth:`run`: the same state machine, an awaited call."""
+        steps = self.turn(messages)
+        request = next(steps)
+        while True:
+            try:
+                response = await acall(request)
+            # As in ``run``: classified by ``recover``, re-raised unchanged otherwise.
+            except Exception as exc:
+                failure = Failed(exc)
+            else:
+                return TurnResult(response, answer(steps, response))
+            request = steps.send(failure)
+
+    # --- compaction ------------------------------------------------------------------
+
+    def _automatic(self, messages: list[Message], tokens: int, trigger: Trigger) -> list[Message]:
+        if self._compressor:
+            decision = self._compressor.decide(tokens)
+            allowed = decision.compress
+            reason = decision.reason.value if decision.reason else None
+        else:
+            allowed = self.engine.should_compress(tokens)
+            reason = None if allowed else str(self.engine.get_status().get("blocked_reason"))
+        if allowed:
+            return self._compact(messages, trigger, tokens)
+        if reason is not None and str(reason) not in _QUIET_REASONS:
+            self._warn_blocked(str(reason), tokens, messages)
+        return messages
+
+    def _fit_window(self, messages: list[Message], tokens: int) -> list[Message]:
+        """The estimate exceeds the window itself: the request would certainly fail, so
+        compact even when deferred or blocked (bounded passes, stop without progress)."""
+        current = messages
+        for attempt in range(1, self.max_attempts + 1):
+            compacted = self._compact(
+                current, Trigger.PREFLIGHT, tokens, force=True, attempt=attempt
+            )
+            if compacted is current:
+                break
+            current, tokens = compacted, self.estimate(compacted)
+            if tokens < self.window:
+                return current
+        current, tokens = self._cut_to_window(current, tokens)
+        if tokens >= self.window:
+            self.events.over_window(tokens, self.window)
+        return current
+
+    def _compact(
+        self,
+        messages: list[Message],
+        trigger: Trigger,
+        tokens: int,
+        *,
+        force: bool = False,
+        focus: str | None = None,
+        attempt: int | None = None,
+    ) -> list[Message]:
+        started = self.clock()
+        self.events.started(
+            trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
+        )
+        if self.hooks.hooks:
+            self.hooks.pre_compress(self._to_drop(messages))
+            self._report_hook_failures(trigger)
+        result = self.engine.compress(
+            messages, current_tokens=tokens, focus_topic=focus, force=force
+        )
+        done = result.report.compressed and result.messages is not messages
+        out = self._with_live_state(result.messages, result, trigger) if done else messages
+        if done:
+            self._after_compaction()
+        elapsed = (self.clock() - started) * 1000
+        self.events.result(
+            result.report, trigger, duration_ms=elapsed, attempt=attempt, threshold=self.threshold
+        )
+        count = coerce_positive_int(self.engine.get_status().get("compression_count")) or 0
+        if done and count >= 2:
+            self.events.many_times(count)
+        return out
+
+    def _to_drop(self, messages: list[Message]) -> list[Message]:
+        """Exactly what the compressor will summarize; the whole list for other engines."""
+        if not self._compressor:
+            return list(messages)
+        plan = self._compressor.plan(messages)
+        return messages[plan.head_end : plan.tail_start] if plan.compressible else []
+
+    def _with_live_state(
+        self, messages: list[Message], result: Any, trigger: Trigger
+    ) -> list[Message]:
+        if not self.hooks.hooks:
+            return messages
+        blocks = self.hooks.post_compress(result)
+        self._report_hook_failures(trigger)
+        return insert_live_state(messages, budget_blocks(blocks, self.hooks.budget_tokens))
+
+    def _after_compaction(self) -> None:
+        self.awaiting_real_usage = True
+        self.last_prompt_tokens = -1  # sentinel: read as 0 until real usage arrives
+        if self._compressor:
+            self._compressor.last_prompt_tokens = -1
+        self.events.reset()
+
+    # --- recovery --------------------------------------------------------------------
+
+    def _learn_limit(self, overflow: Overflow) -> None:
+        limit = overflow.limit
+        tier = overflow.kind is OverflowKind.LONG_CONTEXT_TIER
+        if limit is None and tier and self.context_length > LONG_CONTEXT_TIER_TOKENS:
+            limit = LONG_CONTEXT_TIER_TOKENS
+        if limit and limit != self.context_length:
+            self.engine.update_model(context_length=limit)
+            self.events.limit_learned(limit, self.threshold)
+
+    def _recovered(
+        self,
+        error: Exception,
+        overflow: Overflow,
+        messages: list[Message],
+        tokens: int,
+        attempt: int,
+    ) -> list[Message]:
+        payload = overflow.kind is OverflowKind.PAYLOAD_TOO_LARGE
+        if payload:
+            lighter = self._lighter_images(messages, ("tool",))
+            if lighter is not messages:
+                return lighter
+        out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        if out is messages and overflow.limit is None and 0 < tokens < self.context_length:
+            # The provider proved a request of this size does not fit but named no limit:
+            # our window is too optimistic, so take the rejected size as the window.
+            self.engine.update_model(context_length=tokens)
+            self.events.limit_learned(tokens, self.threshold)
+            out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        if out is messages and payload:
+            out = self._lighter_images(messages, None)
+        if out is messages or self.estimate(out) >= self.window:
+            out = self._cut_to_window(out, self.estimate(out))[0]
+        if out is messages:
+            raise exhausted_error("it cannot be compressed further", tokens, self.window) from error
+        return out
+
+    def _cut_to_window(self, messages: list[Message], tokens: int) -> tuple[list[Message], int]:
+        """The ladder's last rungs (tool results, then call arguments) toward the window."""
+        config = self._compressor.config if self._compressor else CompressionConfig()
+        out, tokens, cuts = last_rungs(messages, tokens, self.window, config, self.estimate)
+        for cut in cuts:
+            self.events.truncated(cut.count, cut.before, cut.after, cut.what)
+        return out, tokens
+
+    def _lighter_images(self, messages: list[Message], roles: tuple[str] | None) -> list[Message]:
+        out, count, how = lighter_images(messages, roles)
+        if count:
+            self.events.images(count, how)
+        return out
+
+    # --- events ----------------------------------------------------------------------
+
+    def _warn_blocked(self, reason: str, tokens: int, messages: Sequence[Message]) -> None:
+        floor = None
+        if reason in ("ineffective", "low_savings", "structural_backoff"):
+            system = [m for m in messages if m.get("role") in ("system", "developer")]
+            floor = self.schema_tokens() + sum(map(message_tokens, system))
+        self.events.blocked(reason, tokens, self.threshold, floor)
+
+    def _report_hook_failures(self, trigger: Trigger) -> None:
+        for failure in self.hooks.take_failures():
+            self.events.hook_failed(failure.hook, failure.phase, failure.error_type, trigger)

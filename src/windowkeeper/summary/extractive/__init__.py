@@ -1,0 +1,1 @@
+"""The extractive summarizer: a deterministic handoff body written without an LLM."""

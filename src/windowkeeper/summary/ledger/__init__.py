@@ -1,0 +1,1 @@
+"""The state ledger: files, commands, errors and identifiers, extracted mechanically."""

@@ -1,0 +1,1 @@
+"""The LLM summarizer over any OpenAI-compatible endpoint (or LiteLLM)."""
