@@ -33,6 +33,7 @@ from .core.report import (
     FailureKind,
     Outcome,
     Reason,
+    Tier,
 )
 from .core.settings import Settings, load_settings
 from .core.tokens import (
@@ -97,6 +98,7 @@ __all__ = [
     "SummaryOutcome",
     "SummaryRequest",
     "TextCounter",
+    "Tier",
     "ToolProvider",
     "Trigger",
     "TurnResult",

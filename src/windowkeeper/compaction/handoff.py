@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..analysis.kinds import HANDOFF_KEY, prefix_tag, end_marker, is_handoff, prefix
+from ..analysis.kinds import HANDOFF_KEY, end_marker, is_handoff, prefix, prefix_tag
 from ..core.messages import Message
 from ..core.templates import template
 

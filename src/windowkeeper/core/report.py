@@ -16,6 +16,18 @@ class Outcome(enum.StrEnum):
     SKIPPED = "skipped"
 
 
+class Tier(enum.StrEnum):
+    """Which tier of a compaction produced the result (SPEC §5 step 0).
+
+    ``PRUNE``: tier 1 alone, old tool output replaced by one-line stubs with archive
+    handles, the conversation otherwise verbatim. ``SUMMARY``: tier 2, the middle
+    replaced by a handoff.
+    """
+
+    PRUNE = "prune"
+    SUMMARY = "summary"
+
+
 class Reason(enum.StrEnum):
     """Why a compaction did not (fully) happen, or how it was completed."""
 
@@ -51,6 +63,8 @@ class CompressionReport:
 
     outcome: Outcome
     reason: Reason | None = None
+    tier: Tier | None = None
+    """The tier that produced a completed compaction (``None`` when nothing changed)."""
     detail: str = ""
     before_tokens: int = 0
     after_tokens: int = 0
@@ -86,6 +100,7 @@ class CompressionReport:
         data = asdict(self)
         data["outcome"] = self.outcome.value
         data["reason"] = self.reason.value if self.reason else None
+        data["tier"] = self.tier.value if self.tier else None
         data["failure"] = self.failure.value if self.failure else None
         data["warnings"] = list(self.warnings)
         data["compressed"] = self.compressed

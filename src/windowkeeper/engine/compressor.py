@@ -34,7 +34,14 @@ from ..core.config import (
     usable_window,
 )
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionReport, CompressionResult, FailureKind, Outcome, Reason
+from ..core.report import (
+    CompressionReport,
+    CompressionResult,
+    FailureKind,
+    Outcome,
+    Reason,
+    Tier,
+)
 from ..core.tokens import TextCounter, estimate_tokens, message_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.feasibility import check_feasibility
@@ -344,7 +351,8 @@ class ContextCompressor(ContextEngine):
             return self._unchanged(messages, base, started, Outcome.NOOP, Reason.NO_REDUCTION)
         report = replace(
             base,
-            outcome=Outcome.COMPRESSED, after_tokens=after, after_messages=len(assembled),
+            outcome=Outcome.COMPRESSED, tier=Tier.SUMMARY,
+            after_tokens=after, after_messages=len(assembled),
             pruned=pruned.changed, summarized_messages=plan.tail_start - plan.head_end,
             summary_tokens=estimate_tokens(body), fallback_used=failure is not None,
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
