@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
+from ..analysis.events import Analysis
+from ..analysis.record import Analyzer
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import (
     CompactionPlan,
@@ -42,7 +44,7 @@ from ..core.report import (
     Reason,
     Tier,
 )
-from ..core.tokens import TextCounter, estimate_tokens, message_tokens, tool_schema_tokens
+from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.feasibility import check_feasibility
 from ..summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
@@ -117,6 +119,7 @@ class ContextCompressor(ContextEngine):
         self._fallback: Summarizer = ExtractiveSummarizer()
         self.tool_providers = list(tool_providers)
         self.token_counter = token_counter
+        self.analyzer = Analyzer(image_tokens=self.config.image_tokens, count=token_counter)
         self._clock = clock
         self._today = today
         self.max_tokens = max_tokens
@@ -129,9 +132,7 @@ class ContextCompressor(ContextEngine):
         self.last_completion_tokens = 0
 
     def _cost(self, message: Message) -> int:
-        return message_tokens(
-            message, image_tokens=self.config.image_tokens, count=self.token_counter
-        )
+        return self.analyzer.facts(message).tokens
 
     @property
     def compression_count(self) -> int:
@@ -330,7 +331,8 @@ class ContextCompressor(ContextEngine):
         )  # fmt: skip
         pruned = prune(messages, settings)
         turns = summarized_turns(messages, plan)
-        request = summary_request(messages, turns, plan, focus_topic, self._today())
+        analysis = Analysis(turns, self.analyzer.analyze(turns))
+        request = summary_request(messages, turns, plan, focus_topic, self._today(), analysis)
         outcome, failure = self._summarize(request)
         if outcome.body is None:
             assert failure is not None
@@ -342,7 +344,7 @@ class ContextCompressor(ContextEngine):
                 failure=failure.kind, summarizer=outcome.summarizer,
             )  # fmt: skip
         # Ledger and extractive text come straight from the transcript: redact the whole.
-        body = redact(handoff_body(outcome.body, turns, plan))
+        body = redact(handoff_body(outcome.body, turns, plan, analysis))
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         after = extra + sum(self._cost(m) for m in assembled)
         if after >= base.before_tokens:
@@ -383,6 +385,7 @@ class ContextCompressor(ContextEngine):
         ratio = result.report.savings_ratio
         self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
         self.previous_summary = result.summary
+        self.analyzer.retain(result.messages)
         # Sentinel until real usage of the compacted request arrives (treated as 0).
         self.last_prompt_tokens = -1
         warnings = list(result.report.warnings)

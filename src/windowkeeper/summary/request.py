@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from ..analysis.events import Analysis
 from ..analysis.kinds import live_text
 from ..compaction.boundaries import newest_real_user
 from ..compaction.handoff import split_ledger
@@ -31,6 +32,7 @@ def summary_request(
     plan: CompactionPlan,
     focus_topic: str | None,
     today: date,
+    analysis: Analysis | None = None,
 ) -> SummaryRequest:
     """What the summarizer gets; the ledger's share of the budget is held back."""
     previous = split_ledger(plan.previous_summary)[0] if plan.previous_summary else None
@@ -44,6 +46,7 @@ def summary_request(
         today=today,
         task_snapshot=snapshot,
         has_user_turn=newest_real_user(messages) is not None,
+        analysis=analysis,
     )
 
 
@@ -72,9 +75,14 @@ def _task_snapshot(
     return USER_AFTER_SNAPSHOT if newest_real_user(messages) is not None else None
 
 
-def handoff_body(sections: str, turns: list[Message], plan: CompactionPlan) -> str:
+def handoff_body(
+    sections: str,
+    turns: list[Message],
+    plan: CompactionPlan,
+    analysis: Analysis | None = None,
+) -> str:
     """Section text plus the deterministic ledger, merged with the previous one."""
-    ledger = extract_ledger(turns)
+    ledger = extract_ledger(turns, analysis)
     if plan.previous_summary:
         ledger = merge_ledgers(parse_ledger(split_ledger(plan.previous_summary)[1]), ledger)
     remaining = max(200, plan.summary_budget_tokens - estimate_tokens(sections))
