@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.messages import Message, call_arguments, call_id, call_name, content_text, tool_calls
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
@@ -29,67 +28,85 @@ from .toolshapes import ToolAction, ToolKind, classify_call
 _MISSING = object()
 
 
-@dataclass(frozen=True, slots=True)
-class CallFacts:
+class CallFacts(NamedTuple):
     """One tool call: its id and name, its arguments parsed once, and what it did.
 
-    Non-JSON arguments of a shell tool are taken as the command line itself.
+    Non-JSON arguments of a shell tool are taken as the command line itself
+    (``json_object`` tells whether the arguments were a JSON object).
     """
 
     id: str
     name: str
     args: Mapping[str, Any]
     action: ToolAction
+    json_object: bool
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class MessageFacts:
-    """The analysis of one message (see the module docstring)."""
+class MessageFacts(NamedTuple):
+    """The analysis of one message (see the module docstring); immutable.
+
+    ``memo`` holds the facts computed on first use (see :meth:`remember`); what it holds
+    is never mutated.
+    """
 
     message: Message
     role: str
     tokens: int
     handoff: bool
     real_user: bool
-    calls: tuple[CallFacts, ...]
-    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
-    """Facts computed on first use (see :meth:`remember`); never mutate what it holds."""
+    memo: dict[Any, Any]
 
     def remember(self, name: object, compute: Callable[[], Any]) -> Any:
         """``compute()``, computed once for this message."""
-        value = self.memo.get(name, _MISSING)
+        memo = self.memo
+        value = memo.get(name, _MISSING)
         if value is _MISSING:
-            value = self.memo[name] = compute()
+            value = memo[name] = compute()
         return value
+
+    @property
+    def calls(self) -> tuple[CallFacts, ...]:
+        """The assistant's tool calls, parsed and recognized (on first use)."""
+        calls: tuple[CallFacts, ...] | None = self.memo.get("calls")
+        if calls is None:
+            calls = self.memo["calls"] = tuple(map(parse_call, tool_calls(self.message)))
+        return calls
 
     @property
     def text(self) -> str:
         """The message's text content (tool calls not included)."""
         content = self.message.get("content")
-        if isinstance(content, str):
+        if type(content) is str:
             return content
         text: str = self.remember("text", lambda: content_text(content))
         return text
 
 
+_NO_CALLS: tuple[CallFacts, ...] = ()
+
+
 def parse_call(call: Mapping[str, Any]) -> CallFacts:
     name, raw = call_name(call), call_arguments(call)
     args = _parsed(raw)
+    json_object = args is not None
+    if args is None:
+        args = {}
     action = classify_call(name, args)
     if not args and action.kind is ToolKind.SHELL and raw.strip():
         args = {"command": raw.strip()}
         action = classify_call(name, args)
-    return CallFacts(call_id(call), name, args, action)
+    return CallFacts(call_id(call), name, args, action, json_object)
 
 
-def _parsed(raw: str) -> dict[str, Any]:
+def _parsed(raw: str) -> dict[str, Any] | None:
+    """The arguments as a JSON object; ``None`` when they are not one."""
     if not raw:
-        return {}
+        return None
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None
 
 
 class Analyzer:
@@ -131,14 +148,11 @@ class Analyzer:
         self._records = {k: v for k, v in self._records.items() if k in keep}
 
     def _analyze(self, message: Message) -> MessageFacts:
-        role = str(message.get("role"))
+        role = message.get("role")
+        tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+        if role != "user" and role != "assistant":
+            memo: dict[Any, Any] = {"calls": _NO_CALLS}
+            return MessageFacts(message, str(role), tokens, is_handoff(message), False, memo)
         handoff = is_handoff(message)
-        calls = tuple(parse_call(c) for c in tool_calls(message))
-        return MessageFacts(
-            message,
-            role,
-            message_tokens(message, image_tokens=self.image_tokens, count=self.count),
-            handoff,
-            role == "user" and is_real_user(message),
-            calls,
-        )
+        real_user = role == "user" and is_real_user(message)
+        return MessageFacts(message, role, tokens, handoff, real_user, {})

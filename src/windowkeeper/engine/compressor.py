@@ -16,7 +16,7 @@ from datetime import date
 from typing import Any
 
 from ..analysis.events import Analysis
-from ..analysis.record import Analyzer
+from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import (
     CompactionPlan,
@@ -253,11 +253,14 @@ class ContextCompressor(ContextEngine):
 
     def plan(self, messages: Sequence[Message]) -> CompactionPlan:
         """Where a compaction of ``messages`` would cut, without doing it."""
-        costs = [self._cost(m) for m in messages]
-        return self._plan(messages, costs)
+        facts = self.analyzer.analyze(messages)
+        return self._plan(messages, facts)
 
-    def _plan(self, messages: Sequence[Message], costs: Sequence[int]) -> CompactionPlan:
-        return make_plan(messages, costs, self.config, self.context_length, self.tail_budget_tokens)
+    def _plan(self, messages: Sequence[Message], facts: Sequence[MessageFacts]) -> CompactionPlan:
+        costs = [f.tokens for f in facts]
+        return make_plan(
+            messages, costs, self.config, self.context_length, self.tail_budget_tokens, facts
+        )
 
     # --- compaction ------------------------------------------------------------------
 
@@ -275,9 +278,9 @@ class ContextCompressor(ContextEngine):
         always measured on estimates of the messages themselves.
         """
         started = time.perf_counter()
-        costs = [self._cost(m) for m in messages]
+        facts = self.analyzer.analyze(messages)
         extra = tool_schema_tokens(self.tools)
-        before = sum(costs) + extra
+        before = sum(f.tokens for f in facts) + extra
         base = CompressionReport(
             Outcome.NOOP, before_tokens=before, after_tokens=before,
             before_messages=len(messages), after_messages=len(messages),
@@ -288,17 +291,20 @@ class ContextCompressor(ContextEngine):
             block, self.guard = blocked(self.guard, self._clock())
             if block is not None:
                 return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason(block))
-        plan = self._plan(messages, costs)
+        plan = self._plan(messages, facts)
         if force:
             room = usable_window(self.context_length, self.max_tokens) - extra
-            plan = fitting_plan(messages, costs, plan, self.config, self.context_length, room)
+            costs = [f.tokens for f in facts]
+            plan = fitting_plan(
+                messages, costs, plan, self.config, self.context_length, room, facts
+            )
         self.previous_summary = plan.previous_summary
         if not plan.compressible:
             self.guard = on_structural_noop(self.guard, self._clock())
             return self._unchanged(
                 messages, base, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS
             )
-        return self._compact(messages, plan, base, started, focus_topic, extra)
+        return self._compact(messages, facts, plan, base, started, focus_topic, extra)
 
     def _unchanged(
         self,
@@ -319,6 +325,7 @@ class ContextCompressor(ContextEngine):
     def _compact(
         self,
         messages: list[Message],
+        facts: Sequence[MessageFacts],
         plan: CompactionPlan,
         base: CompressionReport,
         started: float,
@@ -327,12 +334,14 @@ class ContextCompressor(ContextEngine):
     ) -> CompressionResult:
         settings = PruneSettings(
             plan.head_end, plan.tail_start, self.config.prune_min_chars,
-            self.config.args_truncate_over, self.config.args_head_chars,
+            self.config.args_truncate_over, self.config.args_head_chars, self.analyzer,
         )  # fmt: skip
         pruned = prune(messages, settings)
-        turns = summarized_turns(messages, plan)
+        turns = summarized_turns(messages, plan, facts)
         analysis = Analysis(turns, self.analyzer.analyze(turns))
-        request = summary_request(messages, turns, plan, focus_topic, self._today(), analysis)
+        request = summary_request(
+            messages, turns, plan, focus_topic, self._today(), analysis, facts
+        )
         outcome, failure = self._summarize(request)
         if outcome.body is None:
             assert failure is not None
@@ -361,7 +370,7 @@ class ContextCompressor(ContextEngine):
             repairs=repairs,
         )  # fmt: skip
         whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
-        archived = (*pruned.archived, *archive_turns(messages, plan, whole))
+        archived = (*pruned.archived, *archive_turns(messages, plan, whole, facts))
         return self._finish(CompressionResult(assembled, report, archived, body), started)
 
     def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:
