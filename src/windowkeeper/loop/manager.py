@@ -22,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ..compaction.truncate import last_rungs
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
 from ..core.messages import Message, ToolSchema
@@ -43,7 +44,6 @@ from .overflow import (
     OverflowKind,
     classify,
     exhausted_error,
-    last_rungs,
     lighter_images,
 )
 from .steps import Answered, Failed, Turn, TurnResult, answer, wire

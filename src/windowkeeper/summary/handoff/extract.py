@@ -16,6 +16,7 @@ from .model import HandoffState, Quote
 from .parse import parse_state
 from .trail import (
     commands_of,
+    environment_of,
     error_lines_of,
     event_files,
     merged_commands,
@@ -74,11 +75,13 @@ def extract_state(
     texts = [t.text for t in turns]
     new_task = task is not None and task is not previous.task
     stated = constraints_of(([task.text] if new_task and task else []) + texts)
+    facts_texts = ([task.text] if new_task and task else []) + texts
     events = [e for e in analysis.events() if not e.orphan]
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
-    cwds = working_directories(events, None)
-    touches = [t for event, cwd in zip(events, cwds, strict=True) for t in event_files(event, cwd)]
+    cwds = working_directories(events, dict(previous.environment).get("Working directory"))
+    touches = [t for event, cwd in zip(events, cwds, strict=False) for t in event_files(event, cwd)]
+    facts_texts = ([task.text] if new_task and task else []) + texts
     files = merged_files(previous.files, touches)
     listed, counts = commands_of(events)
     return HandoffState(
@@ -91,13 +94,17 @@ def extract_state(
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
         decisions=decisions(assistant, previous.decisions),
-        root=repository_root(files, cwds[-1] if cwds else None) or previous.root,
+        root=repository_root(files, cwds[-1]) or previous.root,
         files=files,
-        values=merged_values(previous.values, values_of(events, texts, [t for _, t in assistant])),
+        values=merged_values(
+            previous.values, values_of(events, facts_texts, [t for _, t in assistant])
+        ),
         next_step=next_step(assistant, events, previous.next_step),
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=merged_error_lines(previous.error_lines, error_lines_of(events, texts)),
+        error_lines=merged_error_lines(previous.error_lines, error_lines_of(events, facts_texts)),
+        earlier_commands=previous.earlier_commands,
+        environment=environment_of(events, cwds[-1], previous.environment),
         notes=previous.notes,
     )
 

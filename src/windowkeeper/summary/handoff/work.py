@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from ...analysis.commands import is_read_only
+from ...analysis.commands import is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, paragraphs, prose
 from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
@@ -39,14 +39,13 @@ _DECISION = re.compile(
     r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
     r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
     r"|going with|opted|chose|chosen|the (?:bug|problem|issue|culprit) (?:is|was|lives)"
-    r"|turns out|so only|because|since the|in order to|to avoid)\b",
+    r"|turns out|so only)\b",
     re.IGNORECASE,
 )
 _DECISION_CLUES = tuple(
     (w, re.compile(w))
     for w in ("decide", "instead", "rather", "fix", "root", "'ll", "will", "let's", "going",
-              "opted", "chose", "bug", "problem", "issue", "culprit", "turns", "only",
-              "because", "since", "order to", "avoid")
+              "opted", "chose", "bug", "problem", "issue", "culprit", "turns", "only")
 )  # fmt: skip
 
 
@@ -64,7 +63,7 @@ def _evidence(event: ToolEvent) -> str | None:
         return f"{verb} {_target(action)} ({action.name} ok)"
     if action.kind is not ToolKind.SHELL or not action.command:
         return None
-    command = collapse(action.command, 120)
+    command = short_command(action.command, 120)
     if is_test_command(action.command[:2_000]):
         summary = test_summary(event.result)
         return f"Tests passed: `{command}`" + (f" ({summary})" if summary else "")
@@ -172,7 +171,7 @@ def _earlier(
 def _what(event: ToolEvent) -> str:
     action = event.action
     if action.kind is ToolKind.SHELL and action.command:
-        return f"`{collapse(action.command, 120)}`"
+        return f"`{short_command(action.command, 120)}`"
     return f"{action.kind.value} {_target(action)}"
 
 
@@ -317,7 +316,8 @@ def next_step(
     assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent], previous: str
 ) -> str:
     """What the agent was about to do: its newest stated intent, else its last call."""
-    for _, text in reversed(assistant[-3:]):
+    if assistant:
+        text = assistant[-1][1]
         intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
         if intents:
             return collapse(intents[-1], 300)
