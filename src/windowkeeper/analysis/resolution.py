@@ -73,14 +73,15 @@ class OpenFailures:
         if event.result is None:
             return []
         key = event_key(event)
-        self._open.pop(key, None)
+        rerun = self._open.pop(key, None)
         if counts_as_failure(event):
             self._open[key] = event
             self._index(key, event)
             return []
+        resolved = [rerun] if rerun is not None else []
         if event.action.kind is not ToolKind.SHELL or not self._open:
-            return []
-        return self._resolve(event.action.command or "")
+            return resolved
+        return resolved + self._resolve(event.action.command or "")
 
     def events(self) -> list[ToolEvent]:
         return list(self._open.values())

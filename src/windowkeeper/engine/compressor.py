@@ -1,9 +1,12 @@
 """The built-in compressor: protected head + handoff summary + verbatim tail (SPEC §5).
 
 ``compress`` is a pipeline of pure steps over message lists: plan the boundaries, prune
-old tool output, summarize the middle, assemble head + handoff + tail, repair pairing
-(logged fallback), strip historical media, and report. A no-op, skip or abort returns
-the caller's list object itself.
+old tool output everywhere outside the protected tail (tier 1) and stop there when that
+is enough, else summarize the middle, assemble head + handoff + tail, repair pairing
+(logged fallback), strip historical media (tier 2); a result that must fit the window
+has its largest tool results shortened; the report says which tier ran and warns, with
+the floor's breakdown, when the result is still over the window. A no-op, skip or abort
+returns the caller's list object itself.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -29,9 +32,6 @@ from ..compaction.plan import (
 from ..compaction.prune import PassResult
 from ..core.config import (
     CompressionConfig,
-    apply_threshold_cap,
-    compute_threshold_tokens,
-    resolve_model_threshold,
     tail_budget_tokens,
     usable_window,
 )
@@ -39,17 +39,13 @@ from ..core.messages import Message, ToolSchema
 from ..core.report import (
     CompressionReport,
     CompressionResult,
-    FailureKind,
     Outcome,
     Reason,
     Tier,
 )
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
-from ..summary.failures import classify_exception
-from ..summary.feasibility import check_feasibility
-from ..summary.llm.prompt import strip_think
-from ..summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
+from ..summary.protocol import Summarizer
 from ..summary.redact import redact
 from ..summary.request import compose, summary_request
 from .base import ContextEngine, ToolProvider
@@ -61,31 +57,20 @@ from .guard import (
     on_force,
     on_reset,
     on_structural_noop,
-    on_summary_failure,
-    on_summary_success,
     on_usage,
 )
 from .pipeline import (
     Job,
     can_prune,
-    fit_room,
+    fitted,
     over_window_warning,
     prune_outside_tail,
     tier1_target,
-    tokens_of,
 )
+from .summarize import run_summary
+from .trigger import Decision, detail_of, trigger_tokens
 
 log = logging.getLogger("windowkeeper.engine.compressor")
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Whether automatic compaction should run now, and why not."""
-
-    compress: bool
-    tokens: int
-    threshold: int
-    reason: Reason | None = None
 
 
 class ContextCompressor(ContextEngine):
@@ -153,26 +138,14 @@ class ContextCompressor(ContextEngine):
     # --- thresholds and triggers -----------------------------------------------------
 
     def _derive_threshold(self) -> int:
-        ratio = resolve_model_threshold(
-            self.model, self.config.model_thresholds, self.config.threshold, self.provider
-        )
-        trigger = compute_threshold_tokens(self.context_length, ratio, self.max_tokens)
-        trigger = apply_threshold_cap(
-            trigger, self.config.threshold_tokens_cap, self.context_length
-        )
-        if self.summary_context_length is None:
-            return trigger
-        feasible = check_feasibility(
-            self.context_length,
+        trigger = trigger_tokens(
+            self.config, self.context_length, self.max_tokens, self.model, self.provider,
             self.summary_context_length,
-            trigger,
-            allow_small=self.config.allow_small_summary_model,
-            target_ratio=self.config.target_ratio,
-        )
-        self.warnings = feasible.warnings
-        for warning in feasible.warnings:
+        )  # fmt: skip
+        self.warnings = trigger.warnings
+        for warning in trigger.warnings:
             log.warning("%s", warning)
-        return feasible.threshold_tokens
+        return trigger.tokens
 
     @property
     def tail_budget_tokens(self) -> int:
@@ -338,7 +311,7 @@ class ContextCompressor(ContextEngine):
     ) -> CompressionResult:
         elapsed = (time.perf_counter() - started) * 1000
         if not detail:
-            detail = _DETAILS.get(reason, reason.value)
+            detail = detail_of(reason)
         report = replace(job.base, outcome=outcome, reason=reason, detail=detail, **fields)
         warning = self._over_window(job, job.messages, report.after_tokens)
         if warning:
@@ -354,7 +327,7 @@ class ContextCompressor(ContextEngine):
         """Tier 1 alone, when it is enough (or when nothing else can be done)."""
         if pruned.messages is job.messages:
             return None
-        out, after, cuts = self._fitted(job, pruned.messages)
+        out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
         target = tier1_target(job, self.config, self.threshold_tokens)
         if job.plan.compressible and after > target:
             return None
@@ -367,25 +340,6 @@ class ContextCompressor(ContextEngine):
         result = CompressionResult(out, report, pruned.archived, None)
         return self._finish(job, result, started, job.plan.previous_summary)
 
-    def _fitted(
-        self, job: Job, messages: list[Message]
-    ) -> tuple[list[Message], int, tuple[str, ...]]:
-        """``messages`` and their size; a must-fit result over the window shortened first."""
-        tokens = job.extra + tokens_of(messages, self.analyzer)
-        if not job.force or tokens < job.room + job.extra:
-            return messages, tokens, ()
-
-        def estimate(candidate: list[Message]) -> int:
-            return job.extra + tokens_of(candidate, self.analyzer)
-
-        out, after, cuts = fit_room(messages, tokens, job.room + job.extra, self.config, estimate)
-        notes = tuple(
-            f"shortened {c.count} {c.what}{'s' if c.count != 1 else ''} to fit the window "
-            f"(~{c.before:,} -> ~{c.after:,} tokens)"
-            for c in cuts
-        )
-        return out, after, notes
-
     def _summary_tier(self, job: Job, pruned: PassResult, started: float) -> CompressionResult:
         messages, plan = job.messages, job.plan
         turns = summarized_turns(messages, plan, job.facts)
@@ -393,7 +347,10 @@ class ContextCompressor(ContextEngine):
         request = summary_request(
             messages, turns, plan, job.focus, self._today(), analysis, job.facts
         )
-        outcome, failure, complete = self._summarize(request)
+        run = run_summary(self.summarizer, self._fallback, request, self.guard, self.config,
+                          self._clock())  # fmt: skip
+        self.guard = run.guard
+        outcome, failure, complete = run.outcome, run.failure, run.complete
         if outcome.body is None:
             assert failure is not None
             return self._unchanged(
@@ -409,7 +366,7 @@ class ContextCompressor(ContextEngine):
             compose(outcome.body, request.state, plan.summary_budget_tokens, complete=complete)
         )
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
-        assembled, after, cuts = self._fitted(job, assembled)
+        assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
             # Nothing to gain: back off like a structural no-op (a forced call ignores it).
             self.guard = on_structural_noop(self.guard, self._clock())
@@ -427,28 +384,6 @@ class ContextCompressor(ContextEngine):
         archived = (*pruned.archived, *archive_turns(messages, plan, whole, job.facts))
         result = CompressionResult(assembled, report, archived, body)
         return self._finish(job, result, started, body)
-
-    def _summarize(
-        self, request: SummaryRequest
-    ) -> tuple[SummaryOutcome, SummaryFailure | None, bool]:
-        """The summary (or the extractive fallback, or for aborting failures the failure),
-        and whether its body is a complete handoff (the extractive summarizer's)."""
-        outcome = _call(self.summarizer, request)
-        if outcome.body is not None and outcome.body.strip():
-            self.guard = on_summary_success(self.guard)
-            return outcome, None, isinstance(self.summarizer, ExtractiveSummarizer)
-        failure = outcome.failure or SummaryFailure(
-            FailureKind.EMPTY, "the summarizer returned an empty summary"
-        )
-        self.guard = on_summary_failure(self.guard, failure.kind, self._clock())
-        if failure.kind.aborts or self.config.abort_on_summary_failure:
-            log.warning("summary failed (%s): %s", failure.kind.value, failure.detail)
-            return SummaryOutcome(failure=failure, summarizer=outcome.summarizer), failure, False
-        log.warning(
-            "summary failed (%s: %s); using the extractive fallback",
-            failure.kind.value, failure.detail,
-        )  # fmt: skip
-        return self._fallback.summarize(request), failure, True
 
     def _finish(
         self, job: Job, result: CompressionResult, started: float, summary: str | None
@@ -469,27 +404,3 @@ class ContextCompressor(ContextEngine):
         elapsed = (time.perf_counter() - started) * 1000
         report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
         return replace(result, report=report)
-
-
-def _call(summarizer: Summarizer, request: SummaryRequest) -> SummaryOutcome:
-    """``summarizer.summarize(request)``; whatever it raises is a summary failure (SPEC §7),
-    never an exception out of ``compress``. Think blocks never reach a handoff."""
-    try:
-        outcome = summarizer.summarize(request)
-    except Exception as exc:  # any summarizer, ours or a user's: classified, not hidden
-        failure = classify_exception(exc, endpoint=f"the {summarizer.name} summarizer")
-        return SummaryOutcome(failure=failure, summarizer=summarizer.name)
-    if outcome.body is not None:
-        return replace(outcome, body=strip_think(outcome.body))
-    return outcome
-
-
-_DETAILS = {
-    Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
-    Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
-    Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
-    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
-    Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
-    "compacting (the system prompt and tool schemas may exceed it)",
-    Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
-}

@@ -18,6 +18,7 @@ from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPl
 from ..compaction.prune import PassResult, PruneSettings, is_stub, prune
 from ..compaction.truncate import Cut, last_rungs
 from ..core.config import CompressionConfig
+from ..core.invariants import align_back
 from ..core.messages import Message
 from ..core.report import CompressionReport
 
@@ -37,10 +38,17 @@ class Job:
     focus: str | None
 
 
+def prune_end(job: Job, config: CompressionConfig) -> int:
+    """Where the protected tail starts for pruning: the plan's tail, and never less than
+    the minimum tail (a plan with nothing to summarize may put its tail at the end)."""
+    floor = align_back(job.messages, max(0, len(job.messages) - config.min_tail_messages))
+    return min(job.plan.tail_start, floor)
+
+
 def prune_outside_tail(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassResult:
     """Tier 1's passes over every message outside the protected tail, head included."""
     settings = PruneSettings(
-        system_end(job.messages), job.plan.tail_start, config.prune_min_chars,
+        system_end(job.messages), prune_end(job, config), config.prune_min_chars,
         config.args_truncate_over, config.args_head_chars, analyzer,
     )  # fmt: skip
     return prune(job.messages, settings)
@@ -49,7 +57,7 @@ def prune_outside_tail(job: Job, config: CompressionConfig, analyzer: Analyzer) 
 def can_prune(job: Job, config: CompressionConfig) -> bool:
     """Whether pruning outside the tail could still remove something (cheap check)."""
     limit = config.prune_min_chars
-    for index in range(system_end(job.messages), job.plan.tail_start):
+    for index in range(system_end(job.messages), prune_end(job, config)):
         record = job.facts[index]
         if record.role == "tool" and len(record.text) > limit and not is_stub(record.text):
             return True
@@ -121,3 +129,24 @@ def over_window_warning(
         else ("compress with force=True (or --force) to fit it")
     )
     return f"{head}: {advice}"
+
+
+def fitted(
+    job: Job, messages: list[Message], analyzer: Analyzer, config: CompressionConfig
+) -> tuple[list[Message], int, tuple[str, ...]]:
+    """``messages``, their size, and notes of what was shortened: a must-fit result over
+    the window has its largest tool results (then call arguments) shortened first."""
+    tokens = job.extra + tokens_of(messages, analyzer)
+    if not job.force or tokens < job.room + job.extra:
+        return messages, tokens, ()
+
+    def estimate(candidate: list[Message]) -> int:
+        return job.extra + tokens_of(candidate, analyzer)
+
+    out, after, cuts = fit_room(messages, tokens, job.room + job.extra, config, estimate)
+    notes = tuple(
+        f"shortened {c.count} {c.what}{'s' if c.count != 1 else ''} to fit the window "
+        f"(~{c.before:,} -> ~{c.after:,} tokens)"
+        for c in cuts
+    )
+    return out, after, notes

@@ -29,7 +29,8 @@ class ExtractiveSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryOutcome:
         state = request.state
         if state is None:  # called on its own, not by the compressor
-            state = extract_state(request.analysed(), previous_state(request.previous_summary))
+            previous = previous_state(request.previous_summary)
+            state = extract_state(request.analysed(), previous, focus=request.focus_topic)
         if request.focus_topic:
             state = focused(state, request.focus_topic)
         body = render(state, fitted(state, request.budget_tokens))

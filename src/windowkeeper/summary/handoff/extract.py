@@ -29,7 +29,7 @@ from .trail import (
     working_directories,
 )
 from .users import TASK_CHARS, UserTurn, constraints_of, merged_constraints, quoted, user_turns
-from .work import decisions, next_step, open_errors, still_open, work_state
+from .work import decisions, focus_words, next_step, open_errors, still_open, work_state
 
 NOTES_CHARS = 3_000
 
@@ -64,15 +64,20 @@ def previous_state(body: str | None) -> HandoffState:
 
 
 def extract_state(
-    analysis: Analysis, previous: HandoffState, placement: Placement = Placement()
+    analysis: Analysis,
+    previous: HandoffState,
+    placement: Placement = Placement(),
+    focus: str | None = None,
 ) -> HandoffState:
     """The handoff state after these turns (see the module docstring)."""
     turns = user_turns(analysis.facts)
     task, in_head, turns = _task(previous, placement, turns)
-    request, turns = _request(placement, turns)
+    request, kept = _request(placement, turns)
+    turns = kept if placement.restated else turns
+    texts = [t.text for t in turns]
+    turns = kept
     carried_users = [*previous.users, *([previous.request] if previous.request else [])]
     users = _deduped([*carried_users, *(quoted(t) for t in turns)])
-    texts = [t.text for t in turns]
     new_task = task is not None and task is not previous.task
     stated = constraints_of(([task.text] if new_task and task else []) + texts)
     facts_texts = ([task.text] if new_task and task else []) + texts
@@ -93,7 +98,7 @@ def extract_state(
         constraints=merged_constraints(previous.constraints, stated),
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
-        decisions=decisions(assistant, previous.decisions),
+        decisions=decisions(assistant, previous.decisions, focus_words(focus)),
         root=repository_root(files, cwds[-1]) or previous.root,
         files=files,
         values=merged_values(
@@ -117,14 +122,23 @@ def _task(
         return previous.task, False, turns
     if placement.task_in_head:
         return None, True, turns
+    if placement.restated and len(turns) == 1:
+        return None, False, turns  # the task itself is restated after the handoff
     if turns and (previous.task_in_head or not previous.users):
         return quoted(turns[0], TASK_CHARS), False, turns[1:]
     return None, False, turns
 
 
 def _request(placement: Placement, turns: list[UserTurn]) -> tuple[Quote | None, list[UserTurn]]:
-    """The newest user request when no user message is kept after the handoff."""
-    if placement.restated or placement.user_in_tail or not turns:
+    """The newest user request when no user message is kept after the handoff; a
+    request restated after the handoff is left out (it is there verbatim)."""
+    if placement.restated and turns:
+        restated = turns[-1]
+        kept = turns[:-1]
+        if kept and set(restated.text.split()) <= {"[image]"}:
+            kept = kept[:-1]  # an image-only send is restated with the request before it
+        return None, kept
+    if placement.user_in_tail or not turns:
         return None, turns
     return quoted(turns[-1]), turns[:-1]
 

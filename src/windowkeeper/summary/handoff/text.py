@@ -160,14 +160,20 @@ def _work(state: HandoffState, shown: Shown) -> str:
 
 def _errors(state: HandoffState, shown: Shown) -> str:
     lines: list[str] = []
-    for error in state.errors[len(state.errors) - min(shown.errors, len(state.errors)) :]:
-        what = f"`{error.command}`" if error.command and "`" not in error.command else error.what
-        if error.command and what == error.what and "`" in error.command:
-            what = quote(error.command)
+    for error in _newest(state.errors, shown.errors):
+        what = shown_command(error.command) if error.command else error.what
         status = f" -> exit {error.exit_code}" if error.exit_code is not None else " failed"
         lines.append(f"- {what}{status}")
         lines.extend(f"  {item(line)}" for line in error.lines[-shown.error_lines_each :])
     return "\n".join(lines)
+
+
+def shown_command(command: str) -> str:
+    """A command as the handoff shows it: between backticks, or a JSON string literal
+    when it holds a backtick or a line break."""
+    if "`" in command or "\n" in command or "\r" in command:
+        return quote(command)
+    return f"`{command}`"
 
 
 def _decisions(state: HandoffState, shown: Shown) -> str:
@@ -224,9 +230,8 @@ def _newest(items: tuple[T, ...], count: int) -> tuple[T, ...]:
 
 
 def _command(record: Command) -> str:
-    text = record.command
-    shown = quote(text) if "`" in text or "\n" in text or "\r" in text else f"`{text}`"
-    return f"- {shown}" + (f" -> exit {record.exit_code}" if record.exit_code is not None else "")
+    code = f" -> exit {record.exit_code}" if record.exit_code is not None else ""
+    return f"- {shown_command(record.command)}{code}"
 
 
 def _notes(state: HandoffState, shown: Shown) -> str:

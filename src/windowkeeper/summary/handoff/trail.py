@@ -34,6 +34,7 @@ MAX_VALUES = 60
 MAX_COMMANDS = 40
 MAX_ERROR_LINES = 30
 _RANK = {"read": 0, "modified": 1, "created": 2, "deleted": 3}
+_ORDER = ("created", "modified", "deleted", "read")
 
 
 def working_directories(events: Sequence[ToolEvent], start: str | None) -> list[str | None]:
@@ -125,7 +126,8 @@ def merged_files(
     if len(kept) > MAX_FILES:  # reads go first: a change is what the next window needs
         read = read[len(read) - max(0, MAX_FILES - len(changed)) :]
     keep = set(changed[-MAX_FILES:]) | set(read)
-    return tuple(f for f in kept if f in keep)
+    # Grouped by status as the text shows them, so a handoff reads back as it was written.
+    return tuple(f for status in _ORDER for f in kept if f[1] == status and f in keep)
 
 
 def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:

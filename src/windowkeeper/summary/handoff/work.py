@@ -21,6 +21,7 @@ from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolAction, ToolKind
 from .model import OpenError, WorkState
+from .text import shown_command
 
 MAX_DONE, MAX_ERRORS, MAX_DECISIONS, MAX_PLAN = 24, 5, 16, 6
 _COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
@@ -171,7 +172,7 @@ def _earlier(
 def _what(event: ToolEvent) -> str:
     action = event.action
     if action.kind is ToolKind.SHELL and action.command:
-        return f"`{short_command(action.command, 120)}`"
+        return shown_command(short_command(action.command, 120))
     return f"{action.kind.value} {_target(action)}"
 
 
@@ -258,10 +259,10 @@ def open_errors(tracker: OpenFailures, carried: Sequence[OpenError]) -> tuple[Op
 def _open_error(event: ToolEvent) -> OpenError:
     action = event.action
     lines = event_errors(event)[-6:] or [last_line(event.result or "")]
-    command = (
-        collapse(action.command, 200) if action.kind is ToolKind.SHELL and action.command else None
-    )
-    return OpenError(_what(event), tuple(lines), event.exit_code, command)
+    if action.kind is ToolKind.SHELL and action.command:
+        command = short_command(action.command, 200)
+        return OpenError(shown_command(command), tuple(lines), event.exit_code, command)
+    return OpenError(_what(event), tuple(lines), event.exit_code, None)
 
 
 def still_open(carried: Sequence[OpenError], events: Sequence[ToolEvent]) -> list[OpenError]:
@@ -290,15 +291,26 @@ def _pseudo(error: OpenError) -> ToolEvent:
     return ToolEvent(-1, action, {}, "\n".join(error.lines), error.exit_code, True)
 
 
-def decisions(assistant: Sequence[tuple[int, str]], previous: Sequence[str]) -> tuple[str, ...]:
-    """Choices and findings the agent stated, with their reasons, newest kept."""
+def focus_words(topic: str | None) -> tuple[str, ...]:
+    """The words of a focus topic that items are matched on."""
+    return tuple(w for w in re.findall(r"\w+", (topic or "").lower()) if len(w) >= 3)
+
+
+def decisions(
+    assistant: Sequence[tuple[int, str]], previous: Sequence[str], focus: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Choices and findings the agent stated, with their reasons: the newest kept, and
+    with a focus topic the ones about it first (kept last, where trimming reaches last)."""
     found: list[str] = []
     for _, text in reversed(assistant):
         found.extend(reversed(_decisions_in(text)))
-        if len(found) >= MAX_DECISIONS:
+        if not focus and len(set(found)) >= MAX_DECISIONS:
             break
-    new = list(reversed(found))
-    return tuple(dedupe([*previous, *new], keep_last=True)[-MAX_DECISIONS:])
+    merged = dedupe([*previous, *reversed(found)], keep_last=True)
+    about = [d for d in merged if any(w in d.lower() for w in focus)]
+    rest = [d for d in merged if d not in about]
+    kept = rest[len(rest) - max(0, MAX_DECISIONS - len(about)) :] + about[-MAX_DECISIONS:]
+    return tuple(kept)
 
 
 def _decisions_in(text: str) -> list[str]:
