@@ -237,7 +237,7 @@ def _user_terms(text: str) -> list[str]:
         {t for t in ordered if t.isalpha() and len(t) >= 6 and t not in _COMMON},
         key=lambda w: (-len(w), ordered.index(w)),
     )
-    terms = [t for t in dict.fromkeys([*idents, *words]) if encode(t) in tokens]
+    terms = [t for t in dict.fromkeys([*idents, *words]) if has_token(tokens, encode(t))]
     return terms[:USER_TERMS]
 
 

@@ -66,12 +66,15 @@ class Retention:
     facts: dict[tuple[FactKind, bytes], _Tracked] = field(default_factory=dict)
     _ages: list[list[int]] = field(default_factory=list)
 
-    def add(self, facts: list[Fact], next_compaction: int) -> None:
-        """Facts of messages that just left; first checked at ``next_compaction``."""
+    def add(self, facts: list[Fact], next_compaction: int) -> int:
+        """Facts of messages that just left; first checked at ``next_compaction``.
+        Returns how many are new (a fact already known keeps its age)."""
+        before = len(self.facts)
         for fact in facts:
             key = (fact.kind, fact.needle)
             if key not in self.facts:
                 self.facts[key] = _Tracked(fact, next_compaction)
+        return len(self.facts) - before
 
     def check(self, view: ContextView) -> None:
         """One compaction's check of every fact that has left so far."""

@@ -16,17 +16,17 @@ as the real ``prompt_tokens``), so the token figures are the replay's. Around it
 from __future__ import annotations
 
 import operator
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..core.config import CompressionConfig
+from ..core.errors import ConfigError
 from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult
 from ..core.tokens import message_tokens, tool_schema_tokens
 from ..engine.compressor import ContextCompressor
 from ..loop.events import Event, EventKind
+from ..loop.hooks import CompressionHook
 from ..loop.manager import ContextManager
 from ..summary.protocol import Summarizer
 from .cache import CacheBreak, CachePrices, cache_break, settle
@@ -38,46 +38,31 @@ from .text import TextIndex
 LOST_EXAMPLES = 50
 
 
-class _ObservedCompressor(ContextCompressor):
-    """The built-in compressor, recording every compaction it completes (and its time)."""
+class _Observer(CompressionHook):
+    """Records each compaction the manager completes (a post-compress hook sees its
+    result, tier included) and, from the events, its trigger and the warnings."""
 
-    def __init__(self, config: CompressionConfig | None, **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
+    def __init__(self) -> None:
         self.done: list[tuple[CompressionResult, str]] = []
-        self.compacting_ms = 0.0
-        self.events: list[str] = []
+        self.warnings: list[str] = []
 
-    def compress(
-        self,
-        messages: list[Message],
-        *,
-        force: bool = False,
-        focus_topic: str | None = None,
-        current_tokens: int | None = None,
-    ) -> CompressionResult:
-        started = time.perf_counter()
-        result = super().compress(
-            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
-        )
-        self.compacting_ms += (time.perf_counter() - started) * 1000
-        if result.report.compressed and result.messages is not messages:
-            self.done.append((result, ""))
-        return result
+    def post_compress(self, result: CompressionResult) -> None:
+        self.done.append((result, ""))
 
     def on_event(self, event: Event) -> None:
-        """The manager's events: the trigger of the compaction that just finished."""
         if event.kind is EventKind.COMPACTION_FINISHED and self.done and not self.done[-1][1]:
             trigger = event.trigger.value if event.trigger else "unknown"
             self.done[-1] = (self.done[-1][0], trigger)
         elif event.kind is EventKind.WARNING:
-            self.events.append(event.message)
+            self.warnings.append(event.message)
 
 
 @dataclass
 class _Session:
     """The evaluation's state while one transcript is replayed."""
 
-    engine: _ObservedCompressor
+    engine: ContextCompressor
+    observer: _Observer
     prices: CachePrices
     task: Message | None
     """The session's first real user message (its first 80 characters are a fact)."""
@@ -104,20 +89,20 @@ class _Session:
 
     def changed(self, request: int, result: list[Message]) -> None:
         """After a manager call: departures, facts, and a check per new compaction."""
-        new = self.engine.done[self.seen_results :]
-        self.seen_results = len(self.engine.done)
+        new = self.observer.done[self.seen_results :]
+        self.seen_results = len(self.observer.done)
         contexts = [r.messages for r, _ in new[:-1]] + [result]
         for (compaction, trigger), context in zip(new, contexts, strict=False):
             left, facts = self._departures(context)
             ordinal = len(self.records) + 1
-            self.retention.add(facts, ordinal)
+            added = self.retention.add(facts, ordinal)
             self.retention.check(self.index.view(context))
             report = compaction.report
             self.records.append(
                 CompactionRecord(
                     ordinal, request, trigger, report.tier.value if report.tier else None,
                     report.before_tokens, report.after_tokens, round(report.elapsed_ms, 3),
-                    left, len(facts),
+                    left, added,
                 )
             )  # fmt: skip
         if not new:  # changed without a compaction (the last rungs cut tool results)
@@ -149,7 +134,7 @@ class _Session:
 def evaluate(
     messages: Sequence[Message],
     *,
-    context_length: int,
+    context_length: int | None = None,
     tools: Sequence[ToolSchema] | None = None,
     config: CompressionConfig | None = None,
     max_tokens: int | None = None,
@@ -159,21 +144,30 @@ def evaluate(
     cache_prices: CachePrices | None = None,
     name: str = "",
     progress: Callable[[int, int], None] | None = None,
+    engine: ContextCompressor | None = None,
 ) -> EvalReport:
     """Replay ``messages`` as the agent sent them and measure what compaction kept and cost.
 
     Arguments as for :func:`windowkeeper.replay`; ``cache_prices`` sets the prompt-cache
     model (:class:`~windowkeeper.evaluation.cache.CachePrices`), ``name`` labels the
     report, ``progress(done, total)`` is called per message. The input is not modified.
+
+    ``engine`` evaluates that compressor (a configured or customised
+    :class:`~windowkeeper.ContextCompressor`) instead of one built from the arguments;
+    its own window and settings are used.
     """
-    engine = _ObservedCompressor(
-        config, context_length=context_length, max_tokens=max_tokens, model=model,
-        tools=list(tools) if tools else None, summarizer=summarizer,
-        summary_context_length=summary_context_length,
-    )  # fmt: skip
-    manager = ContextManager(engine, tools=tools, on_event=engine.on_event)
+    if engine is None:
+        if context_length is None:
+            raise ConfigError("evaluate needs context_length (or an engine)")
+        engine = ContextCompressor(
+            config, context_length=context_length, max_tokens=max_tokens, model=model,
+            tools=list(tools) if tools else None, summarizer=summarizer,
+            summary_context_length=summary_context_length,
+        )  # fmt: skip
+    observer = _Observer()
+    manager = ContextManager(engine, tools=tools, hooks=[observer], on_event=observer.on_event)
     task = next((m for m in messages if user_text(m) is not None), None)
-    session = _Session(engine, cache_prices or CachePrices(), task)
+    session = _Session(engine, observer, cache_prices or CachePrices(), task)
     replayed = _replay(messages, manager, session, progress)
     return _report(name, len(messages), manager, session, replayed)
 
@@ -278,7 +272,7 @@ def _report(
         baseline_per_request=tuple(replayed.baseline),
         over_window=sum(t > manager.window for t in replayed.tokens),
         compactions=tuple(session.records),
-        compacting_ms=engine.compacting_ms,
+        compacting_ms=sum(r.report.elapsed_ms for r, _ in session.observer.done),
         retention_by_kind=session.retention.by_kind(),
         retention_by_age=session.retention.by_age(),
         cache_breaks=tuple(replayed.breaks),
@@ -287,5 +281,5 @@ def _report(
         cached_cost_without=replayed.cost_without,
         lost=tuple(lost[:LOST_EXAMPLES]),
         lost_count=len(lost),
-        warnings=tuple(dict.fromkeys((*engine.warnings, *engine.events))),
+        warnings=tuple(dict.fromkeys((*engine.warnings, *session.observer.warnings))),
     )
