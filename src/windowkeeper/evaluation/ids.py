@@ -21,7 +21,7 @@ _UPPER_OR_DIGIT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _MIXED_HEX = frozenset(b"0123456789abcdefABCDEF")
 _URL = re.compile(rb"https?://[^\s\"'<>)\]}`]+")
 _UUID_TAIL = re.compile(rb"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![\w])")
-_TICKET_TAIL = re.compile(rb"-\d{1,6}(?![\w])")
+_TICKET_TAIL = re.compile(rb"-\d{1,6}(?![\w-])")
 _ISSUE = re.compile(rb"#\d{2,6}(?![\w])")
 _NOT_TICKETS = (b"UTF", b"ISO", b"SHA", b"MD", b"RFC", b"TLS", b"HTTP")
 

@@ -191,11 +191,13 @@ def _replay(
     out = _Replayed()
     working: list[Message] = []
     sent: list[Message] = []
+    sent_len = 0  # the list sent may grow afterwards: the replay appends to it
     baseline = tool_schema_tokens(manager.tools)
     for number, message in enumerate(messages, 1):
         if message.get("role") == "assistant" and working:
-            previous, previous_len = sent, len(sent)
+            previous, previous_len = sent, sent_len
             sent = manager.preflight(working)
+            sent_len = len(sent)
             if sent is not working:
                 session.changed(len(out.tokens), sent)
             _account(out, session, manager, sent, previous[:previous_len], baseline)
