@@ -19,8 +19,7 @@ EVALUATION = Path(__file__).resolve().parents[2] / "src" / "windowkeeper" / "eva
 
 
 def facts_of(message: dict[str, object]) -> set[tuple[FactKind, str]]:
-    entry = TextIndex().entry(message)
-    return {(f.kind, f.text) for f in message_facts(message, entry.data, entry.tokens)}
+    return {(f.kind, f.text) for f in message_facts(TextIndex().entry(message))}
 
 
 @pytest.mark.parametrize(

@@ -29,13 +29,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.messages import Message, content_text
+from ..core.messages import content_text
 from .ids import issues, shas, tickets, urls, uuids
 from .shell import looks_like_path, shell_files
 from .text import (
-    call_arguments,
-    call_name,
-    calls_of,
+    Entry,
     encode,
     flatten,
     has_token,
@@ -267,9 +265,8 @@ def _path_facts(touched: list[str], modified: list[str]) -> Iterator[Fact]:
         yield Fact(FactKind.MODIFIED_FILE, path, needle, Match.TOKEN)
 
 
-def _call_files(call: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    name = call_name(call).lower()
-    args = call_arguments(call)
+def _call_files(name: str, args: Any) -> tuple[list[str], list[str]]:
+    name = name.lower()
     if not isinstance(args, Mapping):
         return [], []
     touched: list[str] = []
@@ -313,23 +310,23 @@ def _id_facts(data: bytes) -> Iterator[Fact]:
             yield Fact(FactKind.ID, value.decode("utf-8", "replace"), value, Match.TOKEN)
 
 
-def message_facts(message: Message, data: bytes, tokens: set[bytes]) -> list[Fact]:
-    """Every fact of one original message (``data``/``tokens``: its text and token set)."""
+def message_facts(entry: Entry) -> list[Fact]:
+    """Every fact of one original message (its :class:`~.text.Entry`)."""
+    message = entry.message
     role = message.get("role")
     if role in ("system", "developer"):
         return []
     facts: list[Fact] = []
-    for call in calls_of(message):
-        facts += _path_facts(*_call_files(call))
+    for name, args in entry.calls:
+        facts += _path_facts(*_call_files(name, args))
     if role == "tool":
         facts += _error_facts(content_text(message.get("content")))
-    facts += _id_facts(data)
+    facts += _id_facts(entry.data)
     typed = user_text(message)
     if typed is not None:
         terms = _user_terms(typed)
         facts += (Fact(FactKind.USER_TERM, t, encode(t), Match.LOWER_TOKEN) for t in terms)
-    flat = flatten(data)
-    return [f for f in dict.fromkeys(facts) if _findable_in_own(f, tokens, flat)]
+    return [f for f in dict.fromkeys(facts) if _findable_in_own(f, entry.tokens, entry.flat)]
 
 
 def _findable_in_own(fact: Fact, tokens: set[bytes], flat: bytes) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.config import CompressionConfig
 from ..core.errors import ConfigError
@@ -55,6 +56,33 @@ class _Observer(CompressionHook):
             self.done[-1] = (self.done[-1][0], trigger)
         elif event.kind is EventKind.WARNING:
             self.warnings.append(event.message)
+
+
+class _ObservedCompressor(ContextCompressor):
+    """The built-in compressor telling the observer of each compaction it completes.
+
+    Used instead of the hook when evaluate() builds the compressor itself: a hook makes
+    the manager plan each compaction twice (to hand ``pre_compress`` what will go).
+    """
+
+    def __init__(self, observer: _Observer, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.observer = observer
+
+    def compress(
+        self,
+        messages: list[Message],
+        *,
+        force: bool = False,
+        focus_topic: str | None = None,
+        current_tokens: int | None = None,
+    ) -> CompressionResult:
+        result = super().compress(
+            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
+        )
+        if result.report.compressed and result.messages is not messages:
+            self.observer.post_compress(result)
+        return result
 
 
 @dataclass
@@ -123,8 +151,7 @@ class _Session:
                 self.live[id(copy)] = original
                 continue
             left += 1
-            entry = self.index.entry(original)
-            facts += message_facts(original, entry.data, entry.tokens)
+            facts += message_facts(self.index.entry(original))
             if original is self.task:
                 task = task_fact(original)
                 facts += [task] if task is not None else []
@@ -156,16 +183,18 @@ def evaluate(
     :class:`~windowkeeper.ContextCompressor`) instead of one built from the arguments;
     its own window and settings are used.
     """
+    observer = _Observer()
+    hooks: list[CompressionHook] = [observer]
     if engine is None:
         if context_length is None:
             raise ConfigError("evaluate needs context_length (or an engine)")
-        engine = ContextCompressor(
-            config, context_length=context_length, max_tokens=max_tokens, model=model,
-            tools=list(tools) if tools else None, summarizer=summarizer,
+        engine = _ObservedCompressor(
+            observer, config=config, context_length=context_length, max_tokens=max_tokens,
+            model=model, tools=list(tools) if tools else None, summarizer=summarizer,
             summary_context_length=summary_context_length,
         )  # fmt: skip
-    observer = _Observer()
-    manager = ContextManager(engine, tools=tools, hooks=[observer], on_event=observer.on_event)
+        hooks = []
+    manager = ContextManager(engine, tools=tools, hooks=hooks, on_event=observer.on_event)
     task = next((m for m in messages if user_text(m) is not None), None)
     session = _Session(engine, observer, cache_prices or CachePrices(), task)
     replayed = _replay(messages, manager, session, progress)

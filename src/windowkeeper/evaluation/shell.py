@@ -53,6 +53,8 @@ def looks_like_path(word: str) -> bool:
 
 
 def _unquote(word: str) -> str:
+    if "'" not in word and '"' not in word and "\\" not in word:
+        return word
     out, quote, i = [], "", 0
     while i < len(word):
         char = word[i]

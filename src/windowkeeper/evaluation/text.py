@@ -88,21 +88,27 @@ def calls_of(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for c in calls if isinstance(c, Mapping)] if isinstance(calls, list) else []
 
 
-def message_text(message: Mapping[str, Any]) -> str:
-    """Content text plus tool names and argument strings, one per line."""
+def parsed_calls(message: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(name, parsed arguments) of each tool call of a message."""
+    return [(call_name(call), call_arguments(call)) for call in calls_of(message)]
+
+
+def message_text(message: Mapping[str, Any], calls: list[tuple[str, Any]]) -> str:
+    """Content text plus tool names and argument strings (``calls``), one per line."""
     parts = [content_text(message.get("content"))]
-    for call in calls_of(message):
-        parts.append(call_name(call))
-        parts.extend(_leaves(call_arguments(call)))
+    for name, arguments in calls:
+        parts.append(name)
+        parts.extend(_leaves(arguments))
     return "\n".join(part for part in parts if part)
 
 
-class _Entry:
-    __slots__ = ("_flat", "_tokens", "data", "message")
+class Entry:
+    __slots__ = ("_flat", "_tokens", "calls", "data", "message")
 
     def __init__(self, message: Message) -> None:
         self.message = message  # kept so its id cannot be reused by another object
-        self.data = encode(message_text(message))
+        self.calls = parsed_calls(message)
+        self.data = encode(message_text(message, self.calls))
         self._tokens: set[bytes] | None = None
         self._flat: bytes | None = None
 
@@ -123,12 +129,12 @@ class TextIndex:
     """Each message's text, tokens and flattened text, computed once per message object."""
 
     def __init__(self) -> None:
-        self._entries: dict[int, _Entry] = {}
+        self._entries: dict[int, Entry] = {}
 
-    def entry(self, message: Message) -> _Entry:
+    def entry(self, message: Message) -> Entry:
         found = self._entries.get(id(message))
         if found is None or found.message is not message:
-            found = self._entries[id(message)] = _Entry(message)
+            found = self._entries[id(message)] = Entry(message)
         return found
 
     def view(self, messages: Sequence[Message]) -> ContextView:
@@ -142,7 +148,7 @@ def has_token(tokens: set[bytes], needle: bytes) -> bool:
 class ContextView:
     """What one context offers to the checks; each view is built lazily, once."""
 
-    def __init__(self, entries: list[_Entry]) -> None:
+    def __init__(self, entries: list[Entry]) -> None:
         self._entries = entries
         self._tokens: set[bytes] | None = None
         self._lower: set[bytes] | None = None
