@@ -137,3 +137,18 @@ def test_missing_or_invalid_named_file(tmp_path: Path, capsys: pytest.CaptureFix
 def test_an_empty_folder_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["eval", str(tmp_path), "--context-length", "9000"], capsys)
     assert code == 2 and "no transcript found" in err
+
+
+def test_the_demo_ends_with_a_two_line_eval_of_its_session(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from windowkeeper.cli.demo_view import DEMO_TOOLS, load_demo_session
+
+    code, out, _ = run(["demo"], capsys)
+    assert code == 0
+    first, second = out.rstrip("\n").splitlines()[-2:]
+    report = evaluate(load_demo_session(), context_length=32_000, tools=DEMO_TOOLS)
+    assert first.startswith(f"eval: {report.requests} requests, {len(report.compactions)} ")
+    files = next(k for k in report.retention_by_kind if k.kind.value == "file")
+    assert second.startswith(f"still findable: files {files.kept_at_end}/{files.facts}, ")
+    assert len(first) <= 80 and len(second) <= 80

@@ -132,3 +132,10 @@ def test_the_instrument_does_not_import_what_it_measures() -> None:
                 assert node.module is None or not node.module.startswith(
                     ("analysis", "summary", "compaction", "engine")
                 ), (name, node.module)
+
+
+def test_at_most_ten_ids_per_message() -> None:
+    dump = "\n".join(f"row {i}: {i:08x}-aaaa-4bbb-8ccc-{i:012x}" for i in range(40))
+    ids = [t for k, t in facts_of(tool("1", dump)) if k is FactKind.ID]
+    assert len(ids) == 10
+    assert {t[:8] for t in ids} == {f"{i:08x}" for i in (*range(5), *range(35, 40))}

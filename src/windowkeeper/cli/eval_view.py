@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from ..evaluation import EvalReport, EvalTotals
+from ..core.messages import Message, ToolSchema
+from ..evaluation import EvalReport, EvalTotals, evaluate
 from ..evaluation.retention import AgeRetention
 
 _SHOWN_AGES = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -114,3 +115,23 @@ def render_eval(console: Console, reports: Sequence[EvalReport], totals: EvalTot
     for warning in dict.fromkeys(w for r in reports for w in r.warnings):
         if not warning.startswith("session compressed "):
             console.print(f"warning: {warning}")
+
+
+def demo_eval(messages: list[Message], tools: list[ToolSchema], context_length: int) -> list[str]:
+    """The demo's closing two lines: ``windowkeeper eval`` of the demo session itself."""
+    report = evaluate(messages, context_length=context_length, tools=tools, name="demo")
+    with_c, without = report.cumulative_tokens, report.cumulative_baseline_tokens
+    kinds = {k.kind.value: k for k in report.retention_by_kind}
+    shown = ", ".join(
+        f"{name} {kinds[kind].kept_at_end}/{kinds[kind].facts}"
+        for kind, name in (("file", "files"), ("error_line", "errors"), ("id", "ids"),
+                           ("user_term", "user terms"), ("task", "task"))
+        if kinds[kind].facts
+    )  # fmt: skip
+    evens = [b.break_even_requests for b in report.cache_breaks if b.break_even_requests]
+    return [
+        f"eval: {report.requests} requests, {len(report.compactions)} compactions, "
+        f"{_pct(without - with_c, without)} fewer prompt tokens; "
+        f"cache repaid in {'/'.join(map(str, evens)) or '-'}",
+        f"still findable: {shown}",
+    ]

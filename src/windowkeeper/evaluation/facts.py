@@ -12,7 +12,9 @@ leaves the verbatim context:
   error lines of tool results; ``error_line``: up to four error lines per tool result
   (the first two and the last two), their first 100 characters as a phrase.
 * ``id``: commit SHAs (7-40 hex digits with a letter and a digit), UUIDs, ticket ids
-  (``PAY-1423``), issue/PR numbers (``#123``) and URLs (findable by host and path).
+  (``PAY-1423``), issue/PR numbers (``#123``) and URLs (findable by host and path); at
+  most ten per message (the first five and the last five), so that a dump of data does
+  not outweigh everything else.
 * ``user_term``: up to 12 key terms of every real user message (identifiers and numbers
   first, then the longest uncommon words), case-insensitive.
 * ``task``: the first 80 characters of the session's first real user message.
@@ -73,6 +75,7 @@ class Fact:
 TASK_CHARS = 80
 ERROR_LINE_CHARS = 100
 USER_TERMS = 12
+IDS_PER_MESSAGE = 10
 
 _PATH_KEYS = frozenset(
     {"path", "file_path", "filepath", "filename", "file", "file_name", "notebook_path",
@@ -326,7 +329,16 @@ def message_facts(entry: Entry) -> list[Fact]:
     if typed is not None:
         terms = _user_terms(typed)
         facts += (Fact(FactKind.USER_TERM, t, encode(t), Match.LOWER_TOKEN) for t in terms)
-    return [f for f in dict.fromkeys(facts) if _findable_in_own(f, entry.tokens, entry.flat)]
+    kept = [f for f in dict.fromkeys(facts) if _findable_in_own(f, entry.tokens, entry.flat)]
+    ids = [f for f in kept if f.kind is FactKind.ID]
+    if len(ids) <= IDS_PER_MESSAGE:
+        return kept
+    # A dump of data (a fixture of UUIDs, a long log) must not outweigh everything else:
+    # its first and last few ids stand for it.
+    ids.sort(key=lambda f: entry.data.find(f.needle))
+    half = IDS_PER_MESSAGE // 2
+    chosen = {*ids[:half], *ids[-half:]}
+    return [f for f in kept if f.kind is not FactKind.ID or f in chosen]
 
 
 def _findable_in_own(fact: Fact, tokens: set[bytes], flat: bytes) -> bool:
