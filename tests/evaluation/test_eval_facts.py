@@ -36,6 +36,7 @@ def facts_of(message: dict[str, object]) -> set[tuple[FactKind, str]]:
         ("git checkout -- setup.py && rm build.log", [], ["setup.py", "build.log"]),
         ("find . -name '*.py' | xargs grep -l foo", [], []),
         ("python -c 'import a.b; print(1)'", [], []),
+        ("mix deps.get && mix test test/x_test.exs", ["test/x_test.exs"], []),
     ],
 )
 def test_shell_files(command: str, touched: list[str], modified: list[str]) -> None:
@@ -62,6 +63,7 @@ def test_ids_are_whole_words() -> None:
     assert list(shas(text)) == [b"3f9a2b7c1", b"123e4567"]
     assert list(tickets(text)) == [b"PAY-1423"]
     assert list(issues(text)) == [b"#17"]
+    assert list(issues(encode('color: #333; fill="#999" fixes #42'))) == [b"#42"]
     assert list(urls(text)) == [(b"https://github.com/o/r/pull/9", b"github.com/o/r/pull/9")]
     assert list(uuids(text)) == [b"123e4567-e89b-12d3-a456-426614174000"]
 
@@ -82,6 +84,12 @@ def test_error_lines_and_names_come_from_tool_results_only() -> None:
     assert (FactKind.ERROR_LINE, "KeyError: 'user'") in found
     assert (FactKind.ERROR_LINE, "ERROR: boom happened") in found
     assert not any(kind is FactKind.ERROR for kind, _ in facts_of(user(output)))
+
+
+def test_code_is_not_an_error_line() -> None:
+    listing = "    return checks.Error(\n    HttpResponseServerError, QueryDict,\nERROR: it broke"
+    found = facts_of(tool("1", listing))
+    assert found == {(FactKind.ERROR_LINE, "ERROR: it broke")}
 
 
 def test_only_four_error_lines_per_result() -> None:

@@ -91,11 +91,13 @@ _READ_COMMANDS = frozenset({"view", "read", "cat", "show", "list"})
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (\S[^\n]*?)\s*$", re.M)
 
 _ERROR_LINE = re.compile(
-    r"^[ \t]*(?:E[ \t]+)?((?:[\w.]*(?:Error|Exception)\b|FAILED\b|ERROR\b|error\b|fatal:|"
-    r"panic:|npm ERR!|\*\* \()[^\n]*)",
+    r"^[ \t]*(?:E[ \t]+)?((?:[\w.]*(?:Error|Exception)(?=:|[ \t]*$)|FAILED\b|ERROR\b|error\b|"
+    r"fatal:|panic:|npm ERR!|\*\* \()[^\n]*)",
     re.M,
 )
 _ERROR_NAME = re.compile(r"\b(?:[A-Z]\w*(?:Error|Exception)|E[A-Z]{3,}|[A-Z]{1,3}\d{3,5})\b")
+_NOT_ERROR_NAMES = frozenset({"ERROR", "ERRORS", "EXCEPTION", "EXPECTED", "EXIT", "EXAMPLE",
+                              "EMPTY", "ENABLED", "EXISTS", "ENTRY", "ENV", "EOF"})  # fmt: skip
 # Words that say nothing about a session (only words of 6+ letters are candidates).
 _COMMON = frozenset(
     {
@@ -297,7 +299,8 @@ def _error_facts(text: str) -> Iterator[Fact]:
     chosen = lines if len(lines) <= 4 else [*lines[:2], *lines[-2:]]
     for line in lines:
         for name in _ERROR_NAME.findall(line):
-            yield Fact(FactKind.ERROR, name, encode(name), Match.PHRASE)
+            if name not in _NOT_ERROR_NAMES:
+                yield Fact(FactKind.ERROR, name, encode(name), Match.PHRASE)
     for line in chosen:
         phrase = flatten(encode(line))[: ERROR_LINE_CHARS * 4]
         phrase = encode(phrase.decode("utf-8", "ignore")[:ERROR_LINE_CHARS].strip())

@@ -76,8 +76,11 @@ def tickets(data: bytes) -> Iterator[bytes]:
 
 
 def issues(data: bytes) -> Iterator[bytes]:
-    """``#123``: a ``#`` that does not follow a word, ``/``, ``&`` or another ``#``."""
+    """``#123``: a ``#`` that does not follow a word, ``/``, ``&``, ``#`` or a quote, nor
+    a ``:`` or ``=`` (``color: #333`` and ``fill="#999"`` are colours, not issues)."""
     for match in _ISSUE.finditer(data):
         start = match.start()
-        if start == 0 or (data[start - 1] not in _WORD and data[start - 1] not in b"/&#"):
+        if start and (data[start - 1] in _WORD or data[start - 1] in b"/&#'\"`"):
+            continue
+        if not data[max(0, start - 3) : start].rstrip(b" ").endswith((b":", b"=")):
             yield match.group()

@@ -30,7 +30,11 @@ _DOTTED_NAME = re.compile(r"^[\w@+-][\w.@+-]*$")
 _WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "command", "exec", "xargs", "timeout"})
 _MODIFY_ALL = frozenset({"touch", "truncate", "tee", "rm", "unlink", "create", "shred", "rmdir"})
 _TO_LAST = frozenset({"cp", "install", "ln", "rsync"})
-_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk"})
+# Programs whose first word is a pattern (grep) or a task / subcommand (``mix deps.get``).
+_NOT_A_FILE_FIRST = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "mix", "npm", "yarn", "pnpm", "make",
+     "rake", "cargo", "go", "poetry", "uv", "pip", "pip3", "bundle", "gradle", "dotnet"}
+)  # fmt: skip
 _SKIP_PROGRAMS = frozenset({"cd", "pushd", "mkdir", "echo", "printf", "export"})
 _GIT_MODIFY = frozenset({"mv", "rm", "checkout", "restore", "apply"})
 _DEVICES = ("/dev/", "/proc/")
@@ -123,7 +127,7 @@ def _operands(program: str, args: list[str]) -> tuple[list[str], list[str]]:
         return [], []
     if program == "git":
         return ([], paths) if args[:1] and args[0] in _GIT_MODIFY else (paths, [])
-    if program in _PATTERN_FIRST:
+    if program in _NOT_A_FILE_FIRST:
         positional = [a for a in args if not a.startswith("-")]
         skip = positional[0] if positional else None
         return [p for p in paths if p != skip], []
