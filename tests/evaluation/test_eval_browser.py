@@ -120,7 +120,8 @@ def test_page_renders_its_tables_in_headless_chromium(tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
     done = _browser(binary, html.as_uri(), f"--screenshot={shot}", "--window-size=1280,6000")
     assert shot.is_file(), done.stderr[-2000:]
-    bands = header_bands(Image.open(shot))
+    with Image.open(shot) as image:
+        bands = header_bands(image)
     # One header band per table, in page order, each a header row's height (~30 px).
     assert len(bands) == len(TABLES), bands
     assert all(15 <= h <= 60 for _, h in bands), bands
