@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,16 @@ def test_the_demo_ends_with_a_two_line_eval_of_its_session(
     files = next(k for k in report.retention_by_kind if k.kind.value == "file")
     assert second.startswith(f"still findable: files {files.kept_at_end}/{files.facts}, ")
     assert len(first) <= 80 and len(second) <= 80
+
+
+def test_outputs_are_checked_before_the_run(
+    session_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    args = ["eval", str(session_file), "--context-length", "16000"]
+    code, out, err = run([*args, "--html", str(tmp_path / "missing" / "x.html")], capsys)
+    assert code == 2 and out == "" and "no folder" in err
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the plot extra were absent
+    code, out, err = run([*args, "--plot", str(tmp_path / "x.png")], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == "error: --plot needs matplotlib: pip install 'windowkeeper[plot]'"

@@ -39,7 +39,7 @@ from ..core.messages import Conversation
 from ..core.settings import Settings, load_settings
 from ..evaluation import CachePrices, EvalReport, EvalTotals, evaluate
 from ..evaluation.html import render_html
-from ..evaluation.plot import write_plot
+from ..evaluation.plot import plot_available, write_plot
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fail, resolve_window
 from .eval_view import render_eval
 from .summarizer import (
@@ -230,24 +230,14 @@ def eval_command(
     config_file: ConfigOpt = None,
 ) -> None:
     """Replay transcripts with compaction and show what it kept and what it cost."""
+    choice = SummarizerChoice(
+        summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
+        summary_context_length,
+    )  # fmt: skip
     try:
-        if cache_read_price < 0 or cache_write_price < 0:
-            raise ConfigError("--cache-read-price and --cache-write-price must be >= 0")
-        if max_tokens is not None and max_tokens < 0:
-            raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
-        if context_length is not None and context_length <= 0:
-            raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
-        settings = load_settings(config_file)
-        config = settings.compression_config()
-        if threshold is not None:
-            config = replace(config, threshold=threshold)
-        choice = SummarizerChoice(
-            summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
-            summary_context_length,
-        )  # fmt: skip
-        reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
-        prices = CachePrices(read=cache_read_price, write=cache_write_price)
-        run = _Run(settings, config, context_length, reserve, choice, prices)
+        run = _settings(context_length, threshold, max_tokens, choice, config_file,
+                        CachePrices(read=cache_read_price, write=cache_write_price))  # fmt: skip
+        _check_outputs(as_json, plot, html)
         quiet = as_json is not None and str(as_json) == "-"
         reports = _evaluate_all(run, expand(paths), quiet)
         totals = EvalTotals.of(reports)
@@ -256,3 +246,37 @@ def eval_command(
         _outputs(reports, totals, as_json, plot, html)
     except WindowkeeperError as exc:
         raise fail(str(exc)) from None
+
+
+def _check_outputs(as_json: Path | None, plot: Path | None, html: Path | None) -> None:
+    """Before a long run: every output's folder exists, and --plot has matplotlib."""
+    for destination in (as_json, plot, html):
+        if destination is None or str(destination) == "-":
+            continue
+        if not destination.parent.is_dir():
+            raise ConfigError(f"{destination}: cannot write: no folder {destination.parent}")
+    if plot is not None:
+        plot_available()
+
+
+def _settings(
+    context_length: int | None,
+    threshold: float | None,
+    max_tokens: int | None,
+    choice: SummarizerChoice,
+    config_file: Path | None,
+    prices: CachePrices,
+) -> _Run:
+    """The options checked and merged with the config file (command line first)."""
+    if prices.read < 0 or prices.write < 0:
+        raise ConfigError("--cache-read-price and --cache-write-price must be >= 0")
+    if max_tokens is not None and max_tokens < 0:
+        raise ConfigError(f"--max-tokens must be >= 0, got {max_tokens}")
+    if context_length is not None and context_length <= 0:
+        raise ConfigError(f"--context-length must be a positive integer, got {context_length}")
+    settings = load_settings(config_file)
+    config = settings.compression_config()
+    if threshold is not None:
+        config = replace(config, threshold=threshold)
+    reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
+    return _Run(settings, config, context_length, reserve, choice, prices)

@@ -136,59 +136,58 @@ def _svg(role: str, width: int, height: int, parts: Sequence[str]) -> str:
     )
 
 
-def render_html(reports: Sequence[EvalReport], totals: EvalTotals) -> str:
-    """The whole page: totals, one row per session, then each session's tables and charts."""
-    first = reports[0] if reports else None
-    window = f"{first.context_length:,}-token window" if first else "no session"
-    summary = [
-        [r.name, r.requests, len(r.compactions), f"{r.peak_tokens:,}",
-         _pct(r.cumulative_baseline_tokens - r.cumulative_tokens, r.cumulative_baseline_tokens),
-         f"{sum(k.kept_at_end for k in r.retention_by_kind)}/"
-         f"{sum(k.facts for k in r.retention_by_kind)}", f"{r.invalidated_tokens:,}"]
-        for r in reports
-    ]  # fmt: skip
-    parts = [
-        f"<h1>windowkeeper eval: {len(reports)} session(s), {escape(window)}</h1>",
-        '<p class="note">Facts are extracted from each span that leaves the verbatim context '
-        "and looked for in the context the agent sees after every later compaction; an "
-        "archive handle alone does not count as findable. Age: compactions since the fact "
-        "left the verbatim context.</p>",
+_SESSION_COLUMNS = ("session", "requests", "compactions", "peak", "saved", "facts kept",
+                    "cache tokens invalidated")  # fmt: skip
+_NOTE = (
+    '<p class="note">Facts are extracted from each span that leaves the verbatim context and '
+    "looked for in the context the agent sees after every later compaction; an archive "
+    "handle alone does not count as findable. Age: compactions since the fact left the "
+    "verbatim context.</p>"
+)
+
+
+def _totals_section(totals: EvalTotals) -> list[str]:
+    return [
         "<h2>Totals</h2>",
         _table("totals", ["figure", "value"], _token_rows(totals)),
-        _table(
-            "by-kind",
-            ["fact kind", "facts", "kept at end", "share", "kept always"],
-            _kind_rows(totals.retention_by_kind),
-        ),
+        _table("by-kind", ["fact kind", "facts", "kept at end", "share", "kept always"],
+               _kind_rows(totals.retention_by_kind)),
         _table("by-age", ["age", "facts", "kept", "share"], _age_rows(totals.retention_by_age)),
         age_svg(totals.retention_by_age),
         _table("cache", ["prompt cache", "value"], _cache_rows(totals)),
+    ]  # fmt: skip
+
+
+def _session_row(r: EvalReport) -> list[object]:
+    facts = sum(k.facts for k in r.retention_by_kind)
+    kept = sum(k.kept_at_end for k in r.retention_by_kind)
+    saved = _pct(r.cumulative_baseline_tokens - r.cumulative_tokens, r.cumulative_baseline_tokens)
+    return [r.name, r.requests, len(r.compactions), f"{r.peak_tokens:,}", saved,
+            f"{kept}/{facts}", f"{r.invalidated_tokens:,}"]  # fmt: skip
+
+
+def _session_section(number: int, report: EvalReport) -> list[str]:
+    rows = [*_token_rows(report), *_cache_rows(report)]
+    return [
+        f"<h3>{escape(report.name or f'session {number}')}</h3>",
+        context_svg(report),
+        age_svg(report.retention_by_age),
+        _table(f"session-{number}", ["figure", "value"], rows),
+    ]
+
+
+def render_html(reports: Sequence[EvalReport], totals: EvalTotals) -> str:
+    """The whole page: totals, one row per session, then each session's tables and charts."""
+    window = f"{reports[0].context_length:,}-token window" if reports else "no session"
+    parts = [
+        f"<h1>windowkeeper eval: {len(reports)} session(s), {escape(window)}</h1>",
+        _NOTE,
+        *_totals_section(totals),
         "<h2>Sessions</h2>",
-        _table(
-            "sessions",
-            [
-                "session",
-                "requests",
-                "compactions",
-                "peak",
-                "saved",
-                "facts kept",
-                "cache tokens invalidated",
-            ],
-            summary,
-        ),
+        _table("sessions", _SESSION_COLUMNS, [_session_row(r) for r in reports]),
     ]
     for number, report in enumerate(reports, 1):
-        parts += [
-            f"<h3>{escape(report.name or f'session {number}')}</h3>",
-            context_svg(report),
-            age_svg(report.retention_by_age),
-            _table(
-                f"session-{number}",
-                ["figure", "value"],
-                [*_token_rows(report), *_cache_rows(report)],
-            ),
-        ]
+        parts += _session_section(number, report)
     body = "\n".join(parts)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

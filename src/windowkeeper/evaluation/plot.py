@@ -26,6 +26,11 @@ def _pyplot() -> tuple[Any, Any]:
     return pyplot, ticker
 
 
+def plot_available() -> None:
+    """Raise the ``--plot needs matplotlib`` :class:`ConfigError` when it is missing."""
+    _pyplot()
+
+
 def write_plot(report: EvalReport, destination: Path) -> None:
     """Write the PNG; a destination that cannot be written is a :class:`ConfigError`."""
     pyplot, ticker = _pyplot()
