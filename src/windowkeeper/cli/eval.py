@@ -40,6 +40,7 @@ from ..core.settings import Settings, load_settings
 from ..evaluation import CachePrices, EvalReport, EvalTotals, evaluate
 from ..evaluation.html import render_html
 from ..evaluation.plot import plot_available, write_plot
+from ..summary.protocol import Summarizer
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fail, resolve_window
 from .eval_view import render_eval
 from .summarizer import (
@@ -106,9 +107,17 @@ class _Run:
     prices: CachePrices
 
 
-def _evaluate_one(run: _Run, source: _Source, conversation: Conversation, bar: _Bar) -> EvalReport:
+_Summarizers = dict[str | None, tuple[Summarizer, int | None]]
+
+
+def _evaluate_one(
+    run: _Run, source: _Source, conversation: Conversation, bar: _Bar, built: _Summarizers
+) -> EvalReport:
     window = resolve_window(run.context_length, run.settings, conversation.model)
-    summarizer, summary_window = build_summarizer(run.choice, main_model=conversation.model)
+    model = conversation.model
+    if model not in built:  # one summarizer (and one window look-up) per model
+        built[model] = build_summarizer(run.choice, main_model=model)
+    summarizer, summary_window = built[model]
     return evaluate(
         conversation.messages, context_length=window, tools=conversation.tools,
         config=run.config, max_tokens=run.max_tokens, model=conversation.model,
@@ -154,10 +163,11 @@ def _evaluate_all(run: _Run, sources: list[_Source], quiet: bool) -> list[EvalRe
     total = sum(len(c.messages) for _, c in loaded)
     show = not quiet and sys.stderr.isatty() and total >= _PROGRESS_MIN_MESSAGES
     reports = []
+    built: _Summarizers = {}
     with _progress(show, total) as bar:
         for source, conversation in loaded:
             bar.next_session(source.label)
-            reports.append(_evaluate_one(run, source, conversation, bar))
+            reports.append(_evaluate_one(run, source, conversation, bar, built))
     return reports
 
 
