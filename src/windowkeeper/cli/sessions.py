@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..adapters.formats import load_conversation
+from ..adapters.formats import Format, detect_format, parse_conversation, read_text
 from ..core.errors import ConfigError, WindowkeeperError
 from ..core.messages import Conversation, Message, dump_jsonl, message_text, to_json, tool_calls
 from ..core.report import CompressionResult
@@ -48,6 +48,14 @@ StoreOpt = Annotated[
     ),
 ]
 SessionArg = Annotated[str, typer.Argument(metavar="ID", help="Session id.")]
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        help="Input shape: auto (detected), jsonl, json, openai or anthropic (request "
+        "bodies), claude-code (a ~/.claude/projects session).",
+    ),
+]
 
 
 @contextmanager
@@ -69,16 +77,35 @@ class StoredSource:
     session_id: str
 
 
-def read_conversation(source: str | None, stored: StoredSource | None) -> Conversation:
-    """The conversation from a file (``-`` for stdin) or from a stored session's active
-    messages; exactly one of the two must be given."""
+@dataclass(frozen=True)
+class Input:
+    """What a command read: the conversation, the shape it came in, and the text (``None``
+    for a stored session) so a command can write the same shape back."""
+
+    conversation: Conversation
+    format: Format
+    text: str | None = None
+
+
+def read_input(source: str | None, stored: StoredSource | None, fmt: Format = Format.AUTO) -> Input:
+    """The conversation from a file (``-`` for stdin) in the shape ``fmt`` names, or from
+    a stored session's active messages; exactly one of the two must be given."""
     if (source is None) == (stored is None):
         raise ConfigError("give either an input file IN or --session ID (with --store URL)")
     if stored is None:
         assert source is not None
-        return load_conversation(source)
+        text = read_text(source)
+        fmt = detect_format(text) if fmt is Format.AUTO and text.strip() else fmt
+        return Input(parse_conversation(text, fmt), fmt, text)
     with open_store(stored.store_url) as store:
-        return Conversation(store.load(stored.session_id).messages)
+        return Input(Conversation(store.load(stored.session_id).messages), Format.JSONL)
+
+
+def read_conversation(
+    source: str | None, stored: StoredSource | None, fmt: Format = Format.AUTO
+) -> Conversation:
+    """:func:`read_input` for commands that need only the conversation."""
+    return read_input(source, stored, fmt).conversation
 
 
 def compress_session(
@@ -251,10 +278,12 @@ def import_session(
     source: Annotated[str, typer.Argument(metavar="FILE", help="JSONL/JSON file, or '-'.")],
     store: StoreOpt = None,
     title: Annotated[str | None, typer.Option("--title", help="Session title.")] = None,
+    fmt: FormatOpt = Format.AUTO,
 ) -> None:
-    """Create a session from a conversation file and print its id."""
+    """Create a session from a conversation file (JSONL, JSON, a request body, or a Claude
+    Code / Codex transcript) and print its id."""
     with opened(store) as opened_store:
-        conversation = load_conversation(source)
+        conversation = read_conversation(source, None, fmt)
         name = title if title is not None else ("stdin" if source == "-" else Path(source).name)
         record = opened_store.create_session(conversation.messages, title=name)
     typer.echo(record.id)
