@@ -10,7 +10,9 @@ Usage::
                  [--tools FILE] [--top K] [--json] [--exact-tokens]
     windowkeeper replay IN|--session ID [--context-length N] [--threshold F]
                  [--summarizer extractive|llm ...] [--plot OUT.png] [--json]
-    windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
+    windowkeeper sessions list | show ID | search QUERY | recall HANDLE | export ID
+                 | import FILE [--format F]  [--store URL]
+    windowkeeper mcp --store URL [--session ID]
     windowkeeper config show [--config FILE] [--json]
     windowkeeper serve --upstream URL [--host H] [--port P] [--context-length N] [--store URL]
     windowkeeper demo [--json]
@@ -64,6 +66,7 @@ from .common import (
 from .config import config_app
 from .demo import demo_command
 from .load import ExactTokensOpt, Loaded, load
+from .mcp import mcp_command
 from .render import render_inspection
 from .replay import replay_command
 from .serve import serve_command
@@ -295,6 +298,7 @@ app.command("replay")(replay_command)
 app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
 app.command("serve")(serve_command)
+app.command("mcp")(mcp_command)
 
 
 app.command("demo")(demo_command)

@@ -1,4 +1,4 @@
-"""``windowkeeper sessions …``: list, show, search, export and import stored sessions.
+"""``windowkeeper sessions …``: list, show, search, recall, export and import stored sessions.
 
 Every command takes ``--store URL`` (``memory://``, ``sqlite:///PATH``,
 ``postgresql://…``); the default is ``$WINDOWKEEPER_STORE``, else SQLite in the user's
@@ -24,7 +24,7 @@ from ..core.messages import Conversation, Message, dump_jsonl, message_text, to_
 from ..core.report import CompressionResult
 from ..engine.compressor import ContextCompressor
 from ..store import SessionRecord, SessionStore, Snapshot, open_store
-from ..store.session import compress_stored
+from ..store.session import compress_stored, find_archived
 
 __all__ = ["compress_session", "sessions_app"]
 
@@ -229,6 +229,24 @@ def search(
         return
     for hit in hits:
         typer.echo(f"{hit.session_id}  {hit.handle}  {hit.kind}  {hit.snippet}")
+
+
+@sessions_app.command("recall")
+def recall(
+    handle: Annotated[str, typer.Argument(metavar="HANDLE", help="Archive handle (wk…).")],
+    store: StoreOpt = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Look only in this session's lineage.")
+    ] = None,
+) -> None:
+    """Print an archived original (a pruned tool output or a summarized message)."""
+    with opened(store) as opened_store:
+        entry = find_archived(opened_store, handle.strip(), session)
+    if entry is None:
+        where = f"session {session!r}" if session else "the store"
+        typer.echo(f"error: no archived item with handle {handle!r} in {where}", err=True)
+        raise typer.Exit(EXIT_INVALID)
+    typer.echo(entry.text)
 
 
 @sessions_app.command("export")
