@@ -173,25 +173,19 @@ class Watch:
                 breaks.append(index)
         return breaks
 
-    def assert_compacted_and_persistent(self, compactions: int, early: str) -> None:
-        """At least one compaction; each one is exactly one prefix break; ``early`` (an
-        original from the start of the session) never comes back after the first one."""
+    def assert_compacted_and_persistent(self, compactions: int) -> None:
+        """At least one compaction; each one is exactly one prefix break; and what a
+        compaction replaced (tool calls and results, by id and text) never comes back."""
         assert compactions >= 1, "the session never needed a compaction: window too large"
         breaks = self.prefix_breaks()
         assert len(breaks) == compactions, f"{len(breaks)} prefix breaks, {compactions} compactions"
-        later = self.requests[breaks[0] :]
-        assert not any(early in message_text(m) for request in later for m in request)
-
-
-def early_output(session: Recorded) -> str:
-    """A long tool output from the first turns, which a compaction must replace."""
-    for turn in session.turns:
-        for response in turn.responses:
-            for call in tool_calls(response):
-                text = session.results.get(call_id(call), "")
-                if len(text) > 2_000:
-                    return text
-    raise AssertionError(f"{session.name}: no long early tool output")
+        dropped: set[tuple[Any, ...]] = set()
+        for index, request in enumerate(self.requests):
+            keys = {_key(m) for m in request}
+            assert not keys & dropped, f"request {index} brings back compacted messages"
+            if index + 1 in breaks:
+                after = {_key(m) for m in self.requests[index + 1]}
+                dropped |= {k for k in keys - after if k[2] or k[3]}
 
 
 def arguments(call: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,3 +198,36 @@ def arguments(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def session_path(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'sessions.db'}"
+
+
+def args_key(name: str, args: Mapping[str, Any]) -> tuple[str, str]:
+    return name, json.dumps(dict(args), sort_keys=True, default=str)
+
+
+@dataclass
+class Replayer:
+    """The scripted model's side (``respond``) and the tools' side (``result``).
+
+    Tools receive a call's name and arguments, not its id: the ids of the calls the model
+    just made are queued per (name, arguments), so each tool answers with the recorded
+    result of its own call, whatever order the framework runs them in.
+    """
+
+    session: Recorded
+    script: Script = field(default_factory=lambda: Script([]))
+    pending: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    def start(self, turn: UserTurn) -> None:
+        self.script = Script(turn.responses)
+
+    def respond(self) -> Message:
+        response = self.script.next()
+        for call in tool_calls(response):
+            key = args_key(call_name(call), arguments(call))
+            self.pending.setdefault(key, []).append(call_id(call))
+        return response
+
+    def result(self, name: str, args: Mapping[str, Any]) -> str:
+        ids = self.pending.get(args_key(name, args))
+        assert ids, f"the model made no pending call {name}({dict(args)})"
+        return self.session.results.get(ids.pop(0), "(no recorded result)")
