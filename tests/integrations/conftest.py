@@ -10,6 +10,9 @@ from __future__ import annotations
 import importlib.util
 import os
 
+# LiteLLM fetches its model map from the network at import unless told to use its copy.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 FRAMEWORKS = {
     "test_langchain.py": ("langchain", "langchain.agents"),
     "test_litellm.py": ("litellm", "litellm.integrations.custom_logger"),

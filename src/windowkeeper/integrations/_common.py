@@ -45,6 +45,9 @@ class Conversations:
         summarizer: writes the handoff (default: the extractive one).
         token_counter: exact local counts (default: the rough estimate).
         on_event: receives every manager's events.
+        per_model: without ``context_length``, look each conversation's window up by
+            the model its first call names (a proxy serves many models): in
+            ``context_lengths`` first, then in installed model metadata.
     """
 
     def __init__(
@@ -59,6 +62,8 @@ class Conversations:
         summarizer: Summarizer | None = None,
         token_counter: TextCounter | None = None,
         on_event: EventCallback | None = None,
+        per_model: bool = False,
+        context_lengths: Mapping[str, int] | None = None,
     ) -> None:
         if manager is not None and compressor is not None:
             raise ConfigError("give either a ContextManager or a ContextCompressor, not both")
@@ -70,22 +75,25 @@ class Conversations:
             "summarizer": summarizer, "token_counter": token_counter,
         }  # fmt: skip
         self._on_event = on_event
+        self._windows = dict(context_lengths or {})
         self._managers: OrderedDict[Hashable, ContextManager] = OrderedDict()
         self.context_length = context_length
-        if manager is None:
+        if manager is None and not (per_model and context_length is None):
             self.context_length = _window(context_length, model)
 
-    def manager(self, key: Hashable = None) -> ContextManager:
+    def manager(self, key: Hashable = None, *, model: str | None = None) -> ContextManager:
         """The conversation's manager (created on first use; the oldest of more than
-        ``MAX_CONVERSATIONS`` idle ones is forgotten)."""
+        ``MAX_CONVERSATIONS`` idle ones is forgotten). Built ``per_model`` without a
+        ``context_length``, each new conversation's window is the window of ``model``."""
         if self._shared is not None:
             return self._shared
         found = self._managers.get(key)
         if found is None:
-            assert self.context_length is not None
+            model = model or self._settings["model"]
+            window = self.context_length or self._windows.get(model or "") or _window(None, model)
             compressor = ContextCompressor(
-                self._settings["config"], context_length=self.context_length,
-                max_tokens=self._settings["max_tokens"], model=self._settings["model"],
+                self._settings["config"], context_length=window,
+                max_tokens=self._settings["max_tokens"], model=model,
                 summarizer=self._settings["summarizer"],
                 token_counter=self._settings["token_counter"],
             )  # fmt: skip
@@ -96,11 +104,16 @@ class Conversations:
         return found
 
     def before(
-        self, key: Hashable, messages: list[Message], tools: Sequence[ToolSchema] | None
+        self,
+        key: Hashable,
+        messages: list[Message],
+        tools: Sequence[ToolSchema] | None,
+        *,
+        model: str | None = None,
     ) -> list[Message]:
         """Before a model call: the messages to send (the input list itself when nothing
         was compacted). ``tools`` are the schemas sent with the call (counted)."""
-        manager = self.manager(key)
+        manager = self.manager(key, model=model)
         manager.tools = list(tools) if tools else None
         return manager.preflight(messages)
 
