@@ -14,25 +14,32 @@ from ..core.templates import template
 
 HANDOFF_KEY = "_wk_handoff"
 
+# Read once at import: recognition runs on every message of every compaction.
+PREFIX = template("handoff_prefix.txt").strip()
+PREFIX_TAG = PREFIX.splitlines()[0]
+END_MARKER = template("handoff_end.txt").strip()
+IN_PROGRESS_HEADER = template("in_progress.txt").strip()
+LIVE_STATE_HEADER = template("live_state.txt").strip()
+
 
 def prefix() -> str:
-    return template("handoff_prefix.txt").strip()
+    return PREFIX
 
 
 def end_marker() -> str:
-    return template("handoff_end.txt").strip()
+    return END_MARKER
 
 
 def in_progress_header() -> str:
-    return template("in_progress.txt").strip()
+    return IN_PROGRESS_HEADER
 
 
 def live_state_header() -> str:
-    return template("live_state.txt").strip()
+    return LIVE_STATE_HEADER
 
 
 def prefix_tag() -> str:
-    return prefix().splitlines()[0]
+    return PREFIX_TAG
 
 
 def handoff_body(text: str) -> str | None:
@@ -72,9 +79,16 @@ def is_handoff(message: Mapping[str, Any]) -> bool:
     """
     if message.get(HANDOFF_KEY):
         return True
-    if message.get("role") not in ("user", "assistant"):
+    role = message.get("role")
+    if role != "user" and role != "assistant":
         return False
-    return _leading_text(message.get("content")).startswith(prefix_tag())
+    content = message.get("content")
+    if isinstance(content, str):
+        # The common case without copying: most texts do not open with whitespace.
+        if content.startswith(PREFIX_TAG):
+            return True
+        return content[:1].isspace() and content.lstrip().startswith(PREFIX_TAG)
+    return _leading_text(content).startswith(PREFIX_TAG)
 
 
 def is_restated_task(message: Mapping[str, Any]) -> bool:
