@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.messages import Message, strip_private_keys, to_json
 
-__all__ = ("PrefixMemory", "digest")
+__all__ = ("PrefixMemory", "digest", "fingerprint")
 
 MAX_REMEMBERED = 1_000
 
@@ -31,6 +31,14 @@ def digest(messages: Sequence[Mapping[str, Any]]) -> str:
         hasher.update(to_json(strip_private_keys(message)).encode("utf-8", "surrogatepass"))
         hasher.update(b"\n")
     return hasher.hexdigest()
+
+
+def fingerprint(history: Sequence[Mapping[str, Any]]) -> str:
+    """A conversation's identity when the caller names none: the digest of its system
+    prompt and first user message (what stays the same as the conversation grows)."""
+    head = [m for m in history if m.get("role") in ("system", "developer")][:1]
+    first_user = [m for m in history if m.get("role") == "user"][:1]
+    return digest([*head, *first_user])
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from ..core.messages import Message, strip_private_keys, validate_messages
 from ..summary.llm.backends import import_litellm
 from ._common import Conversations
 from ._deps import missing
-from ._prefix import PrefixMemory, digest
+from ._prefix import PrefixMemory, fingerprint
 
 import_litellm()  # first: keeps LiteLLM's model map off the network
 try:
@@ -120,6 +120,4 @@ def conversation_key(data: Mapping[str, Any], history: list[Message]) -> Hashabl
     ):
         if isinstance(value, str) and value:
             return value
-    head = [m for m in history if m.get("role") in ("system", "developer")][:1]
-    first_user = next((m for m in history if m.get("role") == "user"), None)
-    return digest([*head, *([first_user] if first_user else [])])
+    return fingerprint(history)
