@@ -18,7 +18,9 @@ from typer.testing import CliRunner
 
 from realdata import SESSIONS_DIR
 from windowkeeper.adapters.anthropic import IS_ERROR_KEY, THINKING_KEY
+from windowkeeper.adapters.codex import rollout_items
 from windowkeeper.adapters.formats import Format, detect_format, parse_conversation
+from windowkeeper.adapters.responses import INSTRUCTIONS_KEY, from_responses, to_responses
 from windowkeeper.cli import app as cli
 from windowkeeper.core.errors import InvalidMessagesError
 from windowkeeper.core.invariants import violations
@@ -273,3 +275,139 @@ def test_real_transcript_matches_the_converted_session(path: Path) -> None:
         assert ids == [c["id"] for c in other.get("tool_calls") or []]
         prefix = "[tool error] " if mine.get(IS_ERROR_KEY) else ""
         assert prefix + content_text(mine.get("content")) == content_text(other.get("content"))
+
+
+# --- Codex rollouts ---------------------------------------------------------------------
+
+
+def _line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"timestamp": "2026-11-30T10:00:00.000Z", "type": kind, "payload": payload}
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    part = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+
+CODEX_ITEMS: list[dict[str, Any]] = [
+    _text("developer", "<permissions>sandbox: workspace-write</permissions>"),
+    _text("user", "<environment_context><cwd>/repo</cwd></environment_context>"),
+    _text("user", "make the refund test pass; never push to main"),
+    {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"},
+    {"type": "function_call", "id": "fc_1", "name": "shell", "call_id": "call_a",
+     "arguments": '{"command":["bash","-lc","pytest -q"]}'},
+    {"type": "function_call_output", "call_id": "call_a", "output": "1 failed, 3 passed"},
+    {"type": "custom_tool_call", "id": "ctc_1", "status": "completed", "call_id": "call_b",
+     "name": "apply_patch", "input": "*** Begin Patch\n*** Update File: refunds.py\n*** End Patch"},
+    {"type": "custom_tool_call_output", "call_id": "call_b", "output": "Success. Updated"},
+    {"type": "web_search_call", "id": "ws_1", "status": "completed",
+     "action": {"type": "search", "query": "refund rounding"}},
+    _text("assistant", "Fixed the rounding in refunds.py; tests pass."),
+]  # fmt: skip
+AFTER_COMPACTION: list[dict[str, Any]] = [
+    _text("user", "now add a changelog entry"),
+    {
+        "type": "function_call",
+        "name": "shell",
+        "call_id": "call_c",
+        "arguments": '{"command":["ls"]}',
+    },
+    {"type": "function_call_output", "call_id": "call_c", "output": "CHANGELOG.md refunds.py"},
+    _text("assistant", "Added it."),
+]
+SUMMARY = "Summary of earlier work: refunds.py rounding fixed, tests pass."
+
+
+def codex_rollout() -> str:
+    lines = [
+        _line("session_meta", {"id": "0199", "cwd": "/repo", "cli_version": "0.60.0",
+                               "instructions": "Follow AGENTS.md."}),
+        _line("turn_context", {"cwd": "/repo", "model": "gpt-5-codex"}),
+        *[_line("response_item", item) for item in CODEX_ITEMS[:3]],
+        _line("event_msg", {"type": "user_message", "message": "make the refund test pass"}),
+        *[_line("response_item", item) for item in CODEX_ITEMS[3:]],
+        _line("response_item", {"type": "ghost_snapshot", "ghost_commit": {"id": "abc"}}),
+        _line("event_msg", {"type": "token_count", "info": None}),
+        _line("compacted", {"message": SUMMARY}),
+        *[_line("response_item", item) for item in AFTER_COMPACTION],
+    ]  # fmt: skip
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_codex_rollout_converts_with_pairs_and_ids() -> None:
+    text = codex_rollout()
+    assert detect_format(text) is Format.CODEX
+    conversation = parse_conversation(text)
+    messages = conversation.messages
+    assert conversation.model == "gpt-5-codex"
+    assert violations(messages) == []  # environment context and prompt are one user turn
+    assert messages[0] == {"role": "system", "content": "Follow AGENTS.md.", INSTRUCTIONS_KEY: True}
+    assert messages[1]["role"] == "developer"  # leading: a system-role message
+    assert message_text_of(messages[2]).startswith("<environment_context>")
+    assert message_text_of(messages[2]).endswith("never push to main")
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    assert calls == ["call_a", "call_b", "call_c"]
+    assert [m["tool_call_id"] for m in messages if m["role"] == "tool"] == calls
+    assert any(message_text_of(m).startswith(SUMMARY) for m in messages)  # then the next ask
+
+
+def test_codex_items_round_trip_as_the_very_objects() -> None:
+    items, instructions, _ = rollout_items(codex_rollout())
+    assert items == [*CODEX_ITEMS, _text("user", SUMMARY), *AFTER_COMPACTION]
+    back_instructions, back = to_responses(from_responses(items, instructions))
+    assert back_instructions == "Follow AGENTS.md."
+    assert len(back) == len(items) and all(a is b for a, b in zip(back, items, strict=True))
+    # The reader merges adjacent user turns; every other item comes back as it was.
+    _, written = to_responses(parse_conversation(codex_rollout()).messages)
+    originals = [i for i in items if i["type"] != "message" or i["role"] != "user"]
+    assert [i for i in written if i in originals] == originals
+
+
+def test_the_older_codex_layout_round_trips() -> None:
+    lines = [
+        {"id": "0198", "timestamp": "2025-06-01T00:00:00Z", "instructions": None},
+        {"record_type": "state"},
+        *CODEX_ITEMS[2:6],
+        {"record_type": "state"},
+        CODEX_ITEMS[-1],
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    assert detect_format(text) is Format.CODEX
+    messages = parse_conversation(text).messages
+    assert violations(messages) == []
+    instructions, items = to_responses(messages)
+    assert instructions is None
+    assert items == [*CODEX_ITEMS[2:6], CODEX_ITEMS[-1]]  # parsed anew: equal, field by field
+
+
+def test_cli_compresses_a_codex_rollout(tmp_path: Path) -> None:
+    path = tmp_path / "rollout-2026-11-30T10-00-00-0199.jsonl"
+    lines = [json.loads(line) for line in codex_rollout().splitlines()]
+    big = [
+        _line("response_item", item)
+        for n in range(30)
+        for item in (
+            {
+                "type": "function_call",
+                "name": "shell",
+                "call_id": f"c{n}",
+                "arguments": '{"command":["cat","f"]}',
+            },
+            {
+                "type": "function_call_output",
+                "call_id": f"c{n}",
+                "output": f"row {n}\n" + "x" * 3000,
+            },
+        )
+    ]
+    path.write_text(
+        "".join(json.dumps(x) + "\n" for x in [*lines, *big, lines[-1]]), encoding="utf-8"
+    )
+    result = runner.invoke(cli.app, ["compress", str(path), "--context-length", "8000"])
+    assert result.exit_code == 0, result.output
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert violations(out) == [] and len(out) < 40 and all("role" in m for m in out)
+
+
+def message_text_of(message: dict[str, Any]) -> str:
+    return content_text(message.get("content"))

@@ -4,7 +4,7 @@
 shapes and writes the same shape: JSONL as JSONL, a JSON array as a JSON array, an
 OpenAI Chat Completions body as an OpenAI body and an Anthropic Messages body as an
 Anthropic body, every other field of the body (model, tools, ``max_tokens``, ``stream``,
-metadata, ...) kept as it was. Transcripts (Claude Code) have no request shape to
+metadata, ...) kept as it was. Transcripts (Claude Code, Codex) have no request shape to
 go back to and are written as canonical JSONL.
 """
 

@@ -39,6 +39,7 @@ from ..core.errors import InvalidMessagesError
 from ..core.invariants import group_end
 from ..core.messages import Conversation, Message, call_id, tool_calls
 from .anthropic import THINKING_KEY, from_anthropic
+from .turns import merge_adjacent
 
 log = logging.getLogger("windowkeeper.adapters.claude_code")
 
@@ -64,7 +65,7 @@ def parse_claude_code(text: str) -> Conversation:
     main = [e for e in messages if not e.get("isSidechain")]
     turns = _turns(main or messages)
     converted = from_anthropic(None, turns)
-    tidied = _merge_adjacent([_tidy(m) for m in converted])
+    tidied = merge_adjacent([_tidy(m) for m in converted])
     kept = [m for m in tidied if not _empty(m)]
     return Conversation(_results_in_call_order(kept), model=_model(messages))
 
@@ -137,42 +138,6 @@ def _tidy(message: Message) -> Message:
         new_content: Any = text if text or message.get("role") != "assistant" else None
         return {**message, "content": new_content}
     return message if parts is content else {**message, "content": parts}
-
-
-def _as_parts(content: object) -> list[Any]:
-    if isinstance(content, list):
-        return list(content)
-    if isinstance(content, str) and content:
-        return [{"type": "text", "text": content}]
-    return []
-
-
-def _joined(first: object, second: object) -> object:
-    if first is None or first == "":
-        return second
-    if second is None or second == "":
-        return first
-    if isinstance(first, str) and isinstance(second, str):
-        return f"{first}\n\n{second}"
-    return _as_parts(first) + _as_parts(second)
-
-
-def _merge_adjacent(messages: list[Message]) -> list[Message]:
-    """Adjacent user (or assistant) turns become one, so roles alternate."""
-    out: list[Message] = []
-    for message in messages:
-        role = message.get("role")
-        previous = out[-1] if out else None
-        if previous is None or role not in _MESSAGE_EVENTS or previous.get("role") != role:
-            out.append(message)
-            continue
-        merged = {**previous, "content": _joined(previous.get("content"), message.get("content"))}
-        for key in ("tool_calls", THINKING_KEY):
-            values = [*(previous.get(key) or []), *(message.get(key) or [])]
-            if values:
-                merged[key] = values
-        out[-1] = merged
-    return out
 
 
 def _results_in_call_order(messages: list[Message]) -> list[Message]:

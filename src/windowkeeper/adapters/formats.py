@@ -19,6 +19,7 @@ from ..core.errors import InvalidMessagesError
 from ..core.messages import Conversation, Message, ToolSchema, validate_message, validate_messages
 from .anthropic import from_anthropic
 from .claude_code import looks_like_claude_code, parse_claude_code
+from .codex import looks_like_codex, parse_codex
 
 
 class Format(StrEnum):
@@ -30,6 +31,7 @@ class Format(StrEnum):
     OPENAI = "openai"  # a Chat Completions request body
     ANTHROPIC = "anthropic"  # a Messages request body
     CLAUDE_CODE = "claude-code"  # a Claude Code session transcript
+    CODEX = "codex"  # a Codex rollout transcript
 
 
 def detect_format(text: str) -> Format:
@@ -49,6 +51,8 @@ def detect_format(text: str) -> Format:
             return Format.JSONL
         if looks_like_claude_code(value):
             return Format.CLAUDE_CODE
+        if looks_like_codex(value):
+            return Format.CODEX
     return Format.JSONL
 
 
@@ -73,6 +77,8 @@ def parse_conversation(text: str, fmt: Format | str = Format.AUTO) -> Conversati
         return _from_body(body, anthropic=fmt is Format.ANTHROPIC)
     if fmt is Format.CLAUDE_CODE:
         return parse_claude_code(text)
+    if fmt is Format.CODEX:
+        return parse_codex(text)
     return Conversation(_parse_jsonl(text))
 
 

@@ -19,7 +19,7 @@ Usage::
 
 ``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
 line), a JSON array of messages, an OpenAI or Anthropic request body (its ``tools`` are
-used unless ``--tools`` is given), or a Claude Code session transcript; the shape is
+used unless ``--tools`` is given), or a Claude Code / Codex transcript; the shape is
 detected, or named with ``--format``. ``compress`` writes the compacted messages in the
 input's shape (stdout unless ``-o``) and one summary line to stderr. ``inspect`` shows
 where the tokens go and what a compaction would keep, summarize and prune. ``demo`` runs
@@ -156,7 +156,7 @@ def compress(
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
 
     The output has the input's shape: JSONL, a JSON array, or the same OpenAI or
-    Anthropic request body with only its messages replaced; a Claude Code transcript is
+    Anthropic request body with only its messages replaced; a Claude Code or Codex transcript is
     written as JSONL. With --session the stored session is compacted in the store (in
     place, or with --rotate by ending it and continuing in a child) instead of reading IN.
     """

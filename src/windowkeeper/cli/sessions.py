@@ -53,7 +53,7 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         help="Input shape: auto (detected), jsonl, json, openai or anthropic (request "
-        "bodies), claude-code (a ~/.claude/projects session).",
+        "bodies), claude-code (a ~/.claude/projects session), codex (a rollout file).",
     ),
 ]
 
