@@ -7,8 +7,12 @@ hiding the tests.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+from collections.abc import Iterator
+
+import pytest
 
 # LiteLLM fetches its model map from the network at import unless told to use its copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -38,3 +42,16 @@ def pytest_report_header() -> str | None:
         return None
     extras = ", ".join(sorted(set(_missing.values())))
     return f"integration tests not collected: install the extras {extras}"
+
+
+@pytest.fixture(autouse=True)
+def own_event_loop() -> Iterator[None]:
+    """Frameworks' ``run_sync`` helpers use (Pydantic AI: create and keep) the thread's
+    event loop; each test gets its own, closed afterwards, so none is left to the GC."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

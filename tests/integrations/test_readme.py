@@ -13,7 +13,6 @@ checked against the CLI: the command exists and takes every option the line uses
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import re
 import sys
@@ -97,18 +96,11 @@ def fakes(section: str) -> dict[str, Any]:
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAITestServer]:
     monkeypatch.chdir(tmp_path)  # snippets may create files (wk.db, ...)
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
-    # Frameworks' run_sync helpers reuse (or shut down) the thread's loop: one per test.
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        with OpenAITestServer() as server:
-            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-            monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-            server.script(*[Step.completion("Done.")] * 5)
-            yield server
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
+    with OpenAITestServer() as server:  # the conftest gives each test its own event loop
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        server.script(*[Step.completion("Done.")] * 5)
+        yield server
 
 
 def test_the_readme_has_a_section_per_integration() -> None:

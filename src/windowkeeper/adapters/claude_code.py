@@ -30,18 +30,14 @@ Tool-call ids are the transcript's ``tool_use`` ids, unchanged.
 
 from __future__ import annotations
 
-import json
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.errors import InvalidMessagesError
 from ..core.invariants import group_end
 from ..core.messages import Conversation, Message, call_id, tool_calls
 from .anthropic import THINKING_KEY, from_anthropic
+from .jsonl import json_objects
 from .turns import merge_adjacent
-
-log = logging.getLogger("windowkeeper.adapters.claude_code")
 
 _EVENT_KEYS = frozenset({"uuid", "sessionId", "leafUuid", "parentUuid"})
 _MESSAGE_EVENTS = frozenset({"user", "assistant"})
@@ -60,7 +56,7 @@ def looks_like_claude_code(value: object) -> bool:
 
 def parse_claude_code(text: str) -> Conversation:
     """The conversation of a Claude Code transcript (see the module docstring)."""
-    events = _events(text)
+    events = [event for _, event in json_objects(text, "a Claude Code event")]
     messages = [e for e in events if e.get("type") in _MESSAGE_EVENTS and _has_message(e)]
     main = [e for e in messages if not e.get("isSidechain")]
     turns = _turns(main or messages)
@@ -68,26 +64,6 @@ def parse_claude_code(text: str) -> Conversation:
     tidied = merge_adjacent([_tidy(m) for m in converted])
     kept = [m for m in tidied if not _empty(m)]
     return Conversation(_results_in_call_order(kept), model=_model(messages))
-
-
-def _events(text: str) -> list[dict[str, Any]]:
-    lines = text.splitlines()
-    events: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) and not text.endswith("\n"):
-                # Claude Code is still writing this session: its last line is unfinished.
-                log.warning("line %d: incomplete last event skipped", number)
-                continue
-            raise InvalidMessagesError(f"line {number}", f"bad JSON: {exc.msg}") from exc
-        if not isinstance(value, dict):
-            raise InvalidMessagesError(f"line {number}", "expected a Claude Code event object")
-        events.append(value)
-    return events
 
 
 def _has_message(event: Mapping[str, Any]) -> bool:

@@ -25,12 +25,12 @@ bare items, and ``record_type`` state lines) is read too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
 from ..core.messages import Conversation
+from .jsonl import json_objects
 from .responses import ITEMS_KEY, from_responses
 from .turns import merge_adjacent
 
@@ -55,15 +55,7 @@ def rollout_items(text: str) -> tuple[list[dict[str, Any]], str | None, str | No
     items: list[dict[str, Any]] = []
     instructions: str | None = None
     model: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidMessagesError(f"line {number}", f"bad JSON: {exc.msg}") from exc
-        if not isinstance(value, dict):
-            raise InvalidMessagesError(f"line {number}", "expected a Codex rollout object")
+    for number, value in json_objects(text, "a Codex rollout"):
         kind, payload = value.get("type"), value.get("payload")
         if kind == "session_meta" or (number == 1 and "instructions" in value):
             meta = payload if isinstance(payload, Mapping) else value
