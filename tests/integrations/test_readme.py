@@ -2,7 +2,8 @@
 
 Each ```python block runs in the namespace of its section (blocks of one section share
 it, in order). Names a snippet leaves to the reader are fakes put there first:
-``messages`` and ``tools`` (a short conversation), ``chat_model`` (a LangChain chat model
+``messages`` and ``tools`` (a short conversation), ``session.jsonl`` in the working
+directory (a synthetic session), ``chat_model`` (a LangChain chat model
 that answers in text), ``model`` (a scripted Agents SDK ``Model`` in the Agents SDK
 section, Pydantic AI's ``TestModel`` in the Pydantic AI one); ``OpenAI()`` talks to the
 loopback :class:`~windowkeeper.testing.OpenAITestServer`. A module snippet that names its
@@ -25,7 +26,9 @@ import pytest
 import typer
 import yaml
 
+from factories import long_session
 from windowkeeper.cli import app as cli
+from windowkeeper.core.messages import dump_jsonl
 from windowkeeper.testing import OpenAITestServer, Step
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -95,6 +98,7 @@ def fakes(section: str) -> dict[str, Any]:
 @pytest.fixture
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAITestServer]:
     monkeypatch.chdir(tmp_path)  # snippets may create files (wk.db, ...)
+    (tmp_path / "session.jsonl").write_text(dump_jsonl(long_session(rounds=20)), encoding="utf-8")
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
     with OpenAITestServer() as server:  # the conftest gives each test its own event loop
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
