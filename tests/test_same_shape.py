@@ -7,6 +7,7 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from factories import long_session
@@ -14,6 +15,8 @@ from windowkeeper.adapters.anthropic import from_anthropic, to_anthropic
 from windowkeeper.adapters.formats import Format, detect_format
 from windowkeeper.cli import app as cli
 from windowkeeper.core.invariants import violations
+
+pytestmark = pytest.mark.usefixtures("summary_tier")
 
 runner = CliRunner()
 OPENAI_TOOLS = [

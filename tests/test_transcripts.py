@@ -26,6 +26,8 @@ from windowkeeper.core.errors import InvalidMessagesError
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import content_text
 
+pytestmark = pytest.mark.usefixtures("summary_tier")
+
 RAW_CLAUDE_CODE = SESSIONS_DIR.parent / "raw" / "claude_code"
 runner = CliRunner()
 

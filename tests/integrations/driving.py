@@ -26,6 +26,7 @@ import pytest
 
 from factories import long_session
 from realdata import SESSIONS_DIR
+from windowkeeper.analysis.kinds import is_handoff
 from windowkeeper.core.config import usable_window
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import call_id, call_name, message_text, tool_calls
@@ -231,3 +232,11 @@ class Replayer:
         ids = self.pending.get(args_key(name, args))
         assert ids, f"the model made no pending call {name}({dict(args)})"
         return self.session.results.get(ids.pop(0), "(no recorded result)")
+
+
+def holds_a_compaction(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """A handoff (a summary compaction) or a pruned tool output (a prune-only one)."""
+    return any(
+        is_handoff(m) or (m.get("role") == "tool" and "(ref wk" in str(m.get("content")))
+        for m in messages
+    )
