@@ -46,7 +46,8 @@ def summary_request(
     analysis = analysis or Analysis(turns)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
-    state = extract_state(analysis, previous, placement(facts, plan), focus_topic)
+    tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
+    state = extract_state(analysis, previous, placement(facts, plan), focus_topic, tail)
     return SummaryRequest(
         turns=turns,
         previous_summary=plan.previous_summary or None,

@@ -18,13 +18,13 @@ from .trail import (
     commands_of,
     environment_of,
     error_lines_of,
-    event_files,
     merged_commands,
     merged_counts,
     merged_error_lines,
     merged_files,
     merged_values,
     repository_root,
+    session_touches,
     values_of,
     working_directories,
 )
@@ -68,8 +68,10 @@ def extract_state(
     previous: HandoffState,
     placement: Placement = Placement(),
     focus: str | None = None,
+    tail: Analysis | None = None,
 ) -> HandoffState:
-    """The handoff state after these turns (see the module docstring)."""
+    """The handoff state after these turns (see the module docstring); ``tail``: the
+    turns kept verbatim after the handoff, whose files join the file map."""
     turns = user_turns(analysis.facts)
     task, in_head, turns = _task(previous, placement, turns)
     request, kept = _request(placement, turns)
@@ -85,7 +87,10 @@ def extract_state(
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
     cwds = working_directories(events, dict(previous.environment).get("Working directory"))
-    touches = [t for event, cwd in zip(events, cwds, strict=False) for t in event_files(event, cwd)]
+    # The file map covers the turns kept verbatim after the handoff too.
+    kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
+    every = [*events, *kept_events]
+    touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
     facts_texts = ([task.text] if new_task and task else []) + texts
     files = merged_files(previous.files, touches)
     listed, counts = commands_of(events)

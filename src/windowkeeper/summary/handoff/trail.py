@@ -101,6 +101,37 @@ def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ..
     return tuple(found)
 
 
+def session_touches(
+    events: Sequence[ToolEvent], cwds: Sequence[str | None]
+) -> list[tuple[str, str]]:
+    """(path, status) of every file the events touched, in order. Editors that work on
+    "the open file" (SWE-agent's ``open``/``edit``, an ``edit`` call without a path)
+    change the file opened last."""
+    found: list[tuple[str, str]] = []
+    current: str | None = None
+    for event, cwd in zip(events, cwds, strict=False):
+        touches = event_files(event, cwd)
+        found.extend(touches)
+        action = event.action
+        if action.kind in (ToolKind.READ, ToolKind.WRITE) and action.path:
+            current = action.path
+            continue
+        command = (action.command or "").lstrip() if action.kind is ToolKind.SHELL else ""
+        verb, _, rest = command.partition(" ")
+        if verb in ("open", "create") and rest.split():
+            current = rest.split()[0].strip("'\"")
+            if verb == "create" and not event.failed:
+                found.append((current, "created"))
+        elif (
+            current
+            and not event.failed
+            and not touches
+            and ((action.kind is ToolKind.EDIT and not action.path) or verb == "edit")
+        ):
+            found.append((current, "modified"))
+    return found
+
+
 def _is_file(path: str) -> bool:
     name = path.rstrip("/").rsplit("/", 1)[-1]
     return "." in name and "*" not in path
