@@ -28,7 +28,7 @@ from .trail import (
     values_of,
     working_directories,
 )
-from .users import TASK_CHARS, UserTurn, constraints_of, merged_constraints, quoted, user_turns
+from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
 from .work import decisions, focus_words, next_step, open_errors, still_open, work_state
 
 NOTES_CHARS = 3_000
@@ -48,6 +48,9 @@ class Placement:
     task_in_head: bool = False
     user_in_tail: bool = True
     restated: bool = False
+    restated_text: str = ""
+    """The text restated after the handoff (the newest request, and the written request
+    an image-only send continues)."""
 
 
 def previous_state(body: str | None) -> HandoffState:
@@ -127,25 +130,26 @@ def _task(
         return previous.task, False, turns
     if placement.task_in_head:
         return None, True, turns
-    if placement.restated and len(turns) == 1:
+    if placement.restated and turns and _is_restated(turns[0], placement):
         return None, False, turns  # the task itself is restated after the handoff
     if turns and (previous.task_in_head or not previous.users):
-        return quoted(turns[0], TASK_CHARS), False, turns[1:]
+        return task_quote(turns[0]), False, turns[1:]
     return None, False, turns
 
 
 def _request(placement: Placement, turns: list[UserTurn]) -> tuple[Quote | None, list[UserTurn]]:
     """The newest user request when no user message is kept after the handoff; a
     request restated after the handoff is left out (it is there verbatim)."""
-    if placement.restated and turns:
-        restated = turns[-1]
-        kept = turns[:-1]
-        if kept and set(restated.text.split()) <= {"[image]"}:
-            kept = kept[:-1]  # an image-only send is restated with the request before it
-        return None, kept
+    if placement.restated:
+        return None, [t for t in turns if not _is_restated(t, placement)]
     if placement.user_in_tail or not turns:
         return None, turns
     return quoted(turns[-1]), turns[:-1]
+
+
+def _is_restated(turn: UserTurn, placement: Placement) -> bool:
+    text = turn.text.replace("[image]", "").strip()
+    return bool(text) and text in placement.restated_text
 
 
 def _deduped(users: Sequence[Quote]) -> tuple[Quote, ...]:
