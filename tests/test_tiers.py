@@ -92,9 +92,11 @@ def test_an_empty_user_message_never_leaves_two_user_messages_in_a_row() -> None
         for window in (8_000, 16_000, 32_000):
             for ratio in (0.01, 0.6):
                 config = CompressionConfig(prune_only_ratio=ratio)
-                out = ContextCompressor(config, context_length=window).compress(
-                    messages, force=True
-                ).messages
+                out = (
+                    ContextCompressor(config, context_length=window)
+                    .compress(messages, force=True)
+                    .messages
+                )
                 assert violations(out) == [], (empty, window, ratio)
 
 
