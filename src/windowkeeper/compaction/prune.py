@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.events import result_exit_code
+from ..analysis.events import result_exit_code, tool_event
+from ..analysis.gist import gist
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
 from ..analysis.toolshapes import ToolKind, one_line
 from ..core.messages import (
@@ -120,7 +121,8 @@ def _describe(call: CallFacts | None, name: str, result: MessageFacts) -> str:
     if call is None:
         return f"[{name}] ({len(content):,} chars result)"
     shell = call.action.kind is ToolKind.SHELL
-    return one_line(call.action, content, result_exit_code(result) if shell else None)
+    line = one_line(call.action, content, result_exit_code(result) if shell else None)
+    return line + gist(tool_event(call, result))
 
 
 def _strip_images(content: list[Any]) -> list[Any] | None:

@@ -35,6 +35,8 @@ class ReplayCompaction:
     before_tokens: int
     after_tokens: int
     elapsed_ms: float
+    tier: str = ""
+    """``prune`` (tool output pruned, no summary) or ``summary``."""
 
     @property
     def savings(self) -> float:
@@ -118,6 +120,7 @@ class _Recorder:
                     event.tokens_before or 0,
                     event.tokens_after or 0,
                     event.duration_ms or 0.0,
+                    event.tier.value if event.tier else "",
                 )
             )
         elif event.kind is EventKind.WARNING:

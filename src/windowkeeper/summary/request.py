@@ -47,8 +47,9 @@ def summary_request(
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
     tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
+    head = Analysis(messages[: plan.head_end], facts[: plan.head_end])
     where = placement(facts, plan, messages)
-    state = extract_state(analysis, previous, where, focus_topic, tail)
+    state = extract_state(analysis, previous, where, focus_topic, tail, head)
     return SummaryRequest(
         turns=turns,
         previous_summary=plan.previous_summary or None,

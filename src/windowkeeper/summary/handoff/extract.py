@@ -15,6 +15,7 @@ from ...analysis.events import Analysis
 from .model import HandoffState, Quote
 from .parse import parse_state
 from .trail import (
+    anchored,
     commands_of,
     environment_of,
     error_lines_of,
@@ -72,9 +73,15 @@ def extract_state(
     placement: Placement = Placement(),
     focus: str | None = None,
     tail: Analysis | None = None,
+    head: Analysis | None = None,
 ) -> HandoffState:
-    """The handoff state after these turns (see the module docstring); ``tail``: the
-    turns kept verbatim after the handoff, whose files join the file map."""
+    """The handoff state after these turns (see the module docstring).
+
+    ``tail``: the turns kept verbatim after the handoff, whose files join the file map;
+    ``head``: the protected head, whose tool output pruning has just replaced by stubs:
+    its tool events count as the oldest of the summarized ones (its user words stay
+    verbatim there and are not quoted).
+    """
     turns = user_turns(analysis.facts)
     task, in_head, turns = _task(previous, placement, turns)
     request, kept = _request(placement, turns)
@@ -85,18 +92,21 @@ def extract_state(
     users = _deduped([*carried_users, *(quoted(t) for t in turns)])
     new_task = task is not None and task is not previous.task
     stated = constraints_of(([task.text] if new_task and task else []) + texts)
-    facts_texts = ([task.text] if new_task and task else []) + texts
     events = [e for e in analysis.events() if not e.orphan]
+    # The head's pruned tool events are the oldest of the trail; positions are relative
+    # to the summarized turns, so the work state reads those turns' events only.
+    head_events = [e for e in head.events() if not e.orphan] if head is not None else []
+    trail = [*head_events, *events]
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
-    cwds = working_directories(events, dict(previous.environment).get("Working directory"))
+    cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
     # The file map covers the turns kept verbatim after the handoff too.
     kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
-    every = [*events, *kept_events]
+    every = [*trail, *kept_events]
     touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
     facts_texts = ([task.text] if new_task and task else []) + texts
-    files = merged_files(previous.files, touches)
-    listed, counts = commands_of(events)
+    files, base = anchored(merged_files(previous.files, touches), cwds[-1])
+    listed, counts = commands_of(trail)
     return HandoffState(
         task=task,
         task_in_head=in_head,
@@ -107,17 +117,17 @@ def extract_state(
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
         decisions=decisions(assistant, previous.decisions, focus_words(focus)),
-        root=repository_root(files, cwds[-1]) or previous.root,
+        root=repository_root(files, cwds[-1] or base) or previous.root,
         files=files,
         values=merged_values(
-            previous.values, values_of(events, facts_texts, [t for _, t in assistant])
+            previous.values, values_of(trail, facts_texts, [t for _, t in assistant])
         ),
         next_step=next_step(assistant, events, previous.next_step),
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=merged_error_lines(previous.error_lines, error_lines_of(events, facts_texts)),
+        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, facts_texts)),
         earlier_commands=previous.earlier_commands,
-        environment=environment_of(events, cwds[-1], previous.environment),
+        environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
     )
 
