@@ -146,6 +146,43 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     return tuple(dict.fromkeys(touched))
 
 
+_MAY_READ = re.compile(r"\b(?:cat|head|tail|nl|less|more|wc|grep|egrep|fgrep|rg|sed|awk)\b")
+_VIEWERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc"})
+_SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
+"""Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
+
+
+def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
+    """(path, READ) of every file a viewer or search in the command reads (``cat x.py``,
+    ``sed -n 1,40p x.py``, ``grep -n foo x.py``), in order; writes are
+    :func:`command_touches`' business."""
+    lines, _ = lines_of(command)
+    found: list[Touch] = []
+    here = cwd
+    for line in lines:
+        may_read = _MAY_READ.search(line) is not None
+        if not may_read and "cd " not in line:
+            continue
+        for tokens in steps_of(line):
+            here = _step_cwd(tokens, here)
+            if may_read:
+                found.extend((_joined(p, here), READ) for p in _step_reads(tokens))
+    return tuple(dict.fromkeys(found))
+
+
+def _step_reads(tokens: list[str]) -> list[str]:
+    words = [t for t in tokens if not _is_assignment(t)]
+    head = words[0].rsplit("/", 1)[-1] if words else ""
+    if head not in _VIEWERS and head not in _SCRIPT_FIRST:
+        return []
+    if head in ("sed", "perl") and any(_in_place(t, head) for t in words[1:]):
+        return []  # an in-place edit: a write
+    operands = _operands(_until_redirect(words[1:]))
+    if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
+        operands = operands[1:]
+    return [p for p in operands if _path_like(p) and _looks_like_file(p)]
+
+
 def _step_cwd(tokens: list[str], cwd: str | None) -> str | None:
     if len(tokens) == 2 and tokens[0] == "cd":
         return _joined(tokens[1], cwd)

@@ -20,6 +20,24 @@ GIST_ERRORS = 2
 GIST_IDS = 4
 """Identifiers a stub keeps (the first ones the output names)."""
 GIST_LINE_CHARS = 120
+DUPLICATE_TAG = "[duplicate output"
+"""How an older copy of an identical output starts once pruning replaced it."""
+_ERROR = "; error: "
+
+
+def is_stub(text: str) -> bool:
+    """Whether a tool result is a stub pruning left (one line with an archive handle)."""
+    return text.startswith(DUPLICATE_TAG) or (
+        text.startswith("[") and "(ref wk" in text and "\n" not in text
+    )
+
+
+def stub_error(text: str) -> str:
+    """The error lines a stub kept (``""`` when it kept none or ``text`` is no stub)."""
+    if not is_stub(text):
+        return ""
+    _, found, rest = text.partition(_ERROR)
+    return rest.split("; ids: ")[0].rsplit(" (ref wk", 1)[0].strip() if found else ""
 
 
 def gist(event: ToolEvent) -> str:
@@ -40,7 +58,7 @@ def _gist(event: ToolEvent) -> str:
     errors = event_errors(event) if event.failed or not parts else []
     if errors:
         shown = [shorten(line, GIST_LINE_CHARS) for line in errors[-GIST_ERRORS:]]
-        parts.append("error: " + " | ".join(shown))
+        parts.append(_ERROR[2:] + " | ".join(shown))
     named = [value for value in event_identifiers(event) if value not in command]
     if named:
         parts.append("ids: " + ", ".join(named[:GIST_IDS]))

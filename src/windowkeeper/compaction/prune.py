@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.events import result_exit_code, tool_event
-from ..analysis.gist import gist
+from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
 from ..analysis.toolshapes import ToolKind, one_line
 from ..core.messages import (
@@ -27,7 +27,6 @@ from ..core.report import ArchivedItem
 from ..core.templates import template
 
 IMAGE_PLACEHOLDER = "[image removed from an old tool result]"
-_DUPLICATE_TAG = "[duplicate output"
 
 
 @dataclass(frozen=True)
@@ -68,12 +67,6 @@ def _calls_by_id(messages: list[Message], analyzer: Analyzer) -> dict[str, CallF
     return {call.id: call for m in messages for call in analyzer.facts(m).calls}
 
 
-def is_stub(text: str) -> bool:
-    return text.startswith(_DUPLICATE_TAG) or (
-        text.startswith("[") and "(ref wk" in text and "\n" not in text
-    )
-
-
 def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[int]:
     """Indices of large tool outputs whose length another large tool output shares.
 
@@ -107,7 +100,7 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
         out = out if out is not None else list(messages)
         out[index] = {
             **message,
-            "content": f"{_DUPLICATE_TAG} (ref {handle}): identical to a later result, "
+            "content": f"{DUPLICATE_TAG} (ref {handle}): identical to a later result, "
             f"which is kept in full]",
         }
         archived.append(ArchivedItem(handle, "tool_output", index, message))

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.boundaries import system_end
 from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPlan
-from ..compaction.prune import PassResult, PruneSettings, is_stub, prune
+from ..compaction.prune import PassResult, PruneSettings, prune
 from ..compaction.truncate import Cut, last_rungs
 from ..core.config import CompressionConfig
 from ..core.invariants import align_back

@@ -139,12 +139,14 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     summarizer: Summarizer | None = None,
     summary_context_length: int | None = None,
+    engine: ContextCompressor | None = None,
 ) -> ReplayReport:
     """Replay ``messages`` (see the module docstring); ``progress(done, total)`` per message.
 
-    ``summarizer`` writes the handoffs (the extractive one when ``None``).
+    ``summarizer`` writes the handoffs (the extractive one when ``None``); ``engine``: a
+    ready compressor to replay with instead (the other engine arguments are then unused).
     """
-    engine = ContextCompressor(
+    engine = engine or ContextCompressor(
         config, context_length=context_length, max_tokens=max_tokens, model=model,
         tools=list(tools) if tools else None, summarizer=summarizer,
         summary_context_length=summary_context_length,

@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 
 from ...analysis.commands import (
+    command_reads,
     command_touches,
     is_read_only,
     program_of,
@@ -93,6 +94,7 @@ def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ..
         return ()
     found = list(command_touches(action.command, cwd))
     if event.result and not event.failed:
+        found.extend(command_reads(action.command, cwd))
         root = cwd or ""
         found.extend(
             (posixpath.join(root, path) if root else path, how)
