@@ -1,0 +1,428 @@
+"""One model request's exchange with the upstream (see :mod:`.service` for the flow).
+
+What must hold: the session lock is held only while choosing the branch, substituting,
+running the preflight, recovering and settling — never across an upstream call; a body
+the gateway did not change goes upstream as the client's bytes; every path settles the
+turn or abandons it, once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+
+from ..core.errors import CompressionExhaustedError, InvalidMessagesError, UpstreamError
+from ..core.messages import Message
+from ..loop.estimates import prompt_tokens_of
+from .auth import Caller
+from .client import Response
+from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
+from .protocols.base import recall_calls_in
+from .protocols.sse import EventSplitter
+from .recall import RECALL_TOOL, archive_in_memory, recall_answers, recall_schema, tool_for
+from .replies import Answer, StreamAnswer, error_answer, stream_error
+from .selection import select
+from .sessions import SESSION_HEADER, GatewaySession, Prepared, public_id, session_key
+from .upstream import (
+    UpstreamHTTPError,
+    UpstreamUnreachable,
+    error_headers,
+    forward_response_headers,
+)
+from .upstream import (
+    decode as _decode,
+)
+
+if TYPE_CHECKING:
+    from ..store import RecallTool
+    from .core import GatewayCore
+
+Failure = UpstreamError | CompressionExhaustedError
+
+
+class Exchange:
+    def __init__(
+        self,
+        gateway: GatewayCore,
+        protocol: Protocol,
+        parsed: Parsed,
+        headers: Mapping[str, str],
+        caller: Caller,
+    ) -> None:
+        self.gateway = gateway
+        self.protocol = protocol
+        self.parsed = parsed
+        self.headers = headers
+        self.caller = caller
+        self.prepared: Prepared | None = None
+        self.request: list[Message] = []
+        self.extra: list[Message] = []
+        self.recall: RecallTool | None = None
+        self.outcome = "ok"
+        self._reply_headers: list[tuple[str, str]] = []
+
+    # --- the flow ------------------------------------------------------------------------
+
+    async def run(self, session: GatewaySession, window: int) -> Answer | StreamAnswer:
+        gateway = self.gateway
+        async with session.lock:
+            session.requests += 1
+            try:
+                prepared = await gateway.run(
+                    _heavy(session, self.parsed), select, gateway, session, self.parsed, window
+                )
+            except InvalidMessagesError as exc:
+                self._count("invalid")
+                return error_answer(self.protocol, 400, f"windowkeeper gateway: {exc}")
+            self.prepared = prepared
+            branch = prepared.branch
+            manager = branch.manager
+            heavy = manager.estimate(prepared.working) >= manager.threshold
+            self.request = await gateway.run(heavy, manager.preflight, prepared.working)
+            # A compaction stands for the client's history whatever the upstream answers:
+            # installed now, concurrent requests of the branch reuse it.
+            branch.settle(prepared, self.request)
+            if gateway.settings.recall_rounds:
+                self.recall = tool_for(prepared.branch, gateway.store)
+        if self.parsed.stream:
+            return await self._stream()
+        return await self._complete()
+
+    async def _complete(self) -> Answer:
+        opened = await self._send()
+        read = opened if isinstance(opened, Answer) else await self._read(opened)
+        if isinstance(read, Answer):
+            await self._settle(None)
+            return read
+        reply, content = read
+        usage = self.protocol.usage(reply)
+        if self.recall is not None and isinstance(reply, dict):
+            answered = await self._recall_rounds(reply, content)
+            if isinstance(answered, Answer):
+                await self._settle(usage)
+                return answered
+            content = answered
+        await self._settle(usage)
+        self._count(self.outcome)
+        return Answer(200, [*self._reply_headers, *self._own_headers()], content)
+
+    async def _read(self, response: Response) -> Answer | tuple[object, bytes]:
+        try:
+            content = await self.gateway.upstream.read(self.protocol.target, response)
+        except UpstreamUnreachable as exc:
+            return self._failure(exc)
+        self._reply_headers = forward_response_headers(response.headers)
+        return _decode(content), content
+
+    async def _stream(self) -> Answer | StreamAnswer:
+        opened = await self._send()
+        if isinstance(opened, Answer):
+            await self._settle(None)
+            return opened
+        response = opened
+        tap = self.protocol.tap(self.parsed)
+        rounds = self.protocol.stream_filter(RECALL_TOOL) if self.recall is not None else None
+        usage: dict[str, Any] = {}
+        events = self._relay(response, tap, rounds, usage)
+
+        async def on_close() -> None:
+            await events.aclose()
+            await response.aclose()
+            await self._settle(usage or tap.usage)
+            self._count(self.outcome)
+
+        headers = [*forward_response_headers(response.headers), *self._own_headers()]
+        return StreamAnswer(response.status, headers, events, on_close)
+
+    # --- upstream ------------------------------------------------------------------------
+
+    async def _send(self) -> Answer | Response:
+        """Send the request, recovering from overflows: the open response (status < 400),
+        or the client's error answer."""
+        gateway, protocol = self.gateway, self.protocol
+        attempt = 0
+        while True:
+            payload = self.body(self.request)
+            started = time.perf_counter()
+            try:
+                response = await gateway.upstream.open(
+                    protocol.target, "POST", protocol.path, self.headers, payload, self.caller.drop
+                )
+                self._observe(started)
+                return response
+            except UpstreamHTTPError as exc:
+                self._observe(started)
+                attempt += 1
+                recovered = await self._recover(exc, attempt)
+                if recovered is not None:
+                    return recovered
+            except UpstreamUnreachable as exc:
+                return self._failure(exc)
+
+    async def _recover(self, error: UpstreamHTTPError, attempt: int) -> Answer | None:
+        prepared = self.prepared
+        assert prepared is not None
+        session = prepared.branch.session
+        async with session.lock:
+            try:
+                self.request = await self.gateway.run(
+                    True, prepared.branch.manager.recover, error, self.request, attempt
+                )
+            except (UpstreamError, CompressionExhaustedError) as failure:
+                prepared.collect()
+                return self._failure(failure)
+            prepared.branch.settle(prepared, self.request)
+        return None
+
+    def body(self, request: list[Message]) -> bytes:
+        """The upstream body for ``request``: the client's bytes when nothing changed, the
+        cached prefix plus the client's own units after substitution, else a conversion."""
+        prepared, protocol, parsed = self.prepared, self.protocol, self.parsed
+        assert prepared is not None
+        extra = [recall_schema(protocol)] if self.recall is not None else []
+        if self.extra:
+            system, units = protocol.wire([*request, *self.extra])
+        elif request is prepared.client:
+            if not extra and not prepared.private:
+                return protocol.passthrough(parsed)
+            system, units = (
+                protocol.wire(request) if prepared.private else (parsed.system, parsed.units)
+            )
+        elif request is prepared.start and prepared.substituted:
+            system, units = prepared.prefix_wire
+            units = [*units, *parsed.units[prepared.client_units :]]
+        else:
+            system, units = protocol.wire(request)
+        return dumps(protocol.body_with(parsed, system, units, extra))
+
+    # --- recall --------------------------------------------------------------------------
+
+    async def _recall_rounds(self, reply: dict[str, Any], content: bytes) -> bytes | Answer:
+        """Answer the model's recall calls until it answers without them (bounded)."""
+        protocol, gateway = self.protocol, self.gateway
+        assert self.recall is not None
+        for round_ in range(gateway.settings.recall_rounds + 1):
+            turn = protocol.reply_turn(reply)
+            calls = recall_calls_in(turn.get("tool_calls") or [], RECALL_TOOL) if turn else []
+            if not calls or turn is None:
+                return content
+            others = len(turn.get("tool_calls") or []) > len(calls)
+            if others or round_ == gateway.settings.recall_rounds:
+                return dumps(protocol.without_calls(reply, RECALL_TOOL))
+            answers = await anyio.to_thread.run_sync(recall_answers, self.recall, turn, calls)
+            gateway.metrics.recall_calls.inc(len(calls))
+            self.extra += answers
+            opened = await self._send()
+            read = opened if isinstance(opened, Answer) else await self._read(opened)
+            if isinstance(read, Answer):
+                return read
+            reply_value, content = read
+            if not isinstance(reply_value, dict):
+                return content
+            reply = reply_value
+        return content
+
+    async def _relay(
+        self,
+        response: Response,
+        tap: StreamTap,
+        rounds: StreamFilter | None,
+        usage: dict[str, Any],
+    ) -> AsyncGenerator[bytes, None]:
+        """The client's stream: the upstream's events (through the recall filter, over
+        as many rounds as the model calls recall), usage captured from the first."""
+        gateway, protocol = self.gateway, self.protocol
+        for round_ in range(gateway.settings.recall_rounds + 1):
+            splitter = EventSplitter()
+            try:
+                async for chunk in gateway.upstream.iter_stream(protocol.target, response):
+                    for event in splitter.feed(chunk):
+                        if tap.keep(event):
+                            out = rounds.feed(event) if rounds is not None else event
+                            if out:
+                                yield out
+                rest = splitter.flush()
+                if rest:
+                    yield rest
+            except UpstreamUnreachable as exc:
+                self.outcome = "upstream_error"
+                gateway.metrics.error("stream_cut")
+                yield stream_error(protocol, str(exc))
+                return
+            finally:
+                await response.aclose()
+            if round_ == 0:
+                usage.update(tap.usage)
+            if rounds is None:
+                return
+            calls = rounds.calls()
+            turn = rounds.turn()
+            if (
+                not calls
+                or turn is None
+                or rounds.other_calls()
+                or (round_ == gateway.settings.recall_rounds)
+            ):
+                yield rounds.finish()
+                return
+            assert self.recall is not None
+            self.extra += await anyio.to_thread.run_sync(recall_answers, self.recall, turn, calls)
+            gateway.metrics.recall_calls.inc(len(calls))
+            rounds.next_round()
+            opened = await self._send()
+            if isinstance(opened, Answer):
+                yield stream_error(protocol, opened.body.decode("utf-8", "replace"))
+                return
+            response = opened
+
+    # --- settling ------------------------------------------------------------------------
+
+    async def _settle(self, usage: Mapping[str, Any] | None) -> None:
+        """End the turn: the post-response trigger with the usage (``None``: the request
+        failed, only what it compacted is kept), the new prefix, the archive, the store."""
+        prepared = self.prepared
+        if prepared is None:
+            return
+        branch, gateway = prepared.branch, self.gateway
+        async with branch.session.lock:
+            if usage is not None:
+                manager = branch.manager
+                heavy = prompt_tokens_of(usage) >= manager.threshold
+                final = await gateway.run(heavy, manager.after_response, dict(usage), self.request)
+                branch.settle(prepared, final)
+                branch.account(final)
+            if gateway.persistence is None and prepared.compactions:
+                archive_in_memory(branch, prepared)
+            if gateway.persistence is not None and (usage is not None or prepared.installed):
+                await anyio.to_thread.run_sync(gateway.persistence.save, branch, prepared)
+
+    # --- answers -------------------------------------------------------------------------
+
+    def _own_headers(self) -> list[tuple[str, str]]:
+        prepared = self.prepared
+        if prepared is None:
+            return []
+        changed = self.request is not prepared.client
+        estimate = prepared.branch.manager.estimate(self.request) if self.request else 0
+        return [
+            ("x-windowkeeper-session", public_id(prepared.branch.session.key)),
+            ("x-windowkeeper-compacted", "true" if changed else "false"),
+            ("x-windowkeeper-prompt-tokens-estimate", str(estimate)),
+        ]
+
+    def _failure(self, exc: Failure) -> Answer:
+        """The client's view of a failed turn (upstream errors pass through unchanged)."""
+        protocol, own = self.protocol, self._own_headers()
+        self.gateway.metrics.error(type(exc).__name__)
+        if isinstance(exc, UpstreamHTTPError):
+            self._count("upstream_error")
+            return Answer(exc.status_code, [*error_headers(exc), *own], exc.content)
+        if isinstance(exc, UpstreamUnreachable):
+            self._count("unreachable")
+            return error_answer(protocol, exc.status_code, str(exc), "bad_gateway", own)
+        cause = exc.__cause__
+        status = cause.status_code if isinstance(cause, UpstreamHTTPError) else 400
+        exhausted = isinstance(exc, CompressionExhaustedError)
+        self._count("exhausted" if exhausted else "upstream_error")
+        extra = [("x-windowkeeper-error", "compression_exhausted")] if exhausted else []
+        return error_answer(
+            protocol,
+            status,
+            f"windowkeeper gateway: {exc}",
+            "context_length_exceeded" if exhausted else None,
+            [*own, *extra],
+        )
+
+    def _observe(self, started: float) -> None:
+        metrics = self.gateway.metrics
+        metrics.upstream_seconds.labels(self.protocol.name).observe(time.perf_counter() - started)
+
+    def _count(self, outcome: str) -> None:
+        self.gateway.metrics.requests.labels(self.protocol.name, outcome).inc()
+
+    # --- requests the gateway does not compact -------------------------------------------
+
+    async def passthrough(self) -> Answer | StreamAnswer:
+        """Forward a request that continues upstream state (``previous_response_id``)."""
+        gateway, protocol, parsed = self.gateway, self.protocol, self.parsed
+        key = session_key(
+            self.caller.scope,
+            protocol.name,
+            protocol.first_texts(parsed),
+            self.headers.get(SESSION_HEADER),
+        )
+        session = gateway.sessions.get(key)
+        if session is not None:
+            session.passthrough += 1
+        own = [("x-windowkeeper-passthrough", str(parsed.continues))]
+        try:
+            if not parsed.stream:
+                reply = await gateway.upstream.call(
+                    protocol.target,
+                    "POST",
+                    protocol.path,
+                    self.headers,
+                    parsed.raw,
+                    self.caller.drop,
+                )
+                self._count("passthrough")
+                return Answer(reply.status_code, [*reply.headers, *own], reply.content)
+            response = await gateway.upstream.open(
+                protocol.target, "POST", protocol.path, self.headers, parsed.raw, self.caller.drop
+            )
+        except (UpstreamHTTPError, UpstreamUnreachable) as exc:
+            return self._failure(exc)
+        tap = protocol.tap(parsed)
+        events = self._relay_plain(response, tap)
+
+        async def on_close() -> None:
+            await events.aclose()
+            await response.aclose()
+
+        return StreamAnswer(
+            response.status, [*forward_response_headers(response.headers), *own], events, on_close
+        )
+
+    async def _relay_plain(self, response: Response, tap: StreamTap) -> AsyncGenerator[bytes, None]:
+        try:
+            async for chunk in self.gateway.upstream.iter_stream(self.protocol.target, response):
+                yield chunk
+        except UpstreamUnreachable as exc:
+            yield stream_error(self.protocol, str(exc))
+
+    async def count(self, session: GatewaySession | None) -> Answer:
+        """``count_tokens`` with the compacted prefix substituted when it applies."""
+        from .selection import counted_body
+
+        gateway, protocol, parsed = self.gateway, self.protocol, self.parsed
+        payload = parsed.raw
+        if session is not None:
+            async with session.lock:
+                try:
+                    counted = await gateway.run(True, counted_body, session, parsed)
+                    payload = counted or payload
+                except InvalidMessagesError as exc:
+                    return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
+        try:
+            reply = await gateway.upstream.call(
+                protocol.target,
+                "POST",
+                protocol.path + "/count_tokens",
+                self.headers,
+                payload,
+                self.caller.drop,
+            )
+        except (UpstreamHTTPError, UpstreamUnreachable) as exc:
+            return self._failure(exc)
+        return Answer(reply.status_code, reply.headers, reply.content)
+
+
+def _heavy(session: GatewaySession, parsed: Parsed) -> bool:
+    """Whether choosing the branch may convert a long unseen history (run it off the loop)."""
+    units = len(parsed.units)
+    return not any(
+        b.seen is not None and units - len(b.seen.units) <= 64 for b in session.branches.values()
+    )
