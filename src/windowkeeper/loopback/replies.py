@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,7 +29,7 @@ class ToolCall:
 class Reply:
     """One scripted answer. Build with the classmethods."""
 
-    kind: Literal["turn", "error", "raw", "delay", "close"] = "turn"
+    kind: Literal["turn", "error", "raw", "delay", "close", "dynamic"] = "turn"
     text: str | None = None
     calls: tuple[ToolCall, ...] = ()
     status: int = 200
@@ -41,6 +41,7 @@ class Reply:
     prompt_tokens: int | None = None
     chunks: int = 3
     extra: Mapping[str, Any] = field(default_factory=dict)
+    decide: Callable[[Protocol, dict[str, Any]], Reply] | None = None
 
     @classmethod
     def turn(
@@ -75,6 +76,11 @@ class Reply:
     @classmethod
     def delay(cls, seconds: float, then: Reply | None = None) -> Reply:
         return cls("delay", seconds=seconds, then=then or cls.turn("late"))
+
+    @classmethod
+    def dynamic(cls, decide: Callable[[Protocol, dict[str, Any]], Reply]) -> Reply:
+        """A reply chosen from the request itself: ``decide(protocol, body)``."""
+        return cls("dynamic", decide=decide)
 
     @classmethod
     def close(cls) -> Reply:

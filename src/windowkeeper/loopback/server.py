@@ -275,6 +275,9 @@ class LoopbackUpstream:
                 return await self._answer(writer, protocol, request, reply.then, tokens, serial)
         if reply.kind == "close":
             return False
+        if reply.kind == "dynamic" and reply.decide is not None:
+            chosen = reply.decide(protocol, request)
+            return await self._answer(writer, protocol, request, chosen, tokens, serial)
         if reply.kind == "error":
             answer = reply.body or error_body(protocol, reply.status, f"scripted {reply.status}")
             return await _send_json(writer, reply.status, answer)
