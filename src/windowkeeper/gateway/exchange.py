@@ -83,8 +83,10 @@ class Exchange:
             heavy = manager.estimate(prepared.working) >= manager.threshold
             self.request = await gateway.run(heavy, manager.preflight, prepared.working)
             # A compaction stands for the client's history whatever the upstream answers:
-            # installed now, concurrent requests of the branch reuse it.
-            branch.settle(prepared, self.request)
+            # installed (and archived) now, concurrent requests of the branch reuse it and
+            # the model may recall what it archived in this very request.
+            if branch.settle(prepared, self.request):
+                await self._keep(prepared)
             if gateway.settings.recall_rounds:
                 self.recall = tool_for(prepared.branch, gateway.store)
         if self.parsed.stream:
@@ -294,10 +296,17 @@ class Exchange:
                 final = await gateway.run(heavy, manager.after_response, dict(usage), self.request)
                 branch.settle(prepared, final)
                 branch.account(final)
-            if gateway.persistence is None and prepared.compactions:
-                archive_in_memory(branch, prepared)
-            if gateway.persistence is not None and (usage is not None or prepared.installed):
-                await anyio.to_thread.run_sync(gateway.persistence.save, branch, prepared)
+            if usage is not None or prepared.installed is not None:
+                await self._keep(prepared)
+
+    async def _keep(self, prepared: Prepared) -> None:
+        """Store the request's client messages and compactions (or archive them in memory
+        without a store); under the session's lock."""
+        persistence = self.gateway.persistence
+        if persistence is not None:
+            await anyio.to_thread.run_sync(persistence.save, prepared.branch, prepared)
+        else:
+            archive_in_memory(prepared.branch, prepared)
 
     # --- answers -------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from ..core.messages import Message
 from ..store import Compaction, KeyedRecord, KeyedSessions, SessionStore, restore_state
 from ..store.session import archive_records
 from .history import Seen, common_prefix
-from .protocols import Parsed, dumps
+from .protocols import Parsed
 from .sessions import Branch, GatewaySession, Prefix, Prepared, public_id
 
 log = logging.getLogger("windowkeeper.gateway")
@@ -115,7 +115,7 @@ class SessionPersistence:
         branch.store_id, branch.stored = record.id, record.positions
         branch.generation, branch.committed = record.record.generation, covered
         branch.saved_guard, branch.saved_window = record.record.guard_state, record.window
-        branch.has_archive = covered > 0 and b"(ref wk" in dumps(list(compacted))
+        branch.has_archive = covered > 0 and bool(self.store.archived(record.id))
         branch.compactions = record.record.compactions
 
     # --- writing -------------------------------------------------------------------------

@@ -44,10 +44,10 @@ def recall_schema(protocol: Protocol) -> dict[str, Any]:
 
 def archive_in_memory(branch: Branch, prepared: Prepared) -> None:
     """Keep this request's archived originals with the branch (no durable store)."""
+    fresh = prepared.compactions[prepared.archived :]
+    prepared.archived = len(prepared.compactions)
     records = tuple(
-        entry
-        for inputs, result in prepared.compactions
-        for entry in archive_records(inputs, result.archived)
+        entry for inputs, result in fresh for entry in archive_records(inputs, result.archived)
     )
     if not records:
         return

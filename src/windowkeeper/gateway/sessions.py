@@ -157,6 +157,8 @@ class Prepared:
     """The compaction this request already made the branch's prefix."""
     compactions: list[tuple[list[Message], CompressionResult]] = field(default_factory=list)
     """This request's compactions (input, result), for the archive."""
+    archived: int = 0
+    """How many of ``compactions`` are archived already (in memory, without a store)."""
 
     def collect(self) -> None:
         """Take the compactions the branch's compressor just recorded (call under the

@@ -32,6 +32,7 @@ class ResponsesRecallFilter(StreamFilter):
         self._offset = 0
         self._visible_items: list[dict[str, Any]] = []
         self._terminal: dict[str, Any] | None = None
+        self._response_id: object = None
         self._new_round()
 
     def _new_round(self) -> None:
@@ -46,6 +47,9 @@ class ResponsesRecallFilter(StreamFilter):
         if data is None or not isinstance(kind, str):
             return event
         if kind in _OPENING:
+            response = data.get("response")
+            if self._round == 0 and isinstance(response, Mapping):
+                self._response_id = response.get("id")
             return self._emit(data, event, data.get("output_index")) if self._round == 0 else b""
         if kind in _TERMINAL:
             self._terminal = data
@@ -110,6 +114,10 @@ class ResponsesRecallFilter(StreamFilter):
             return b""
         response = terminal.get("response")
         if isinstance(response, Mapping):
-            terminal = {**terminal, "response": {**response, "output": self._visible_items}}
+            # One response for the client: the first round's id, every visible item.
+            whole = {**response, "output": self._visible_items}
+            if self._response_id is not None:
+                whole["id"] = self._response_id
+            terminal = {**terminal, "response": whole}
         self._terminal = None
         return self._emit(terminal)
