@@ -97,6 +97,9 @@ class LoopbackUpstream:
         self._stopping: asyncio.Event | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._port = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """Model requests being answered at once (a delayed reply counts while it waits)."""
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -244,7 +247,12 @@ class LoopbackUpstream:
         if over and self.window is not None:
             return await _send_json(writer, 400, overflow_body(protocol, tokens, self.window))
         reply, serial = self._next()
-        return await self._answer(writer, protocol, parsed, reply, tokens, serial)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._answer(writer, protocol, parsed, reply, tokens, serial)
+        finally:
+            self.in_flight -= 1
 
     def _tokens(self, protocol: Protocol, parsed: dict[str, Any], raw: bytes) -> int:
         if self.fast:
