@@ -63,6 +63,7 @@ class Exchange:
         self.recall: RecallTool | None = None
         self.outcome = "ok"
         self._reply_headers: list[tuple[str, str]] = []
+        self._estimated: tuple[list[Message], int] | None = None
 
     # --- the flow ------------------------------------------------------------------------
 
@@ -80,7 +81,7 @@ class Exchange:
             self.prepared = prepared
             branch = prepared.branch
             manager = branch.manager
-            heavy = manager.estimate(prepared.working) >= manager.threshold
+            heavy = self._estimate(prepared.working) >= manager.threshold
             self.request = await gateway.run(heavy, manager.preflight, prepared.working)
             # A compaction stands for the client's history whatever the upstream answers:
             # installed (and archived) now, concurrent requests of the branch reuse it and
@@ -295,7 +296,7 @@ class Exchange:
                 heavy = prompt_tokens_of(usage) >= manager.threshold
                 final = await gateway.run(heavy, manager.after_response, dict(usage), self.request)
                 branch.settle(prepared, final)
-                branch.account(final)
+                branch.account(final, self._estimate(final))
             if usage is not None or prepared.installed is not None:
                 await self._keep(prepared)
 
@@ -315,12 +316,22 @@ class Exchange:
         if prepared is None:
             return []
         changed = self.request is not prepared.client
-        estimate = prepared.branch.manager.estimate(self.request) if self.request else 0
+        estimate = self._estimate(self.request) if self.request else 0
         return [
             ("x-windowkeeper-session", public_id(prepared.branch.session.key)),
             ("x-windowkeeper-compacted", "true" if changed else "false"),
             ("x-windowkeeper-prompt-tokens-estimate", str(estimate)),
         ]
+
+    def _estimate(self, messages: list[Message]) -> int:
+        """The manager's estimate of ``messages``, once per list object."""
+        known = self._estimated
+        if known is not None and known[0] is messages:
+            return known[1]
+        assert self.prepared is not None
+        value = self.prepared.branch.manager.estimate(messages)
+        self._estimated = (messages, value)
+        return value
 
     def _failure(self, exc: Failure) -> Answer:
         """The client's view of a failed turn (upstream errors pass through unchanged)."""

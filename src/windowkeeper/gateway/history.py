@@ -29,6 +29,8 @@ def digest_of(value: object) -> str:
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     """How many leading elements of ``a`` and ``b`` are equal."""
     n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the common case, one comparison in C: one history extends the other
+        return n
     i = 0
     while i < n and (a[i] is b[i] or a[i] == b[i]):
         i += 1

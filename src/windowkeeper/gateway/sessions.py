@@ -260,10 +260,10 @@ class Branch:
             self.has_archive = True
         return True
 
-    def account(self, final: list[Message]) -> None:
+    def account(self, final: list[Message], estimate: int) -> None:
         """The session's figures after a turn."""
         self.session.sent_messages = len(final)
-        self.session.last_estimate = self.manager.estimate(final)
+        self.session.last_estimate = estimate
 
     def wire_prefix(self, protocol: Protocol) -> tuple[Any, list[Any]]:
         prefix = self.prefix
