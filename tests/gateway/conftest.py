@@ -40,4 +40,7 @@ def loopback() -> Iterator[LoopbackUpstream]:
     with LoopbackUpstream(models=[{"id": "listed-model", "context_length": 50_000}]) as server:
         yield server
     leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    for thread in leftover:  # a server thread or its idle workers may still be winding down
+        thread.join(timeout=5)
+    leftover = [t for t in leftover if t.is_alive()]
     assert not leftover, f"threads left running: {leftover}"

@@ -23,13 +23,12 @@ from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
 from .protocols.base import recall_calls_in
 from .protocols.sse import EventSplitter
 from .recall import RECALL_TOOL, archive_in_memory, recall_answers, recall_schema, tool_for
-from .replies import Answer, StreamAnswer, error_answer, stream_error
+from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
 from .selection import select
-from .sessions import SESSION_HEADER, GatewaySession, Prepared, public_id, session_key
+from .sessions import GatewaySession, Prepared, public_id
 from .upstream import (
     UpstreamHTTPError,
     UpstreamUnreachable,
-    error_headers,
     forward_response_headers,
 )
 from .upstream import (
@@ -335,26 +334,10 @@ class Exchange:
 
     def _failure(self, exc: Failure) -> Answer:
         """The client's view of a failed turn (upstream errors pass through unchanged)."""
-        protocol, own = self.protocol, self._own_headers()
+        answer, outcome = failure_answer(self.protocol, exc, self._own_headers())
         self.gateway.metrics.error(type(exc).__name__)
-        if isinstance(exc, UpstreamHTTPError):
-            self._count("upstream_error")
-            return Answer(exc.status_code, [*error_headers(exc), *own], exc.content)
-        if isinstance(exc, UpstreamUnreachable):
-            self._count("unreachable")
-            return error_answer(protocol, exc.status_code, str(exc), "bad_gateway", own)
-        cause = exc.__cause__
-        status = cause.status_code if isinstance(cause, UpstreamHTTPError) else 400
-        exhausted = isinstance(exc, CompressionExhaustedError)
-        self._count("exhausted" if exhausted else "upstream_error")
-        extra = [("x-windowkeeper-error", "compression_exhausted")] if exhausted else []
-        return error_answer(
-            protocol,
-            status,
-            f"windowkeeper gateway: {exc}",
-            "context_length_exceeded" if exhausted else None,
-            [*own, *extra],
-        )
+        self._count(outcome)
+        return answer
 
     def _observe(self, started: float) -> None:
         metrics = self.gateway.metrics
@@ -362,82 +345,6 @@ class Exchange:
 
     def _count(self, outcome: str) -> None:
         self.gateway.metrics.requests.labels(self.protocol.name, outcome).inc()
-
-    # --- requests the gateway does not compact -------------------------------------------
-
-    async def passthrough(self) -> Answer | StreamAnswer:
-        """Forward a request that continues upstream state (``previous_response_id``)."""
-        gateway, protocol, parsed = self.gateway, self.protocol, self.parsed
-        key = session_key(
-            self.caller.scope,
-            protocol.name,
-            protocol.first_texts(parsed),
-            self.headers.get(SESSION_HEADER),
-        )
-        session = gateway.sessions.get(key)
-        if session is not None:
-            session.passthrough += 1
-        own = [("x-windowkeeper-passthrough", str(parsed.continues))]
-        try:
-            if not parsed.stream:
-                reply = await gateway.upstream.call(
-                    protocol.target,
-                    "POST",
-                    protocol.path,
-                    self.headers,
-                    parsed.raw,
-                    self.caller.drop,
-                )
-                self._count("passthrough")
-                return Answer(reply.status_code, [*reply.headers, *own], reply.content)
-            response = await gateway.upstream.open(
-                protocol.target, "POST", protocol.path, self.headers, parsed.raw, self.caller.drop
-            )
-        except (UpstreamHTTPError, UpstreamUnreachable) as exc:
-            return self._failure(exc)
-        tap = protocol.tap(parsed)
-        events = self._relay_plain(response, tap)
-
-        async def on_close() -> None:
-            await events.aclose()
-            await response.aclose()
-
-        return StreamAnswer(
-            response.status, [*forward_response_headers(response.headers), *own], events, on_close
-        )
-
-    async def _relay_plain(self, response: Response, tap: StreamTap) -> AsyncGenerator[bytes, None]:
-        try:
-            async for chunk in self.gateway.upstream.iter_stream(self.protocol.target, response):
-                yield chunk
-        except UpstreamUnreachable as exc:
-            yield stream_error(self.protocol, str(exc))
-
-    async def count(self, session: GatewaySession | None) -> Answer:
-        """``count_tokens`` with the compacted prefix substituted when it applies."""
-        from .selection import counted_body
-
-        gateway, protocol, parsed = self.gateway, self.protocol, self.parsed
-        payload = parsed.raw
-        if session is not None:
-            async with session.lock:
-                try:
-                    counted = await gateway.run(True, counted_body, session, parsed)
-                    payload = counted or payload
-                except InvalidMessagesError as exc:
-                    return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
-        try:
-            reply = await gateway.upstream.call(
-                protocol.target,
-                "POST",
-                protocol.path + "/count_tokens",
-                self.headers,
-                payload,
-                self.caller.drop,
-            )
-        except (UpstreamHTTPError, UpstreamUnreachable) as exc:
-            return self._failure(exc)
-        return Answer(reply.status_code, reply.headers, reply.content)
 
 
 def _heavy(session: GatewaySession, parsed: Parsed) -> bool:

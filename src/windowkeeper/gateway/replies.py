@@ -55,3 +55,22 @@ def stream_error(protocol: Protocol, message: str) -> bytes:
         event = {"type": "error", "code": "bad_gateway", "message": message, "param": None}
         return b"event: error\ndata: " + dumps(event) + b"\n\n"
     return b"data: " + dumps(protocol.error_body(502, message, "bad_gateway")) + b"\n\n"
+
+
+def failure_answer(protocol: Protocol, exc: Exception, own: Headers) -> tuple[Answer, str]:
+    """The client's view of a failed turn and its outcome label: upstream errors pass
+    through unchanged, a transport failure is a 502/504, exhausted compaction says so."""
+    from ..core.errors import CompressionExhaustedError
+    from .upstream import UpstreamHTTPError, UpstreamUnreachable, error_headers
+
+    if isinstance(exc, UpstreamHTTPError):
+        return Answer(exc.status_code, [*error_headers(exc), *own], exc.content), "upstream_error"
+    if isinstance(exc, UpstreamUnreachable):
+        return error_answer(protocol, exc.status_code, str(exc), "bad_gateway", own), "unreachable"
+    cause = exc.__cause__
+    status = cause.status_code if isinstance(cause, UpstreamHTTPError) else 400
+    exhausted = isinstance(exc, CompressionExhaustedError)
+    extra = [("x-windowkeeper-error", "compression_exhausted")] if exhausted else []
+    code = "context_length_exceeded" if exhausted else None
+    answer = error_answer(protocol, status, f"windowkeeper gateway: {exc}", code, [*own, *extra])
+    return answer, "exhausted" if exhausted else "upstream_error"

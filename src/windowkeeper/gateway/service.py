@@ -28,8 +28,9 @@ from ..summary.feasibility import resolve_context_length, window_from_listing
 from .auth import Caller
 from .core import GatewayCore
 from .exchange import Exchange
+from .forward import count_tokens, passthrough
 from .protocols import Protocol, loads
-from .replies import Answer, error_answer
+from .replies import Answer, StreamAnswer, error_answer
 from .sessions import SESSION_HEADER, GatewaySession, public_id, session_key
 from .settings import GatewaySettings
 from .upstream import UpstreamHTTPError, UpstreamUnreachable
@@ -54,7 +55,7 @@ class Gateway(GatewayCore):
 
     async def handle(
         self, protocol: Protocol, raw: bytes, headers: Mapping[str, str], caller: Caller
-    ) -> Answer | Any:
+    ) -> Answer | StreamAnswer:
         """Answer one model request (a complete answer or a stream)."""
         try:
             parsed = protocol.parse(raw, loads(raw))
@@ -66,11 +67,11 @@ class Gateway(GatewayCore):
             return error_answer(protocol, 400, "windowkeeper gateway: JSON nested too deeply")
         if not self.upstream.serves(protocol.target):
             return error_answer(protocol, 404, _not_served(protocol))
-        exchange = Exchange(self, protocol, parsed, headers, caller)
         if parsed.continues is not None:
             self.passthrough += 1
             self.metrics.passthrough.labels(parsed.continues).inc()
-            return await exchange.passthrough()
+            return await passthrough(self, protocol, parsed, headers, caller)
+        exchange = Exchange(self, protocol, parsed, headers, caller)
         window = await self.window_of(protocol, parsed.model, headers)
         if window is None:
             return error_answer(
@@ -98,8 +99,7 @@ class Gateway(GatewayCore):
         key = session_key(
             caller.scope, protocol.name, protocol.first_texts(parsed), headers.get(SESSION_HEADER)
         )
-        exchange = Exchange(self, protocol, parsed, headers, caller)
-        return await exchange.count(self.sessions.get(key))
+        return await count_tokens(self, protocol, parsed, headers, caller, self.sessions.get(key))
 
     # --- models, windows, status ---------------------------------------------------------
 
