@@ -4,15 +4,14 @@ shape, nothing stored and nothing sent upstream."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
 import pytest
+from gwhelpers import gateway
 from serving import MODEL, loopback_settings, serving
 
-from windowkeeper.gateway import create_app
 from windowkeeper.loopback import LoopbackUpstream, Reply
 from windowkeeper.store import MemoryStore
 
@@ -75,15 +74,10 @@ def assert_shape(protocol: str, response: httpx.Response, status: int) -> None:
     assert "Traceback" not in response.text
 
 
-@asynccontextmanager
-async def gateway_client(
+def gateway_client(
     loopback: LoopbackUpstream, store: MemoryStore, **overrides: Any
-) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(loopback_settings(loopback, **overrides), store=store)
-    async with app.lifespan():
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            yield client
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return gateway(loopback_settings(loopback, **overrides), store)
 
 
 def nothing_happened(loopback: LoopbackUpstream, store: MemoryStore) -> None:

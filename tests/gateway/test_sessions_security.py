@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import httpx
 import pytest
+from gwhelpers import gateway
 from serving import MODEL, loopback_settings
 
 from factories import assistant, long_session, user
 from windowkeeper.core.tokens import estimate_messages_tokens
-from windowkeeper.gateway import create_app
 from windowkeeper.loopback import LoopbackUpstream, Reply
 from windowkeeper.store import SessionStore, open_store
 
@@ -26,15 +25,10 @@ HISTORY = long_session(rounds=30)
 WINDOW = int(estimate_messages_tokens(HISTORY) / 0.9)
 
 
-@asynccontextmanager
-async def client_of(
+def client_of(
     loopback: LoopbackUpstream, store: SessionStore | None = None, **overrides: Any
-) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(loopback_settings(loopback, **overrides), store=store)
-    async with app.lifespan():
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
-            yield client
+) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return gateway(loopback_settings(loopback, **overrides), store)
 
 
 def chat(messages: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

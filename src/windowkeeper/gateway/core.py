@@ -37,6 +37,8 @@ class GatewayCore:
         self.clock = clock
         self.metrics = Metrics()
         self.passthrough = 0
+        self.windows: dict[str, int] = {}
+        """Windows found for models (the upstream's listing, installed metadata)."""
 
     async def aclose(self) -> None:
         await self.upstream.aclose()

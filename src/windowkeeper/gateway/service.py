@@ -15,15 +15,13 @@ thread; errors reach the client in its protocol's shape; no message text is ever
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anyio.to_thread
 
 from ..core.errors import CompressionExhaustedError, InvalidMessagesError, StoreError, UpstreamError
 from ..loop.estimates import prompt_tokens_of
-from ..store import SessionStore
 from ..summary.feasibility import resolve_context_length, window_from_listing
 from .auth import Caller
 from .core import GatewayCore
@@ -32,7 +30,6 @@ from .forward import count_tokens, passthrough
 from .protocols import Protocol, loads
 from .replies import Answer, StreamAnswer, error_answer
 from .sessions import SESSION_HEADER, GatewaySession, public_id, session_key
-from .settings import GatewaySettings
 from .upstream import UpstreamHTTPError, UpstreamUnreachable
 
 log = logging.getLogger("windowkeeper.gateway")
@@ -40,16 +37,6 @@ log = logging.getLogger("windowkeeper.gateway")
 
 class Gateway(GatewayCore):
     """The transparent gateway (SPEC §12); the ASGI layer calls :meth:`handle`."""
-
-    def __init__(
-        self,
-        settings: GatewaySettings,
-        *,
-        store: SessionStore | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        super().__init__(settings, store=store, clock=clock)
-        self._windows: dict[str, int] = {}
 
     # --- model requests ------------------------------------------------------------------
 
@@ -127,7 +114,7 @@ class Gateway(GatewayCore):
         configured = self.settings.configured_context_length(model)
         if configured is not None:
             return configured
-        known = self._windows.get(model)
+        known = self.windows.get(model)
         if known is not None:
             return known
         found: int | None = None
@@ -141,7 +128,7 @@ class Gateway(GatewayCore):
         if found is None:
             found = await anyio.to_thread.run_sync(resolve_context_length, model)
         if found is not None:
-            self._windows[model] = found
+            self.windows[model] = found
         return found
 
     async def status(self, session_id: str, caller: Caller) -> dict[str, Any] | None:

@@ -87,17 +87,21 @@ class Parsed:
     """``ends[i]``: the unit index after canonical message ``i`` (0 for system messages)."""
 
 
-def require_model(body: Mapping[str, Any]) -> str:
+def envelope(body: object) -> tuple[dict[str, Any], str]:
+    """The body as an object and its model (InvalidMessagesError otherwise)."""
+    if not isinstance(body, dict):
+        raise InvalidMessagesError("request body", "expected a JSON object")
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidMessagesError("request body", "'model' must be a non-empty string")
-    return model
+    return body, model
 
 
-def require_object(body: object) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise InvalidMessagesError("request body", "expected a JSON object")
-    return body
+def history_list(body: Mapping[str, Any], key: str) -> list[Any]:
+    value = body.get(key)
+    if not isinstance(value, list):
+        raise InvalidMessagesError(key, f"'{key}' must be a list")
+    return value
 
 
 def optional_tools(body: Mapping[str, Any]) -> list[ToolSchema] | None:
@@ -129,6 +133,10 @@ class Protocol(abc.ABC):
     target: ClassVar[Target]
     path: ClassVar[str]
     """The upstream path after the base URL."""
+    history_key: ClassVar[str]
+    """The body field holding the units (``messages`` / ``input``)."""
+    system_key: ClassVar[str | None] = None
+    """The body field holding the system (``instructions`` / ``system``), if any."""
 
     # --- requests ------------------------------------------------------------------------
 
@@ -171,11 +179,19 @@ class Protocol(abc.ABC):
     def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
         """``(system, units)`` to send for canonical messages."""
 
-    @abc.abstractmethod
     def body_with(
         self, parsed: Parsed, system: Any, units: list[Any], extra_tools: list[Any]
     ) -> dict[str, Any]:
         """The client's body with these units (and system), plus tools the gateway adds."""
+        body = {**parsed.body, self.history_key: units}
+        if self.system_key is not None:
+            if system is not None:
+                body[self.system_key] = system
+            else:
+                body.pop(self.system_key, None)
+        if extra_tools:
+            body["tools"] = [*(parsed.tools or []), *extra_tools]
+        return body
 
     def passthrough(self, parsed: Parsed) -> bytes:
         """The upstream body when the gateway changes nothing (the client's own bytes)."""

@@ -18,10 +18,10 @@ from .base import (
     Protocol,
     StreamFilter,
     StreamTap,
+    envelope,
+    history_list,
     optional_stream,
     optional_tools,
-    require_model,
-    require_object,
 )
 from .sse import data_json
 
@@ -43,13 +43,11 @@ class ChatProtocol(Protocol):
     name = "chat"
     target = "openai"
     path = "/chat/completions"
+    history_key = "messages"
 
     def parse(self, raw: bytes, body: Any) -> Parsed:
-        body = require_object(body)
-        model = require_model(body)
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            raise InvalidMessagesError("messages", "'messages' must be a list")
+        body, model = envelope(body)
+        messages = history_list(body, "messages")
         tools = optional_tools(body)
         options = body.get("stream_options")
         if options is not None and not isinstance(options, dict):
@@ -80,9 +78,7 @@ class ChatProtocol(Protocol):
     def body_with(
         self, parsed: Parsed, system: Any, units: list[Any], extra_tools: list[Any]
     ) -> dict[str, Any]:
-        body = {**parsed.body, "messages": units}
-        if extra_tools:
-            body["tools"] = [*(parsed.tools or []), *extra_tools]
+        body = super().body_with(parsed, system, units, extra_tools)
         if parsed.stream:
             options = parsed.body.get("stream_options") or {}
             body["stream_options"] = {**options, "include_usage": True}

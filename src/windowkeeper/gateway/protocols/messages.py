@@ -25,10 +25,10 @@ from .base import (
     Protocol,
     StreamFilter,
     StreamTap,
+    envelope,
+    history_list,
     optional_stream,
     optional_tools,
-    require_model,
-    require_object,
 )
 from .sse import data_json
 
@@ -53,13 +53,12 @@ class MessagesProtocol(Protocol):
     name = "messages"
     target = "anthropic"
     path = "/v1/messages"
+    history_key = "messages"
+    system_key = "system"
 
     def parse(self, raw: bytes, body: Any) -> Parsed:
-        body = require_object(body)
-        model = require_model(body)
-        messages = body.get("messages")
-        if not isinstance(messages, list):
-            raise InvalidMessagesError("messages", "'messages' must be a list")
+        body, model = envelope(body)
+        messages = history_list(body, "messages")
         system = body.get("system")
         if system is not None and not isinstance(system, str | list):
             raise InvalidMessagesError("system", "'system' must be a string or a list of blocks")
@@ -108,18 +107,6 @@ class MessagesProtocol(Protocol):
 
     def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
         return to_anthropic(messages)
-
-    def body_with(
-        self, parsed: Parsed, system: Any, units: list[Any], extra_tools: list[Any]
-    ) -> dict[str, Any]:
-        body = {**parsed.body, "messages": units}
-        if system is not None:
-            body["system"] = system
-        else:
-            body.pop("system", None)
-        if extra_tools:
-            body["tools"] = [*(parsed.tools or []), *extra_tools]
-        return body
 
     def usage(self, reply: object) -> dict[str, Any]:
         usage = reply.get("usage") if isinstance(reply, Mapping) else None

@@ -25,10 +25,9 @@ from .base import (
     Protocol,
     StreamFilter,
     StreamTap,
+    envelope,
     optional_stream,
     optional_tools,
-    require_model,
-    require_object,
 )
 from .chat import openai_error_body
 from .sse import data_json
@@ -38,10 +37,11 @@ class ResponsesProtocol(Protocol):
     name = "responses"
     target = "openai"
     path = "/responses"
+    history_key = "input"
+    system_key = "instructions"
 
     def parse(self, raw: bytes, body: Any) -> Parsed:
-        body = require_object(body)
-        model = require_model(body)
+        body, model = envelope(body)
         value = body.get("input")
         if isinstance(value, str):
             units: list[Any] = [{"role": "user", "content": value}]
@@ -100,16 +100,6 @@ class ResponsesProtocol(Protocol):
 
     def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
         return to_responses(messages)
-
-    def body_with(
-        self, parsed: Parsed, system: Any, units: list[Any], extra_tools: list[Any]
-    ) -> dict[str, Any]:
-        body = {**parsed.body, "input": units}
-        if system is not None:
-            body["instructions"] = system
-        if extra_tools:
-            body["tools"] = [*(parsed.tools or []), *extra_tools]
-        return body
 
     def usage(self, reply: object) -> dict[str, Any]:
         usage = reply.get("usage") if isinstance(reply, Mapping) else None
