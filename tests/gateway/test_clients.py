@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 from serving import MODEL, loopback_settings, serving
@@ -159,3 +160,17 @@ def test_a_long_history_is_compacted_and_the_client_sees_a_normal_answer(
     assert request_tokens(protocol, first) < 0.6 * WINDOW  # type: ignore[arg-type]
     assert first[key] == second[key]  # compacted once; the second request reused the prefix
     assert not any(r.rejected for r in loopback.model_requests())
+
+
+def test_the_query_string_is_forwarded_as_claude_code_sends_it(loopback: LoopbackUpstream) -> None:
+    loopback.script(Reply.turn("beta ok"))
+    body = {"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"anthropic-version": "2023-06-01", "anthropic-beta": "context-1m-2025-08-07"}
+    with serving(loopback_settings(loopback)) as url:
+        reply = httpx.post(url + "/v1/messages?beta=true", json=body, headers=headers)
+        counted = httpx.post(url + "/v1/messages/count_tokens?beta=true", json=body,
+                             headers=headers)  # fmt: skip
+    assert reply.status_code == counted.status_code == 200
+    paths = [r.path for r in loopback.requests]
+    assert paths == ["/v1/messages?beta=true", "/v1/messages/count_tokens?beta=true"]
+    assert loopback.requests[0].headers["anthropic-beta"] == "context-1m-2025-08-07"

@@ -134,9 +134,10 @@ class GatewayApp:
         if method != "POST":
             return error_answer(protocol, 405, f"windowkeeper gateway: {path} takes POST")
         raw = await _read_body(receive, headers, self.gateway.settings.max_body_bytes)
+        query = scope.get("query_string", b"").decode("latin-1")
         if path == _COUNT_TOKENS:
-            return await self.gateway.count_tokens(MESSAGES, raw, headers, caller)
-        return await self.gateway.handle(protocol, raw, headers, caller)
+            return await self.gateway.count_tokens(MESSAGES, raw, headers, caller, query)
+        return await self.gateway.handle(protocol, raw, headers, caller, query)
 
 
 async def _read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:

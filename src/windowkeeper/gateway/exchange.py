@@ -151,7 +151,12 @@ class Exchange:
             started = time.perf_counter()
             try:
                 response = await gateway.upstream.open(
-                    protocol.target, "POST", protocol.path, self.headers, payload, self.caller.drop
+                    protocol.target,
+                    "POST",
+                    self.parsed.upstream_path(),
+                    self.headers,
+                    payload,
+                    self.caller.drop,
                 )
                 self._observe(started)
                 return response

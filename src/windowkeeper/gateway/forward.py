@@ -38,10 +38,10 @@ async def passthrough(
     gateway.metrics.requests.labels(protocol.name, "passthrough").inc()
     try:
         if not parsed.stream:
-            reply = await upstream.call(protocol.target, "POST", protocol.path, headers,
+            reply = await upstream.call(protocol.target, "POST", parsed.upstream_path(), headers,
                                         parsed.raw, caller.drop)  # fmt: skip
             return Answer(reply.status_code, [*reply.headers, *own], reply.content)
-        response = await upstream.open(protocol.target, "POST", protocol.path, headers,
+        response = await upstream.open(protocol.target, "POST", parsed.upstream_path(), headers,
                                        parsed.raw, caller.drop)  # fmt: skip
     except (UpstreamHTTPError, UpstreamUnreachable) as exc:
         gateway.metrics.error(type(exc).__name__)
@@ -85,7 +85,7 @@ async def count_tokens(
             payload = counted or payload
     try:
         reply = await gateway.upstream.call(protocol.target, "POST",
-                                            protocol.path + "/count_tokens", headers, payload,
+                                            parsed.upstream_path("/count_tokens"), headers, payload,
                                             caller.drop)  # fmt: skip
     except (UpstreamHTTPError, UpstreamUnreachable) as exc:
         return failure_answer(protocol, exc, [])[0]

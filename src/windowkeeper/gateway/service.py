@@ -41,11 +41,17 @@ class Gateway(GatewayCore):
     # --- model requests ------------------------------------------------------------------
 
     async def handle(
-        self, protocol: Protocol, raw: bytes, headers: Mapping[str, str], caller: Caller
+        self,
+        protocol: Protocol,
+        raw: bytes,
+        headers: Mapping[str, str],
+        caller: Caller,
+        query: str = "",
     ) -> Answer | StreamAnswer:
         """Answer one model request (a complete answer or a stream)."""
         try:
             parsed = protocol.parse(raw, loads(raw))
+            parsed.query = query
         except InvalidMessagesError as exc:
             self.metrics.requests.labels(protocol.name, "invalid").inc()
             return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
@@ -73,12 +79,18 @@ class Gateway(GatewayCore):
         return await exchange.run(session, window)
 
     async def count_tokens(
-        self, protocol: Protocol, raw: bytes, headers: Mapping[str, str], caller: Caller
+        self,
+        protocol: Protocol,
+        raw: bytes,
+        headers: Mapping[str, str],
+        caller: Caller,
+        query: str = "",
     ) -> Answer:
         """``/v1/messages/count_tokens``: what the messages would cost as the gateway would
         send them (the compacted prefix substituted; nothing stored, nothing compacted)."""
         try:
             parsed = protocol.parse(raw, loads(raw))
+            parsed.query = query
         except (InvalidMessagesError, RecursionError) as exc:
             return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
         if not self.upstream.serves(protocol.target):

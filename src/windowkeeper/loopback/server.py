@@ -188,7 +188,7 @@ class LoopbackUpstream:
                 r
                 for r in self.requests
                 if r.protocol is not None
-                and r.path != COUNT_TOKENS
+                and not r.path.startswith(COUNT_TOKENS)
                 and (protocol is None or r.protocol == protocol)
             ]
 
@@ -216,7 +216,7 @@ class LoopbackUpstream:
                 headers[name.strip().lower()] = value.strip()
         raw = await reader.readexactly(int(headers.get("content-length") or 0))
         keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        return await self._dispatch(writer, method, path.split("?")[0], headers, raw) and keep
+        return await self._dispatch(writer, method, path, headers, raw) and keep
 
     async def _dispatch(
         self,
@@ -226,22 +226,24 @@ class LoopbackUpstream:
         headers: dict[str, str],
         raw: bytes,
     ) -> bool:
-        """Answer one request; False when the connection must close."""
+        """Answer one request; False when the connection must close. ``target`` is the
+        path with its query string (recorded as it came)."""
+        target, path = path, path.split("?")[0]
         protocol = ROUTES.get(path) or ("messages" if path == COUNT_TOKENS else None)
         try:
             parsed = json.loads(raw) if raw else None
         except ValueError:
             parsed = raw.decode("utf-8", "replace")
         if method == "GET" and path.rstrip("/").endswith("/models") and self.models is not None:
-            self._record(Recorded(method, path, headers, raw, parsed, None))
+            self._record(Recorded(method, target, headers, raw, parsed, None))
             return await _send_json(writer, 200, {"object": "list", "data": self.models})
         if method != "POST" or protocol is None or not isinstance(parsed, dict):
-            self._record(Recorded(method, path, headers, raw, parsed, protocol))
+            self._record(Recorded(method, target, headers, raw, parsed, protocol))
             answer = error_body(protocol or "chat", 404, f"no route {method} {path}")
             return await _send_json(writer, 404, answer)
         tokens = self._tokens(protocol, parsed, raw)
         over = self.window is not None and tokens > self.window
-        self._record(Recorded(method, path, headers, raw, parsed, protocol, tokens, over))
+        self._record(Recorded(method, target, headers, raw, parsed, protocol, tokens, over))
         if path == COUNT_TOKENS:
             return await _send_json(writer, 200, {"input_tokens": tokens})
         if over and self.window is not None:

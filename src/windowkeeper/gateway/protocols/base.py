@@ -84,6 +84,13 @@ class Parsed:
     continues: str | None = None
     messages: list[Message] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
+    query: str = ""
+    """The request's query string (``beta=true`` for Claude Code), forwarded as it is."""
+
+    def upstream_path(self, suffix: str = "") -> str:
+        path = self.protocol.path + suffix
+        return f"{path}?{self.query}" if self.query else path
+
     """``ends[i]``: the unit index after canonical message ``i`` (0 for system messages)."""
 
 
