@@ -45,7 +45,7 @@ class GatewayCore:
 
     async def run(self, heavy: bool, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, in a worker thread when it may take long or touches the store
-        (a store waiting on a lock must not stall every other session)."""
-        if heavy or self.persistence is not None:
+        (``heavy``: a store waiting on a lock must not stall every other session)."""
+        if heavy:
             return await anyio.to_thread.run_sync(fn, *args)
         return fn(*args)

@@ -71,9 +71,8 @@ class Exchange:
         async with session.lock:
             session.requests += 1
             try:
-                prepared = await gateway.run(
-                    _heavy(session, self.parsed), select, gateway, session, self.parsed, window
-                )
+                heavy = gateway.persistence is not None or _heavy(session, self.parsed)
+                prepared = await gateway.run(heavy, select, gateway, session, self.parsed, window)
             except InvalidMessagesError as exc:
                 self._count("invalid")
                 return error_answer(self.protocol, 400, f"windowkeeper gateway: {exc}")
