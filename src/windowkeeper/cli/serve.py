@@ -15,13 +15,16 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..core.errors import ConfigError
-from ..core.settings import load_settings
+from ..core.settings import Settings, load_settings
 from .common import fail, user_errors
+
+if TYPE_CHECKING:
+    from ..gateway.settings import GatewaySettings
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -100,28 +103,14 @@ def serve_command(
             f"the gateway needs the gateway extra ({exc.name} is missing): "
             "pip install 'windowkeeper[gateway]'"
         ) from None
-    from ..gateway.settings import gateway_settings, parse_model_context
     from ..store import open_store
 
     with user_errors():
         settings = load_settings(config)
         section = settings.gateway
-        upstream = upstream or section.upstream
-        anthropic = anthropic_upstream or section.anthropic_upstream
-        if not upstream and not anthropic:
-            raise ConfigError(
-                "no upstream: pass --upstream URL (OpenAI-style) and/or --anthropic-upstream "
-                "URL, or set gateway.upstream / gateway.anthropic_upstream"
-            )
-        host = host or section.host
-        port = port or section.port
-        lengths = {**section.model_context_lengths, **parse_model_context(model_context or [])}
-        gateway = gateway_settings(
-            upstream, settings, context_length=context_length, model_context_lengths=lengths,
-            api_key=_api_key(api_key_env or section.upstream_api_key_env),
-            anthropic_upstream=anthropic,
-            anthropic_api_key=_api_key(anthropic_api_key_env or section.anthropic_api_key_env),
-        )  # fmt: skip
+        host, port = host or section.host, port or section.port
+        gateway = _settings(settings, upstream, anthropic_upstream, context_length,
+                            model_context, api_key_env, anthropic_api_key_env)  # fmt: skip
         if not 0 < port < 65_536:
             raise ConfigError(f"--port must be between 1 and 65535, got {port}")
         if log_level not in LOG_LEVELS:
@@ -139,6 +128,35 @@ def serve_command(
     finally:
         if opened is not None:
             opened.close()
+
+
+def _settings(
+    settings: Settings,
+    upstream: str | None,
+    anthropic: str | None,
+    context_length: int | None,
+    model_context: list[str] | None,
+    api_key_env: str | None,
+    anthropic_api_key_env: str | None,
+) -> GatewaySettings:
+    """The gateway's settings: command-line values over the config's ``gateway`` section."""
+    from ..gateway.settings import gateway_settings, parse_model_context
+
+    section = settings.gateway
+    upstream = upstream or section.upstream
+    anthropic = anthropic or section.anthropic_upstream
+    if not upstream and not anthropic:
+        raise ConfigError(
+            "no upstream: pass --upstream URL (OpenAI-style) and/or --anthropic-upstream "
+            "URL, or set gateway.upstream / gateway.anthropic_upstream"
+        )
+    lengths = {**section.model_context_lengths, **parse_model_context(model_context or [])}
+    return gateway_settings(
+        upstream, settings, context_length=context_length, model_context_lengths=lengths,
+        api_key=_api_key(api_key_env or section.upstream_api_key_env),
+        anthropic_upstream=anthropic,
+        anthropic_api_key=_api_key(anthropic_api_key_env or section.anthropic_api_key_env),
+    )  # fmt: skip
 
 
 def _run(app: Any, host: str, port: int, log_level: str) -> None:

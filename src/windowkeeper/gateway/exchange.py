@@ -242,36 +242,21 @@ class Exchange:
         as many rounds as the model calls recall), usage captured from the first."""
         gateway, protocol = self.gateway, self.protocol
         for round_ in range(gateway.settings.recall_rounds + 1):
-            splitter = EventSplitter()
             try:
-                async for chunk in gateway.upstream.iter_stream(protocol.target, response):
-                    for event in splitter.feed(chunk):
-                        if tap.keep(event):
-                            out = rounds.feed(event) if rounds is not None else event
-                            if out:
-                                yield out
-                rest = splitter.flush()
-                if rest:
-                    yield rest
+                async for out in self._events(response, tap, rounds):
+                    yield out
             except UpstreamUnreachable as exc:
                 self.outcome = "upstream_error"
                 gateway.metrics.error("stream_cut")
                 yield stream_error(protocol, str(exc))
                 return
-            finally:
-                await response.aclose()
             if round_ == 0:
                 usage.update(tap.usage)
             if rounds is None:
                 return
-            calls = rounds.calls()
-            turn = rounds.turn()
-            if (
-                not calls
-                or turn is None
-                or rounds.other_calls()
-                or (round_ == gateway.settings.recall_rounds)
-            ):
+            calls, turn = rounds.calls(), rounds.turn()
+            last = round_ == gateway.settings.recall_rounds
+            if not calls or turn is None or rounds.other_calls() or last:
                 yield rounds.finish()
                 return
             assert self.recall is not None
@@ -283,6 +268,24 @@ class Exchange:
                 yield stream_error(protocol, opened.body.decode("utf-8", "replace"))
                 return
             response = opened
+
+    async def _events(
+        self, response: Response, tap: StreamTap, rounds: StreamFilter | None
+    ) -> AsyncGenerator[bytes, None]:
+        """One upstream stream's events for the client (the response is closed after)."""
+        splitter = EventSplitter()
+        try:
+            async for chunk in self.gateway.upstream.iter_stream(self.protocol.target, response):
+                for event in splitter.feed(chunk):
+                    if tap.keep(event):
+                        out = rounds.feed(event) if rounds is not None else event
+                        if out:
+                            yield out
+            rest = splitter.flush()
+            if rest:
+                yield rest
+        finally:
+            await response.aclose()
 
     # --- settling ------------------------------------------------------------------------
 

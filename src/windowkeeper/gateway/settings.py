@@ -142,8 +142,7 @@ def gateway_settings(
     """
     lengths: dict[str, int] = {}
     hygiene, limit, compression = 0.85, 5_000, CompressionConfig()
-    keys = set(api_keys or ())
-    body, rounds = DEFAULT_MAX_BODY, 2
+    keys, body, rounds = set(api_keys or ()), DEFAULT_MAX_BODY, 2
     if settings is not None:
         compression = settings.compression_config()
         hygiene = settings.compression.hygiene_threshold
@@ -160,19 +159,12 @@ def gateway_settings(
         lengths[DEFAULT_KEY] = context_length
     lengths.update(model_context_lengths or {})
     return GatewaySettings(
-        upstream_base_url=upstream,
-        upstream_api_key=api_key,
-        anthropic_base_url=anthropic_upstream,
-        anthropic_api_key=anthropic_api_key,
-        api_keys=frozenset(keys),
-        max_body_bytes=body,
-        recall_rounds=rounds,
-        context_lengths=lengths,
-        hygiene_threshold=hygiene,
-        hard_message_limit=limit,
-        compression=compression,
-        summary=_summary_config(settings),
-    )
+        upstream_base_url=upstream, upstream_api_key=api_key,
+        anthropic_base_url=anthropic_upstream, anthropic_api_key=anthropic_api_key,
+        api_keys=frozenset(keys), max_body_bytes=body, recall_rounds=rounds,
+        context_lengths=lengths, hygiene_threshold=hygiene, hard_message_limit=limit,
+        compression=compression, summary=_summary_config(settings),
+    )  # fmt: skip
 
 
 def _checked_url(value: str) -> str:

@@ -137,61 +137,39 @@ def _responses_item_events(
 
 
 def messages_events(reply: Reply, model: str, prompt: int, serial: int) -> Iterator[bytes]:
-    start_usage = {**usage("messages", prompt, 1)}
     message: dict[str, Any] = {
-        "id": f"msg_{serial}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": start_usage,
-    }
+        "id": f"msg_{serial}", "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": usage("messages", prompt, 1),
+    }  # fmt: skip
     yield _event("message_start", {"type": "message_start", "message": message})
     yield _event("ping", {"type": "ping"})
     for index, block in enumerate(content_blocks(reply)):
-        if block["type"] == "text":
-            yield _event(
-                "content_block_start",
-                {
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "text", "text": ""},
-                },
-            )
-            for piece in _split(block["text"], reply.chunks):
-                yield _event(
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": index,
-                        "delta": {"type": "text_delta", "text": piece},
-                    },
-                )
-        else:
-            opened = {**block, "input": {}}
-            yield _event(
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": opened},
-            )
-            partial = json.dumps(block["input"])
-            half = len(partial) // 2
-            for piece in (partial[:half], partial[half:]):
-                delta = {"type": "input_json_delta", "partial_json": piece}
-                yield _event(
-                    "content_block_delta",
-                    {"type": "content_block_delta", "index": index, "delta": delta},
-                )
+        yield from _block_events(index, block, reply.chunks)
         yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
     stop = "tool_use" if reply.calls else "end_turn"
-    completion = max(1, len(reply.text or "") // 4)
-    yield _event(
-        "message_delta",
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": stop, "stop_sequence": None},
-            "usage": {"output_tokens": completion},
-        },
-    )
+    delta = {"stop_reason": stop, "stop_sequence": None}
+    output = {"output_tokens": max(1, len(reply.text or "") // 4)}
+    yield _event("message_delta", {"type": "message_delta", "delta": delta, "usage": output})
     yield _event("message_stop", {"type": "message_stop"})
+
+
+def _block_events(index: int, block: dict[str, Any], chunks: int) -> Iterator[bytes]:
+    def start(opened: dict[str, Any]) -> bytes:
+        body = {"type": "content_block_start", "index": index, "content_block": opened}
+        return _event("content_block_start", body)
+
+    def delta(value: dict[str, Any]) -> bytes:
+        body = {"type": "content_block_delta", "index": index, "delta": value}
+        return _event("content_block_delta", body)
+
+    if block["type"] == "text":
+        yield start({"type": "text", "text": ""})
+        for piece in _split(block["text"], chunks):
+            yield delta({"type": "text_delta", "text": piece})
+        return
+    yield start({**block, "input": {}})
+    partial = json.dumps(block["input"])
+    half = len(partial) // 2
+    for piece in (partial[:half], partial[half:]):
+        yield delta({"type": "input_json_delta", "partial_json": piece})
