@@ -93,3 +93,5 @@ def test_a_real_session_never_overflows_the_upstream(path: Path, protocol: str) 
     sizes = [request_tokens(protocol, r.body) for r in received]  # type: ignore[arg-type]
     assert not any(r.rejected for r in received)
     assert max(sizes) < window, f"largest request {max(sizes):,} tokens"
+    private = (b'"_responses_items"', b'"_anthropic_source"', b'"_anthropic_thinking"')
+    assert not any(key in r.raw for r in received for key in private)  # SPEC §1
