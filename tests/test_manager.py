@@ -267,7 +267,7 @@ def test_context_length_error_learns_the_limit_before_retrying() -> None:
     manager.run(model, long_session(rounds=40))
     assert compressor.context_length == 262_144
     assert events.of(EventKind.LIMIT_LEARNED)[0].count == 262_144
-    assert len(model.requests[1]) < len(model.requests[0])
+    assert estimate_messages_tokens(model.requests[1]) < estimate_messages_tokens(model.requests[0])
 
 
 @pytest.mark.parametrize(

@@ -6,13 +6,13 @@ import httpx
 import openai
 import pytest
 
+from windowkeeper.compaction.truncate import truncate_tool_results
 from windowkeeper.core.errors import UpstreamError
 from windowkeeper.loop.overflow import (
     Overflow,
     OverflowKind,
     classify,
     parse_limit,
-    truncate_tool_results,
 )
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..adapters.formats import load_tools
+from ..adapters.formats import Format, load_tools
 from ..core.config import CompressionConfig
 from ..core.errors import ConfigError
 from ..core.messages import Message, ToolSchema
@@ -17,7 +17,7 @@ from ..core.tokens import TextCounter, estimate_request_tokens
 from ..engine.compressor import ContextCompressor
 from ..summary.protocol import Summarizer
 from .common import exact_counter, repaired, resolve_window
-from .sessions import StoredSource, read_conversation
+from .sessions import Input, StoredSource, read_input
 from .summarizer import SummarizerChoice, build_summarizer
 
 ExactTokensOpt = Annotated[
@@ -35,6 +35,7 @@ class Loaded:
     config: CompressionConfig
     context_length: int
     max_tokens: int | None
+    source: Input | None = None
 
     def request_tokens(self, messages: list[Message]) -> int:
         """Estimated prompt tokens of ``messages`` with the tools, as the compressor counts."""
@@ -81,6 +82,7 @@ def load(
     stored: StoredSource | None = None,
     config_file: Path | None = None,
     exact_tokens: bool = False,
+    fmt: Format = Format.AUTO,
 ) -> Loaded:
     """Validate the options, read the conversation and build its compressor.
 
@@ -95,7 +97,8 @@ def load(
         threshold=config.threshold if threshold is None else threshold,
         allow_small_summary_model=choice.allow_small or config.allow_small_summary_model,
     )
-    conversation = read_conversation(source, stored)
+    read = read_input(source, stored, fmt)
+    conversation = read.conversation
     model = conversation.model or settings.model.name
     window = resolve_window(context_length, settings, model)
     reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
@@ -119,4 +122,5 @@ def load(
         summary_context_length=summary_window,
         token_counter=exact_counter(model) if exact_tokens else None,
     )
-    return Loaded(repaired(conversation.messages), tools, compressor, config, window, reserve)
+    messages = repaired(conversation.messages)
+    return Loaded(messages, tools, compressor, config, window, reserve, read)

@@ -67,7 +67,7 @@ def _calls_by_id(messages: list[Message], analyzer: Analyzer) -> dict[str, CallF
     return {call.id: call for m in messages for call in analyzer.facts(m).calls}
 
 
-def _is_stub(text: str) -> bool:
+def is_stub(text: str) -> bool:
     return text.startswith(_DUPLICATE_TAG) or (
         text.startswith("[") and "(ref wk" in text and "\n" not in text
     )
@@ -83,7 +83,7 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
         content = message.get("content")
         if message.get("role") != "tool" or not isinstance(content, str):
             continue
-        if len(content) >= settings.min_chars and not _is_stub(content):
+        if len(content) >= settings.min_chars and not is_stub(content):
             by_length.setdefault(len(content), []).append(index)
     return {i for group in by_length.values() if len(group) > 1 for i in group}
 
@@ -144,7 +144,7 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
         if isinstance(content, list):
             replacement = _strip_images(content)
         elif isinstance(content, str) and len(content) > settings.min_chars:
-            if _is_stub(content):
+            if is_stub(content):
                 continue
             call = calls.get(str(message.get("tool_call_id")))
             name = call.name if call else str(message.get("name") or "tool")

@@ -14,10 +14,10 @@ from typing import Any
 
 from ..core.errors import StoreError
 from ..core.messages import ToolSchema
-from .base import SearchHit, SessionStore
+from .base import ArchiveEntry, SearchHit, SessionStore
 from .session import lineage, resolve_handle
 
-__all__ = ("DEFAULT_MAX_CHARS", "RECALL_TOOL", "RecallTool")
+__all__ = ("DEFAULT_MAX_CHARS", "RECALL_TOOL", "RecallTool", "render_entry", "render_hits")
 
 RECALL_TOOL = "recall"
 DEFAULT_MAX_CHARS = 8_000
@@ -102,19 +102,7 @@ class RecallTool:
         entry = resolve_handle(self.store, self.session_id, handle)
         if entry is None:
             return f"error: no archived item with handle {handle!r} in this session"
-        text = entry.text
-        offset = min(max(0, offset), len(text))
-        # Leave room for the header and the continuation note inside the bound.
-        end = min(len(text), offset + self.max_chars - 300)
-        header = f"[archived {entry.handle} · {entry.kind} · chars {offset}-{end} of {len(text)}]"
-        body = text[offset:end]
-        if end >= len(text):
-            return f"{header}\n{body}"
-        more = json.dumps({"handle": entry.handle, "offset": end})
-        note = (
-            f"[truncated: {len(text) - end} more chars; call recall with {more} for the next part]"
-        )
-        return f"{header}\n{body}\n{note}"
+        return render_entry(entry, offset, self.max_chars)
 
     def search(self, query: str, limit: int) -> str:
         """The best hits with handles and snippets, within the size bound."""
@@ -122,21 +110,41 @@ class RecallTool:
         for record in lineage(self.store, self.session_id):
             hits += self.store.search_archive(query, session_id=record.id, limit=limit)
         hits.sort(key=lambda h: -h.score)
-        hits = hits[:limit]
-        if not hits:
-            return f"no archived item matches {query!r}"
-        lines = [f"{len(hits)} archived item(s) match {query!r}:"]
-        footer = 'Call recall with {"handle": "<handle>"} for the full text.'
-        used = len(lines[0]) + len(footer) + 120
-        for shown, hit in enumerate(hits):
-            line = f"- {hit.handle} ({hit.kind}): {hit.snippet}"
-            if used + len(line) + 1 > self.max_chars:
-                lines.append(f"[{len(hits) - shown} more hit(s) not shown; narrow the query]")
-                break
-            lines.append(line)
-            used += len(line) + 1
-        lines.append(footer)
-        return "\n".join(lines)
+        return render_hits(hits[:limit], query, self.max_chars)
+
+
+def render_entry(entry: ArchiveEntry, offset: int, max_chars: int) -> str:
+    """One bounded window of an archived original from ``offset``, with a header and, when
+    more follows, a note saying how to read the next part."""
+    text = entry.text
+    offset = min(max(0, offset), len(text))
+    # Leave room for the header and the continuation note inside the bound.
+    end = min(len(text), offset + max(500, max_chars) - 300)
+    header = f"[archived {entry.handle} · {entry.kind} · chars {offset}-{end} of {len(text)}]"
+    body = text[offset:end]
+    if end >= len(text):
+        return f"{header}\n{body}"
+    more = json.dumps({"handle": entry.handle, "offset": end})
+    note = f"[truncated: {len(text) - end} more chars; call recall with {more} for the next part]"
+    return f"{header}\n{body}\n{note}"
+
+
+def render_hits(hits: list[SearchHit], query: str, max_chars: int) -> str:
+    """Search hits with handles and snippets, within ``max_chars``."""
+    if not hits:
+        return f"no archived item matches {query!r}"
+    lines = [f"{len(hits)} archived item(s) match {query!r}:"]
+    footer = 'Call recall with {"handle": "<handle>"} for the full text.'
+    used = len(lines[0]) + len(footer) + 120
+    for shown, hit in enumerate(hits):
+        line = f"- {hit.handle} ({hit.kind}): {hit.snippet}"
+        if used + len(line) + 1 > max_chars:
+            lines.append(f"[{len(hits) - shown} more hit(s) not shown; narrow the query]")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    lines.append(footer)
+    return "\n".join(lines)
 
 
 def _int(value: object, default: int) -> int:
