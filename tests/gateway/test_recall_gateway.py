@@ -85,7 +85,7 @@ def test_the_gateway_answers_recall_and_the_client_sees_only_the_final_reply(
     answered = json.dumps(second)
     assert "call_recall_1" in answered  # the model's call and the gateway's answer
     assert "[archived wk" in answered or "archived item(s) match" in answered
-    assert "line 7" in answered and "x" * 40 in answered  # the original tool output is back
+    assert "x" * 40 in answered  # the original tool output is back
 
 
 def test_recall_rounds_are_bounded_and_mixed_calls_reach_the_client(
