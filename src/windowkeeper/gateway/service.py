@@ -27,7 +27,7 @@ from .auth import Caller
 from .core import GatewayCore
 from .exchange import Exchange
 from .forward import count_tokens, passthrough
-from .protocols import Protocol, loads
+from .protocols import Parsed, Protocol, loads
 from .replies import Answer, StreamAnswer, error_answer
 from .sessions import SESSION_HEADER, GatewaySession, public_id, session_key
 from .upstream import UpstreamHTTPError, UpstreamUnreachable
@@ -49,17 +49,9 @@ class Gateway(GatewayCore):
         query: str = "",
     ) -> Answer | StreamAnswer:
         """Answer one model request (a complete answer or a stream)."""
-        try:
-            parsed = protocol.parse(raw, loads(raw))
-            parsed.query = query
-        except InvalidMessagesError as exc:
-            self.metrics.requests.labels(protocol.name, "invalid").inc()
-            return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
-        except RecursionError:
-            self.metrics.requests.labels(protocol.name, "invalid").inc()
-            return error_answer(protocol, 400, "windowkeeper gateway: JSON nested too deeply")
-        if not self.upstream.serves(protocol.target):
-            return error_answer(protocol, 404, _not_served(protocol))
+        parsed = self._parse(protocol, raw, query)
+        if isinstance(parsed, Answer):
+            return parsed
         if parsed.continues is not None:
             self.passthrough += 1
             self.metrics.passthrough.labels(parsed.continues).inc()
@@ -88,17 +80,26 @@ class Gateway(GatewayCore):
     ) -> Answer:
         """``/v1/messages/count_tokens``: what the messages would cost as the gateway would
         send them (the compacted prefix substituted; nothing stored, nothing compacted)."""
-        try:
-            parsed = protocol.parse(raw, loads(raw))
-            parsed.query = query
-        except (InvalidMessagesError, RecursionError) as exc:
-            return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
-        if not self.upstream.serves(protocol.target):
-            return error_answer(protocol, 404, _not_served(protocol))
+        parsed = self._parse(protocol, raw, query)
+        if isinstance(parsed, Answer):
+            return parsed
         key = session_key(
             caller.scope, protocol.name, protocol.first_texts(parsed), headers.get(SESSION_HEADER)
         )
         return await count_tokens(self, protocol, parsed, headers, caller, self.sessions.get(key))
+
+    def _parse(self, protocol: Protocol, raw: bytes, query: str) -> Parsed | Answer:
+        """The parsed request, or the client's error answer (bad body, no such upstream)."""
+        try:
+            parsed = protocol.parse(raw, loads(raw))
+        except (InvalidMessagesError, RecursionError) as exc:
+            self.metrics.requests.labels(protocol.name, "invalid").inc()
+            reason = exc if isinstance(exc, InvalidMessagesError) else "JSON nested too deeply"
+            return error_answer(protocol, 400, f"windowkeeper gateway: {reason}")
+        if not self.upstream.serves(protocol.target):
+            return error_answer(protocol, 404, _not_served(protocol))
+        parsed.query = query
+        return parsed
 
     # --- models, windows, status ---------------------------------------------------------
 
