@@ -27,6 +27,7 @@ from .base import (
     StoredRow,
     UnknownSessionError,
 )
+from .keyed import AppendOutcome, KeyedRecord, KeyedSessions
 from .memory import MemoryStore
 from .recall import RecallTool
 from .session import (
@@ -42,10 +43,13 @@ from .sqlite import SQLiteStore
 
 __all__ = [
     "LOCK_TTL",
+    "AppendOutcome",
     "ArchiveEntry",
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "KeyedRecord",
+    "KeyedSessions",
     "MemoryStore",
     "Migration",
     "RecallTool",

@@ -30,6 +30,7 @@ from .base import (
     snippet,
     term_score,
 )
+from .memkeyed import KeyedMemory
 
 # Nothing to migrate in memory; the list exists so every backend reports the same shape.
 MIGRATIONS: tuple[Migration, ...] = (Migration("m001_initial", ()),)
@@ -42,7 +43,7 @@ class _Session:
     archive: dict[str, ArchiveEntry] = field(default_factory=dict)
 
 
-class MemoryStore(SessionStore):
+class MemoryStore(SessionStore, KeyedMemory):
     """Everything lives in this object; deep copies keep callers from mutating stored rows."""
 
     def __init__(self, *, clock: Clock = time.time) -> None:

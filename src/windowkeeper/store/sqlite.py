@@ -19,7 +19,8 @@ from typing import Any, ClassVar
 
 from ..core.errors import StoreError
 from .base import Clock, Migration
-from .sqlbase import Mode, SQLStore
+from .sqlbase import Mode
+from .sqlkeyed import KEYED_SQLITE, KeyedSQLStore
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("m001_sessions", (
@@ -58,6 +59,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE TABLE wk_locks (
             session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at REAL NOT NULL)""",
     )),
+    KEYED_SQLITE,
 )  # fmt: skip
 
 
@@ -91,7 +93,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-class SQLiteStore(SQLStore[sqlite3.Connection]):
+class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
     """A store in one SQLite file; safe to share between threads and processes."""
 
     _MIGRATIONS = MIGRATIONS
