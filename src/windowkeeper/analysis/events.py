@@ -141,8 +141,11 @@ def tool_event(call: CallFacts, result: MessageFacts | None, position: int = 0) 
         return ToolEvent(position, call.action, call.args, None, None, False)
     text = result.text
     code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
-    memo: dict[str, Any] = result.remember(("event", call.action), dict)
-    return ToolEvent(position, call.action, call.args, text, code, failed(code, text), memo=memo)
+    # The result's own memo holds the event's facts (a result answers one call; the
+    # event keys never collide with the record's own).
+    return ToolEvent(
+        position, call.action, call.args, text, code, failed(code, text), memo=result.memo
+    )
 
 
 def _users(facts: Sequence[MessageFacts]) -> list[tuple[int, str]]:

@@ -11,7 +11,7 @@ handoff reads, so pruning and summarizing never scan an output twice.
 from __future__ import annotations
 
 from .events import ToolEvent, remembered
-from .identifiers import event_identifiers
+from .identifiers import output_identifiers
 from .outputs import event_errors, is_test_command, test_summary
 from .toolshapes import ToolKind, shorten
 
@@ -55,11 +55,11 @@ def _gist(event: ToolEvent) -> str:
         summary = test_summary(event.result)
         if summary:
             parts.append(f"tests: {shorten(summary, GIST_LINE_CHARS)}")
-    errors = event_errors(event) if event.failed or not parts else []
+    errors = event_errors(event) if event.failed else []
     if errors:
         shown = [shorten(line, GIST_LINE_CHARS) for line in errors[-GIST_ERRORS:]]
         parts.append(_ERROR[2:] + " | ".join(shown))
-    named = [value for value in event_identifiers(event) if value not in command]
+    named = [value for value in output_identifiers(event) if value not in command]
     if named:
         parts.append("ids: " + ", ".join(named[:GIST_IDS]))
     return "".join(f"; {part}" for part in parts).replace("\n", " ")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .events import ToolEvent
+from .events import ToolEvent, remembered
 from .facts import URL, dedupe, hinted_matches, window
 from .toolshapes import ToolKind, shorten
 
@@ -161,13 +161,24 @@ def event_identifiers(event: ToolEvent) -> list[str]:
         found = text_identifiers(_arguments_text(event))
     else:
         found = text_identifiers(action.url or "")
-    result = event.result
+    output = output_identifiers(event)
+    return dedupe([*found, *output]) if output else found
+
+
+def output_identifiers(event: ToolEvent) -> list[str]:
+    """Identifiers a tool's output names (not a file's content), computed once per event."""
+    found: list[str] = remembered(event, "output_ids", _output_identifiers)
+    return found
+
+
+def _output_identifiers(event: ToolEvent) -> list[str]:
+    action, result = event.action, event.result
     if not result or action.kind not in (ToolKind.SHELL, ToolKind.OTHER, ToolKind.FETCH):
-        return found
+        return []
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).
     output = window(result, OUTPUT_SCAN_CHARS)
-    found.extend(text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS))
+    found = text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS)
     if "-" in output:
         uuids = hinted_matches(_UUID, _UUID_HINT, output)
         found.extend(dedupe(m.group(0) for m in uuids)[:MAX_UUIDS])
