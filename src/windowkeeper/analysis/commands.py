@@ -136,17 +136,9 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     """
     lines, bodies = lines_of(command)
     touched: list[Touch] = []
-    here = cwd
-    for line in lines:
-        may_touch = _MAY_TOUCH.search(line) is not None
-        if not may_touch and "cd " not in line:
-            continue
-        for tokens in steps_of(line):
-            here = _step_cwd(tokens, here)
-            if may_touch:
-                touched.extend(
-                    (_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p)
-                )
+    for tokens, here in _gated_steps(lines, cwd, _MAY_TOUCH):
+        touched.extend((_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
+    here = _final_cwd(lines, cwd)
     scripts = list(bodies)
     if "python" in command[:SCAN_CHARS] and ("open(" in command or "write_" in command):
         scripts.append("\n".join(lines))
@@ -168,17 +160,38 @@ def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     ``sed -n 1,40p x.py``, ``grep -n foo x.py``), in order; writes are
     :func:`command_touches`' business."""
     lines, _ = lines_of(command)
-    found: list[Touch] = []
+    found = [
+        (_joined(p, here), READ)
+        for tokens, here in _gated_steps(lines, cwd, _MAY_READ)
+        for p in _step_reads(tokens)
+    ]
+    return tuple(dict.fromkeys(found))
+
+
+def _gated_steps(
+    lines: Sequence[str], cwd: str | None, gate: re.Pattern[str]
+) -> Iterator[tuple[Sequence[str], str | None]]:
+    """(step, working directory) of each step on a line ``gate`` matches, following
+    ``cd`` through every line (a line without ``gate`` or ``cd`` is not tokenized)."""
     here = cwd
     for line in lines:
-        may_read = _MAY_READ.search(line) is not None
-        if not may_read and "cd " not in line:
+        gated = gate.search(line) is not None
+        if not gated and "cd " not in line:
             continue
         for tokens in steps_of(line):
             here = _step_cwd(tokens, here)
-            if may_read:
-                found.extend((_joined(p, here), READ) for p in _step_reads(tokens))
-    return tuple(dict.fromkeys(found))
+            if gated:
+                yield tokens, here
+
+
+def _final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
+    """The working directory after ``lines`` (their ``cd`` steps followed)."""
+    here = cwd
+    for line in lines:
+        if "cd " in line:
+            for tokens in steps_of(line):
+                here = _step_cwd(tokens, here)
+    return here
 
 
 def _step_reads(tokens: Sequence[str]) -> list[str]:

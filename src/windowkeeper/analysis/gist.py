@@ -17,7 +17,7 @@ from .toolshapes import ToolKind, shorten
 
 GIST_ERRORS = 2
 """Error lines a stub keeps (the newest)."""
-GIST_IDS = 4
+GIST_IDS = 8
 """Identifiers a stub keeps (the first ones the output names)."""
 GIST_LINE_CHARS = 120
 DUPLICATE_TAG = "[duplicate output"
