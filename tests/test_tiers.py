@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
+
+import pytest
 
 from factories import assistant, call, image_part, long_session, system, tool, user
+from realdata import real_session_paths
 from windowkeeper import CompressionConfig, ContextCompressor, Tier
+from windowkeeper.adapters.formats import load_conversation
 from windowkeeper.analysis.kinds import is_handoff
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import content_text
 from windowkeeper.core.report import Reason
 from windowkeeper.engine.guard import on_structural_noop
+from windowkeeper.engine.pipeline import prune_outside_tail, tier1_target, tokens_of
 
 
 def test_pruning_alone_when_it_is_enough() -> None:
@@ -107,3 +113,47 @@ def test_a_forced_compaction_over_the_window_says_so_with_the_floor() -> None:
     assert result.report.after_tokens > 8_000
     (warning,) = [w for w in result.report.warnings if "over the window" in w]
     assert "system prompt" in warning and "does not fit" in warning
+
+
+def test_tier_two_stubs_only_the_head_it_keeps() -> None:
+    listing = "\n".join(f"./src/pkg/module_{n}.py" for n in range(3_000))
+    head = [system(), user("Map the repository."),
+            assistant(None, call("ls", "bash", command="ls -R")), tool("ls", listing)]  # fmt: skip
+    messages = head + long_session(rounds=150, output_chars=300, with_system=False)[1:]
+    result = ContextCompressor(context_length=32_000).compress(messages)
+    assert result.report.tier is Tier.SUMMARY
+    out = result.messages
+    assert "(ref wk" in content_text(out[3]["content"])  # the head's output is a stub
+    handoff = next(i for i, m in enumerate(out) if is_handoff(m))
+    # The middle's outputs left with the summarized turns (archived whole), not as stubs.
+    summarized = {a.index for a in result.archived if a.kind == "message"}
+    assert handoff <= 5 and len(summarized) == result.report.summarized_messages
+    assert result.report.pruned > 1  # the head's stub and the middle's long outputs
+
+
+PRUNING_CASES = [
+    (path, window, share)
+    for path in real_session_paths()
+    for window in (32_000, 16_000)
+    for share in (0.5, 1.0)
+]
+
+
+@pytest.mark.parametrize(("path", "window", "share"), PRUNING_CASES)
+def test_tier_one_is_never_skipped_when_pruning_is_enough(
+    path: Path, window: int, share: float
+) -> None:
+    """The shortcut past tier 1 (what pruning never shortens is already over the target)
+    must not cost a prune-only compaction on a real session."""
+    messages = load_conversation(path).messages
+    messages = messages[: max(4, int(len(messages) * share))]
+    compressor = ContextCompressor(context_length=window)
+    job = compressor._job(messages, True, None)
+    pruned = prune_outside_tail(job, compressor.config, compressor.analyzer)
+    enough = job.extra + tokens_of(pruned.messages, compressor.analyzer) <= tier1_target(
+        job, compressor.config, compressor.threshold_tokens
+    )
+    if not (enough and job.plan.compressible and pruned.messages is not messages):
+        return  # pruning is not enough here (or has nothing to prune)
+    result = ContextCompressor(context_length=window).compress(messages, force=True)
+    assert result.report.tier is Tier.PRUNE

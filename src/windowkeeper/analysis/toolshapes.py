@@ -57,6 +57,7 @@ _SEARCH = {
 }  # fmt: skip
 _FETCH = {"webfetch", "web_fetch", "fetch", "browser_navigate", "web_extract", "curl", "fetch_url"}
 _WEB_SEARCH = {"websearch", "web_search", "search_web", "google_search"}
+_EDIT_OR_READ = frozenset(_EDIT | _READ)
 _EDITOR_COMMANDS = {
     "view": ToolKind.READ,
     "create": ToolKind.WRITE,
@@ -73,9 +74,13 @@ _COMMAND_KEYS = ("command", "cmd", "script", "code")
 def _first_str(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-        if isinstance(value, list) and value and isinstance(value[0], str):
+        if value is None:
+            continue
+        if isinstance(value, str):
+            value = value.strip()
+            if value:
+                return value
+        elif isinstance(value, list) and value and isinstance(value[0], str):
             return value[0]
     return None
 
@@ -96,7 +101,7 @@ def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     key = name.lower()
     path = _first_str(args, PATH_KEYS)
     command = _first_str(args, _COMMAND_KEYS)
-    if key == "str_replace_editor" or (key in _EDIT | _READ and command in _EDITOR_COMMANDS):
+    if key == "str_replace_editor" or (key in _EDIT_OR_READ and command in _EDITOR_COMMANDS):
         kind = _EDITOR_COMMANDS.get(command or "", ToolKind.EDIT)
         return ToolAction(name, kind, path or "?", path=path, line=_line(args))
     if key in _SHELL or (command and any(w in key for w in ("bash", "shell", "terminal"))):
