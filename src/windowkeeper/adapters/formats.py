@@ -6,13 +6,13 @@ the messages in whatever shape the input has.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import DOCUMENT_DEPTH, loads, loads_or_none
 from ..core.messages import Conversation, Message, ToolSchema, validate_message, validate_messages
 from .anthropic import from_anthropic
 
@@ -26,30 +26,23 @@ def parse_conversation(text: str) -> Conversation:
     if stripped.startswith("["):
         return Conversation(validate_messages(_load_whole(text)))
     if stripped.startswith("{"):
-        first_line = stripped.split("\n", 1)[0]
-        whole = _try_load(text)
-        if isinstance(whole, dict) and "messages" in whole and not _is_message_line(first_line):
+        first = _try_load(stripped.split("\n", 1)[0])
+        # A first line that is no JSON text of its own starts one multi-line document:
+        # its errors are the document's (with their line), not "line 1: bad JSON".
+        whole = _try_load(text) if first is not None else _load_whole(text)
+        is_message_line = isinstance(first, dict) and "role" in first
+        if isinstance(whole, dict) and "messages" in whole and not is_message_line:
             return _from_body(whole)
     return Conversation(_parse_jsonl(text))
 
 
-def _is_message_line(line: str) -> bool:
-    value = _try_load(line)
-    return isinstance(value, dict) and "role" in value
-
-
 def _try_load(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return loads_or_none(text, limit=DOCUMENT_DEPTH)
 
 
 def _load_whole(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidMessagesError(f"line {exc.lineno}", f"bad JSON: {exc.msg}") from exc
+    """A whole JSON document; bad JSON, over-deep nesting or a huge number is one line."""
+    return loads(text, limit=DOCUMENT_DEPTH)
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
@@ -109,10 +102,7 @@ def _parse_jsonl(text: str) -> list[Message]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidMessagesError(f"line {number}", f"bad JSON: {exc.msg}") from exc
+        value = loads(line, f"line {number}")
         messages.append(validate_message(value, f"line {number}"))
     return messages
 

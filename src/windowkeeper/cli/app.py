@@ -22,8 +22,11 @@ line), a JSON array of messages, or an OpenAI request body (its ``tools`` are us
 compaction would keep, summarize and prune. ``demo`` runs both offline on a bundled
 synthetic coding-agent session (no API key, no network).
 
-Exit codes: 0 success or nothing to do; 2 invalid input or options (one ``error:`` line
-naming the line/index and the defect); 3 compaction aborted (nothing was dropped).
+Exit codes: 0 success or nothing to do; 1 an internal error (a bug: one ``error:`` line,
+never a traceback); 2 invalid input, options or a damaged store (one ``error:`` line
+naming the line/index and the defect); 3 compaction aborted (nothing was dropped); 4 a
+stored session's compaction skipped because another live process holds its compression
+lease (the line names the holder and how long it has held it); 130 interrupted.
 
 The keys of ``inspect --json`` are documented on :meth:`Inspection.to_dict`.
 """
@@ -43,6 +46,7 @@ from ..core.report import CompressionResult
 from ..core.version import __version__
 from ..engine.inspection import inspect_conversation
 from .common import (
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_OK,
     ConfigOpt,
@@ -55,6 +59,7 @@ from .common import (
     report_dict,
     stdout_console,
     summary_line,
+    unexpected_error,
     user_errors,
     write_text,
 )
@@ -312,5 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(exc, "exit_code", EXIT_INVALID) or EXIT_INVALID
     except typer.Abort:
         typer.echo("aborted", err=True)
-        return 130
+        return EXIT_INTERRUPTED
+    except typer.Exit as exc:
+        return exc.exit_code
+    # The last line of defence: whatever escaped is one line, never a traceback.
+    except (Exception, KeyboardInterrupt) as exc:
+        return unexpected_error(exc)
     return code if isinstance(code, int) else EXIT_OK

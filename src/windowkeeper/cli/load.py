@@ -11,7 +11,7 @@ import typer
 from ..adapters.formats import load_tools
 from ..core.config import CompressionConfig
 from ..core.errors import ConfigError
-from ..core.messages import Message, ToolSchema
+from ..core.messages import Message, ToolSchema, conversation_warnings
 from ..core.settings import load_settings
 from ..core.tokens import TextCounter, estimate_request_tokens
 from ..engine.compressor import ContextCompressor
@@ -119,4 +119,6 @@ def load(
         summary_context_length=summary_window,
         token_counter=exact_counter(model) if exact_tokens else None,
     )
+    for warning in conversation_warnings(conversation.messages):
+        typer.echo(f"warning: {warning}", err=True)
     return Loaded(repaired(conversation.messages), tools, compressor, config, window, reserve)

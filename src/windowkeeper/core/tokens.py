@@ -6,12 +6,12 @@ where no real count exists (before the first response, for message budgets).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
+from .jsonsafe import dumps
 from .messages import is_image_part
 
 IMAGE_TOKENS = 1_500
@@ -145,4 +145,4 @@ def estimate_request_tokens(
 
 
 def _compact(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)

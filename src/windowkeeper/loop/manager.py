@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
-from ..core.messages import Message, ToolSchema
+from ..core.messages import Message, ToolSchema, conversation_warnings
 from ..core.tokens import IMAGE_TOKENS, message_tokens
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
@@ -294,6 +294,8 @@ class ContextManager:
         self.events.started(
             trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
         )
+        for warning in conversation_warnings(messages):
+            self.events.input_defect(warning)
         if self.hooks.hooks:
             self.hooks.pre_compress(self._to_drop(messages))
             self._report_hook_failures(trigger)
