@@ -49,6 +49,9 @@ __all__ = (
     "SessionRecord",
     "SessionStore",
     "Snapshot",
+    "StoreCheck",
+    "StoreDamageError",
+    "StoreMissingError",
     "StoredRow",
     "UnknownSessionError",
     "query_terms",
@@ -171,6 +174,17 @@ class Compaction:
 
 
 @dataclass(frozen=True)
+class StoreCheck:
+    """The result of :meth:`SessionStore.check`: ``ok`` and one line saying what was found."""
+
+    ok: bool
+    detail: str
+    sessions: int = 0
+    rows: int = 0
+    archive_entries: int = 0
+
+
+@dataclass(frozen=True)
 class CommitOutcome:
     """``committed`` is False when another compaction won (generation changed)."""
 
@@ -260,6 +274,21 @@ class SessionStore(abc.ABC):
     def release_lock(self, session_id: str, holder: str) -> bool:
         """Release the lease if ``holder`` holds it; True when it did."""
 
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """The backend's integrity check, then every stored value decoded (read-only);
+        ``quick``: only the backend's cheap structural check.
+
+        A backend without one reports its sessions as readable; SQL backends override it.
+        """
+        if quick:
+            return StoreCheck(True, "nothing to check quickly")
+        sessions = self.list_sessions(limit=1_000_000_000)
+        rows = 0
+        for record in sessions:
+            rows += len(self.load(record.id, include_archived=True).rows)
+        return StoreCheck(True, f"{len(sessions):,} sessions, {rows:,} rows readable",
+                          len(sessions), rows)  # fmt: skip
+
     def close(self) -> None:  # noqa: B027 - stores without resources need no cleanup
         """Release connections; safe to call twice."""
 
@@ -283,10 +312,43 @@ def dump_message(message: Mapping[str, Any]) -> str:
     return to_json(message)
 
 
-def load_message(text: str) -> Message:
-    value = json.loads(text)
+DAMAGE_ADVICE = (
+    "the store is damaged: run `windowkeeper sessions check`, and restore the store from a "
+    "backup (or export the other sessions and start a new store)"
+)
+
+
+class StoreDamageError(StoreError):
+    """A stored value cannot be decoded, or the store file is damaged or not a store.
+
+    ``reason`` names the session and row (or the file) and the defect; the message adds
+    what to do (:data:`DAMAGE_ADVICE`) unless ``advice`` is False (the advice is in the
+    reason already, e.g. "not a windowkeeper store: use another path").
+    """
+
+    def __init__(self, reason: str, *, advice: bool = True) -> None:
+        self.reason = reason
+        super().__init__(f"{reason}; {DAMAGE_ADVICE}" if advice else reason)
+
+
+class StoreMissingError(StoreError):
+    """A command that only reads found no store at the path (and created none)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"no store at {path} (nothing has been stored there yet)")
+
+
+def load_message(text: str, where: str = "a stored message") -> Message:
+    """Decode one stored message body; :class:`StoreDamageError` naming ``where``
+    (e.g. ``session 'ab12', row 7``) when it is not a JSON object."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        reason = " ".join(str(exc).split())[:80]
+        raise StoreDamageError(f"{where}: not valid JSON ({reason})") from None
     if not isinstance(value, dict):
-        raise StoreError("a stored message is not a JSON object; the store is damaged")
+        raise StoreDamageError(f"{where}: not a JSON object")
     return value
 
 

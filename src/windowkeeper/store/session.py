@@ -40,6 +40,7 @@ from .base import (
     Snapshot,
     render_archived,
 )
+from .damage import decode_guard
 
 __all__ = (
     "CONCURRENT_DETAIL",
@@ -81,9 +82,22 @@ def restore_state(compressor: ContextCompressor, record: SessionRecord) -> None:
     A session without stored state starts fresh, so one compressor can serve sessions
     one after another without leaking breakers between them.
     """
-    state = record.guard_state
-    compressor.guard = GuardState.from_json(state) if state else GuardState()
+    compressor.guard = _guard_state(record)
     compressor.previous_summary = record.previous_summary
+
+
+def _guard_state(record: SessionRecord) -> GuardState:
+    """The session's stored guard state; a damaged one is replaced by a fresh state with
+    one warning naming the session (its cooldowns and counters are lost, nothing else)."""
+    if not record.guard_state:
+        return GuardState()
+    state, problem = decode_guard(record.guard_state)
+    if problem is not None:
+        log.warning(
+            "session %r: the stored guard state is damaged (%s); starting from a fresh one "
+            "(cooldowns and the compaction count are reset)", record.id, problem,
+        )  # fmt: skip
+    return state
 
 
 def save_state(store: SessionStore, session_id: str, compressor: ContextCompressor) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
@@ -29,6 +29,8 @@ from .base import (
     SessionRecord,
     SessionStore,
     Snapshot,
+    StoreCheck,
+    StoreDamageError,
     StoredRow,
     UnknownSessionError,
     dump_message,
@@ -36,6 +38,7 @@ from .base import (
     query_terms,
     snippet,
 )
+from .damage import check_values
 
 __all__ = ("Connection", "Cursor", "Mode", "SQLStore")
 
@@ -80,6 +83,10 @@ def _record(row: Sequence[Any]) -> SessionRecord:
     return SessionRecord(*row)
 
 
+def _row(session_id: str, seq: object) -> str:
+    return f"session {session_id!r}, row {seq}"
+
+
 class SQLStore(SessionStore, Generic[C]):
     """A :class:`SessionStore` over SQL tables; subclasses are the dialects."""
 
@@ -116,6 +123,14 @@ class SQLStore(SessionStore, Generic[C]):
         self, conn: C, sql: str, session_id: str, handles: Sequence[str]
     ) -> list[Any]:
         """Rows of native ``sql`` (which selects by ``session_id``) for ``handles``, in order."""
+
+    def _integrity(self, conn: C, quick: bool) -> str | None:
+        """The backend's own integrity check: a one-line problem, or ``None``."""
+        return None
+
+    def _iterate(self, conn: C, sql: str) -> Iterator[Any]:
+        """Rows of native ``sql``, streamed where the driver would otherwise buffer them."""
+        yield from conn.execute(sql).fetchall()
 
     def _lock_session_row(self, conn: C, session_id: str) -> None:
         """Serialize writers of the session; nothing where the transaction already does."""
@@ -265,9 +280,10 @@ class SQLStore(SessionStore, Generic[C]):
                 (session_id,),
             ).fetchall()
         stored = [
-            StoredRow(int(seq), load_message(str(body)), bool(active), str(origin))
+            StoredRow(int(seq), load_message(str(body), _row(session_id, seq)), bool(active),
+                      str(origin))
             for seq, body, active, origin in rows
-        ]
+        ]  # fmt: skip
         return Snapshot(record, tuple(stored))
 
     def commit_compaction(self, session_id: str, compaction: Compaction) -> CommitOutcome:
@@ -315,11 +331,14 @@ class SQLStore(SessionStore, Generic[C]):
         )
         newer = self._run(
             conn,
-            "SELECT body FROM wk_messages WHERE session_id = ? AND active{=true} AND seq > ? "
-            "ORDER BY seq",
+            "SELECT seq, body FROM wk_messages WHERE session_id = ? AND active{=true} "
+            "AND seq > ? ORDER BY seq",
             (record.id, compaction.watermark),
         ).fetchall()
-        messages = [*compaction.messages, *(load_message(str(b)) for (b,) in newer)]
+        messages = [
+            *compaction.messages,
+            *(load_message(str(b), _row(record.id, seq)) for seq, b in newer),
+        ]
         child = self._new_session(conn, record.id, record.title, now)
         last = self._insert_rows(conn, child, 1, messages, "compaction")
         self._insert_archive(conn, child, compaction, now)
@@ -354,8 +373,11 @@ class SQLStore(SessionStore, Generic[C]):
             else:
                 wanted = list(dict.fromkeys(handles))
                 rows = self._select_handles(conn, sql, session_id, wanted)
+        where = f"session {session_id!r}, archive entry"
         return [
-            ArchiveEntry(session_id, str(h), str(k), str(t), load_message(str(b)), float(c))
+            ArchiveEntry(
+                session_id, str(h), str(k), str(t), load_message(str(b), f"{where} {h}"), float(c)
+            )
             for h, k, t, b, c in rows
         ]
 
@@ -373,6 +395,28 @@ class SQLStore(SessionStore, Generic[C]):
             SearchHit(str(s), str(h), str(k), snippet(str(t), terms), float(score))
             for s, h, k, t, score in rows
         ]
+
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """The backend's integrity check, then every stored value decoded, in one read
+        (``quick``: the backend's quick check alone)."""
+        try:
+            return self._check(quick)
+        except StoreDamageError as exc:  # the check itself hit the damage
+            return StoreCheck(False, exc.reason)
+
+    def _check(self, quick: bool) -> StoreCheck:
+        with self._tx("read") as conn:
+            problem = self._integrity(conn, quick)
+            if problem is not None:
+                return StoreCheck(False, problem)
+            if quick:
+                return StoreCheck(True, "the quick check passed")
+            return check_values(
+                self._iterate(conn, "SELECT id, guard_state FROM wk_sessions ORDER BY id"),
+                self._iterate(conn, "SELECT session_id, seq, body FROM wk_messages "
+                              "ORDER BY session_id, seq"),
+                self._iterate(conn, "SELECT session_id, handle, body FROM wk_archive ORDER BY id"),
+            )  # fmt: skip
 
     def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
         now = self._clock()
