@@ -46,6 +46,7 @@ from ..core.report import CompressionResult
 from ..core.version import __version__
 from ..engine.inspection import inspect_conversation
 from .common import (
+    EXIT_BUSY,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_OK,
@@ -182,6 +183,8 @@ def compress(
                 report_json,
             )
         code = exit_code_for(result.report)
+        if code == EXIT_BUSY:
+            raise fail(f"{result.report.detail}; nothing was written: retry when it is done", code)
         if code != EXIT_OK:
             raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
         _warn_over_window(loaded, result.messages)
@@ -229,8 +232,8 @@ def _run_compress(
                 stored.store_url, stored.session_id, loaded.compressor,
                 force=True, focus_topic=focus, rotate=rotate,
             )  # fmt: skip
-    if result.report.aborted:
-        return result
+    if exit_code_for(result.report) != EXIT_OK:
+        return result  # the caller says why in its one error line
     typer.echo(summary_line(result.report), err=True)
     for warning in (*warnings, *result.report.warnings):
         typer.echo(f"warning: {warning}", err=True)

@@ -17,7 +17,7 @@ from ..compaction.sanitize import sanitize_tool_pairs
 from ..core.errors import ConfigError, WindowkeeperError
 from ..core.exact_tokens import local_counter
 from ..core.messages import Message
-from ..core.report import CompressionReport, Outcome
+from ..core.report import CompressionReport, Outcome, Reason
 from ..core.settings import Settings
 from ..core.tokens import TextCounter
 from ..engine.compressor import ContextCompressor
@@ -140,8 +140,13 @@ def collected_warnings() -> Iterator[list[str]]:
 
 
 def exit_code_for(report: CompressionReport) -> int:
-    """Process exit code of a compaction: 3 when it aborted, else 0 (a no-op is success)."""
-    return EXIT_ABORTED if report.outcome is Outcome.ABORTED else EXIT_OK
+    """Process exit code of a compaction: 3 when it aborted, 4 when another live process
+    holds the stored session's compression lease, else 0 (a no-op is success)."""
+    if report.outcome is Outcome.ABORTED:
+        return EXIT_ABORTED
+    if report.reason is Reason.CONCURRENT_COMPACTION:
+        return EXIT_BUSY
+    return EXIT_OK
 
 
 def summary_line(report: CompressionReport) -> str:

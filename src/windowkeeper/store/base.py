@@ -44,6 +44,7 @@ __all__ = (
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "Lease",
     "Migration",
     "SearchHit",
     "SessionRecord",
@@ -174,6 +175,32 @@ class Compaction:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """Who holds a session's compression lease, since when, and its last sign of life.
+
+    ``acquired_at``/``heartbeat_at`` are ``None`` for a lease written before they were
+    recorded; ``heartbeat_every`` is ``None`` when the holder promised no heartbeats.
+    """
+
+    holder: str
+    expires_at: float
+    acquired_at: float | None = None
+    heartbeat_at: float | None = None
+    heartbeat_every: float | None = None
+    read_at: float | None = None
+    """The store's clock when this was read (ages are differences against it)."""
+
+    def describe(self) -> str:
+        """``holder H, for 12 s, last heartbeat 1 s ago`` (what is known of it)."""
+        parts = [f"holder {self.holder}"]
+        if self.read_at is not None and self.acquired_at is not None:
+            parts.append(f"for {max(0.0, self.read_at - self.acquired_at):,.0f} s")
+        if self.read_at is not None and self.heartbeat_at is not None:
+            parts.append(f"last heartbeat {max(0.0, self.read_at - self.heartbeat_at):,.0f} s ago")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
 class StoreCheck:
     """The result of :meth:`SessionStore.check`: ``ok`` and one line saying what was found."""
 
@@ -266,9 +293,23 @@ class SessionStore(abc.ABC):
     def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
         """Take or renew the session's compression lease for ``ttl`` seconds.
 
-        True when ``holder`` now holds it: it was free, expired, or already ``holder``'s
-        (renewal). The session need not exist.
+        True when ``holder`` now holds it: it was free, expired, already ``holder``'s
+        (renewal, which also counts as a heartbeat), or its holder is dead: a process
+        gone on this host (see :func:`~windowkeeper.store.lease.holder_alive`), or a
+        holder that promised heartbeats and missed two. The session need not exist.
         """
+
+    def heartbeat(self, session_id: str, holder: str, *, every: float) -> bool:
+        """Record a sign of life of ``holder``'s lease and promise the next within
+        ``every`` seconds (two missed ones let another process take the lease over).
+
+        True when ``holder`` still holds the lease. Backends without heartbeats: False.
+        """
+        return False
+
+    def lease(self, session_id: str) -> Lease | None:
+        """The session's lease as stored (possibly expired), or ``None``."""
+        return None
 
     @abc.abstractmethod
     def release_lock(self, session_id: str, holder: str) -> bool:

@@ -62,6 +62,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE TABLE wk_locks (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
             expires_at DOUBLE PRECISION NOT NULL)""",
     )),
+    Migration("m006_lease_heartbeat", (
+        # When the holder took the lease, its last heartbeat, and the interval it promised
+        # (NULL: none promised, only the TTL applies): a dead holder is taken over early.
+        """ALTER TABLE wk_locks ADD COLUMN acquired_at DOUBLE PRECISION,
+            ADD COLUMN heartbeat_at DOUBLE PRECISION,
+            ADD COLUMN heartbeat_every DOUBLE PRECISION""",
+    )),
 )  # fmt: skip
 
 

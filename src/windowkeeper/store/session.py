@@ -22,6 +22,7 @@ import socket
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,7 @@ from .base import (
     render_archived,
 )
 from .damage import decode_guard
+from .lease import LEASE_HEARTBEAT, Heartbeat
 
 __all__ = (
     "CONCURRENT_DETAIL",
@@ -128,10 +130,10 @@ def archive_records(
     return tuple(records)
 
 
-def skipped_result(messages: list[Message]) -> CompressionResult:
+def skipped_result(messages: list[Message], detail: str = CONCURRENT_DETAIL) -> CompressionResult:
     tokens = estimate_messages_tokens(messages)
     report = CompressionReport(
-        Outcome.SKIPPED, Reason.CONCURRENT_COMPACTION, detail=CONCURRENT_DETAIL,
+        Outcome.SKIPPED, Reason.CONCURRENT_COMPACTION, detail=detail,
         before_tokens=tokens, after_tokens=tokens,
         before_messages=len(messages), after_messages=len(messages),
     )  # fmt: skip
@@ -147,6 +149,15 @@ def _acquire(store: SessionStore, session_id: str, holder: str, ttl: float) -> b
             _lock_warned.add(store)
             log.warning("compression lock unavailable, compacting without it: %s", exc)
         return None
+
+
+def _busy(store: SessionStore, session_id: str) -> str:
+    """The skip's detail, naming the live holder and how long it has held the lease."""
+    try:
+        lease = store.lease(session_id)
+    except StoreError:
+        lease = None
+    return f"{CONCURRENT_DETAIL} ({lease.describe()})" if lease else CONCURRENT_DETAIL
 
 
 def _release(store: SessionStore, session_id: str, holder: str) -> None:
@@ -168,11 +179,14 @@ def compact_session(
     holder: str | None = None,
     ttl: float = LOCK_TTL,
     snapshot: Snapshot | None = None,
+    heartbeat: float = LEASE_HEARTBEAT,
 ) -> StoredCompaction:
     """Compact the stored session under its lease; see the module docstring.
 
     ``snapshot`` is the input when the caller already read the session (it must come
-    from ``store.load(session_id)``); otherwise the session is read here.
+    from ``store.load(session_id)``); otherwise the session is read here. While the
+    compaction runs, a thread renews the lease's heartbeat every ``heartbeat`` seconds,
+    so a live holder keeps its lease and a killed one loses it within two intervals.
     """
     if snapshot is None:
         snapshot = store.load(session_id)
@@ -184,7 +198,8 @@ def compact_session(
     holder = holder or new_holder()
     locked = _acquire(store, session_id, holder, ttl)
     if locked is False:
-        return StoredCompaction(skipped_result(snapshot.messages), session_id)
+        return StoredCompaction(skipped_result(snapshot.messages, _busy(store, session_id)),
+                                session_id)  # fmt: skip
     try:
         if locked and store.get_session(session_id).generation != snapshot.session.generation:
             # Someone committed between our read and our lease: our input is stale.
@@ -194,10 +209,12 @@ def compact_session(
             if locked:
                 _acquire(store, session_id, holder, ttl)
 
-        return _compact(
-            store, snapshot, compressor, renew, force=force, focus_topic=focus_topic,
-            rotate=rotate,
-        )  # fmt: skip
+        beating = Heartbeat(store, session_id, holder, heartbeat) if locked else nullcontext()
+        with beating:
+            return _compact(
+                store, snapshot, compressor, renew, force=force, focus_topic=focus_topic,
+                rotate=rotate,
+            )  # fmt: skip
     finally:
         if locked:
             _release(store, session_id, holder)

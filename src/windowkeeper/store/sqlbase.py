@@ -24,6 +24,7 @@ from .base import (
     Clock,
     CommitOutcome,
     Compaction,
+    Lease,
     Migration,
     SearchHit,
     SessionRecord,
@@ -39,6 +40,7 @@ from .base import (
     snippet,
 )
 from .damage import check_values
+from .lease import holder_alive
 
 __all__ = ("Connection", "Cursor", "Mode", "SQLStore")
 
@@ -71,16 +73,31 @@ _SESSION_COLUMNS = """id, parent_id, title, created_at, updated_at, ended_at, en
     (SELECT count(*) FROM wk_messages m WHERE m.session_id = s.id AND m.active{=true}),
     guard_state, previous_summary"""
 
+# Taken when free, expired, renewed by its holder, stale (two promised heartbeats missed)
+# or held by the holder given last, one known to be dead. A new holder starts with no
+# heartbeat promise; a renewal keeps its promise and when it was acquired.
 _LOCK_UPSERT = (
-    "INSERT INTO wk_locks (session_id, holder, expires_at) VALUES (?, ?, ?) "
+    "INSERT INTO wk_locks (session_id, holder, expires_at, acquired_at, heartbeat_at) "
+    "VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
-    "expires_at = excluded.expires_at "
-    "WHERE wk_locks.expires_at <= ? OR wk_locks.holder = excluded.holder"
+    "expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at, "
+    "acquired_at = CASE WHEN wk_locks.holder = excluded.holder "
+    "THEN wk_locks.acquired_at ELSE excluded.acquired_at END, "
+    "heartbeat_every = CASE WHEN wk_locks.holder = excluded.holder "
+    "THEN wk_locks.heartbeat_every ELSE NULL END "
+    "WHERE wk_locks.expires_at <= ? OR wk_locks.holder = excluded.holder "
+    "OR (wk_locks.heartbeat_every IS NOT NULL "
+    "AND wk_locks.heartbeat_at + 2 * wk_locks.heartbeat_every <= ?) "
+    "OR wk_locks.holder = ?"
 )
 
 
 def _record(row: Sequence[Any]) -> SessionRecord:
     return SessionRecord(*row)
+
+
+def _float(value: object) -> float | None:
+    return None if not isinstance(value, int | float) else float(value)
 
 
 def _row(session_id: str, seq: object) -> str:
@@ -421,9 +438,39 @@ class SQLStore(SessionStore, Generic[C]):
     def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
         now = self._clock()
         with self._tx() as conn:
+            current = self._run(
+                conn, "SELECT holder FROM wk_locks WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            other = str(current[0]) if current is not None else holder
+            dead = other if other != holder and holder_alive(other) is False else ""
             return self._upsert_lock(
-                conn, self._sql(_LOCK_UPSERT), (session_id, holder, now + ttl, now)
+                conn,
+                self._sql(_LOCK_UPSERT),
+                (session_id, holder, now + ttl, now, now, now, now, dead),
             )
+
+    def heartbeat(self, session_id: str, holder: str, *, every: float) -> bool:
+        with self._tx() as conn:
+            cursor = self._run(
+                conn,
+                "UPDATE wk_locks SET heartbeat_at = ?, heartbeat_every = ? "
+                "WHERE session_id = ? AND holder = ?",
+                (self._clock(), every, session_id, holder),
+            )
+            return cursor.rowcount == 1
+
+    def lease(self, session_id: str) -> Lease | None:
+        with self._tx("read") as conn:
+            row = self._run(
+                conn,
+                "SELECT holder, expires_at, acquired_at, heartbeat_at, heartbeat_every "
+                "FROM wk_locks WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        expires, acquired, beat, every = (_float(v) for v in row[1:])
+        return Lease(str(row[0]), expires or 0.0, acquired, beat, every, self._clock())
 
     def release_lock(self, session_id: str, holder: str) -> bool:
         with self._tx() as conn:
