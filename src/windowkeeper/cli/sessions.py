@@ -33,6 +33,7 @@ from ..store import (
     open_store,
 )
 from ..store.session import compress_stored
+from ..summary.redact import redact
 
 __all__ = ["compress_session", "sessions_app"]
 
@@ -56,6 +57,12 @@ StoreOpt = Annotated[
     ),
 ]
 SessionArg = Annotated[str, typer.Argument(metavar="ID", help="Session id.")]
+RevealOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reveal", help="Show secrets (API keys, passwords, tokens) instead of masking them."
+    ),
+]
 
 
 @contextmanager
@@ -145,8 +152,9 @@ def _status(record: SessionRecord) -> str:
     return f"ended ({record.end_reason})" if record.ended_at is not None else "active"
 
 
-def _preview(message: Message) -> str:
+def _preview(message: Message, reveal: bool = False) -> str:
     text = " ".join(message_text(message).split())
+    text = text if reveal else redact(text)
     calls = [str(c.get("function", {}).get("name", "tool")) for c in tool_calls(message)]
     if calls:
         text = (text + " " if text else "") + "→ " + ", ".join(calls)
@@ -194,8 +202,10 @@ def show(
     archived: Annotated[
         bool, typer.Option("--archived", help="Also list archived rows and archive handles.")
     ] = False,
+    reveal: RevealOpt = False,
 ) -> None:
-    """A session's record and its messages (one preview line each)."""
+    """A session's record and its messages (one preview line each, secrets masked unless
+    --reveal)."""
     with opened(store) as opened_store:
         snapshot = opened_store.load(session_id, include_archived=archived)
         everyone = opened_store.list_sessions(limit=100_000)
@@ -217,9 +227,9 @@ def show(
     for row in snapshot.rows:
         mark = "" if row.active else " [archived]"
         role = row.message.get("role", "?")
-        typer.echo(f"{row.seq:>6} {role:<9}{mark} {_preview(row.message)}")
+        typer.echo(f"{row.seq:>6} {role:<9}{mark} {_preview(row.message, reveal)}")
     for entry in entries:
-        text = " ".join(entry.text.split())[:PREVIEW_CHARS]
+        text = " ".join((entry.text if reveal else redact(entry.text)).split())[:PREVIEW_CHARS]
         typer.echo(f"archive {entry.handle} {entry.kind:<14} {text}")
 
 
@@ -231,14 +241,16 @@ def search(
         str | None, typer.Option("--session", help="Only this session's archive.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Maximum hits.")] = 10,
+    reveal: RevealOpt = False,
 ) -> None:
-    """Full-text search over archived tool outputs and summarized messages."""
+    """Full-text search over archived tool outputs and summarized messages (secrets in
+    the snippets are masked unless --reveal)."""
     missing = _missing(store) if session is None else None
     if missing is not None:
         typer.echo(f"no archived item matches {query!r} ({missing})")
         return
     with opened(store) as opened_store:
-        hits = opened_store.search_archive(query, session_id=session, limit=limit)
+        hits = opened_store.search_archive(query, session_id=session, limit=limit, reveal=reveal)
     if not hits:
         typer.echo(f"no archived item matches {query!r}")
         return

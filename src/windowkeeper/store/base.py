@@ -38,8 +38,11 @@ from ..core.messages import (
     to_json,
     tool_calls,
 )
+from ..summary.redact import redact
+from .faults import DAMAGE_ADVICE, Lease, StoreCheck, StoreDamageError, StoreMissingError
 
 __all__ = (
+    "DAMAGE_ADVICE",
     "ArchiveEntry",
     "Clock",
     "CommitOutcome",
@@ -175,43 +178,6 @@ class Compaction:
 
 
 @dataclass(frozen=True)
-class Lease:
-    """Who holds a session's compression lease, since when, and its last sign of life.
-
-    ``acquired_at``/``heartbeat_at`` are ``None`` for a lease written before they were
-    recorded; ``heartbeat_every`` is ``None`` when the holder promised no heartbeats.
-    """
-
-    holder: str
-    expires_at: float
-    acquired_at: float | None = None
-    heartbeat_at: float | None = None
-    heartbeat_every: float | None = None
-    read_at: float | None = None
-    """The store's clock when this was read (ages are differences against it)."""
-
-    def describe(self) -> str:
-        """``holder H, for 12 s, last heartbeat 1 s ago`` (what is known of it)."""
-        parts = [f"holder {self.holder}"]
-        if self.read_at is not None and self.acquired_at is not None:
-            parts.append(f"for {max(0.0, self.read_at - self.acquired_at):,.0f} s")
-        if self.read_at is not None and self.heartbeat_at is not None:
-            parts.append(f"last heartbeat {max(0.0, self.read_at - self.heartbeat_at):,.0f} s ago")
-        return ", ".join(parts)
-
-
-@dataclass(frozen=True)
-class StoreCheck:
-    """The result of :meth:`SessionStore.check`: ``ok`` and one line saying what was found."""
-
-    ok: bool
-    detail: str
-    sessions: int = 0
-    rows: int = 0
-    archive_entries: int = 0
-
-
-@dataclass(frozen=True)
 class CommitOutcome:
     """``committed`` is False when another compaction won (generation changed)."""
 
@@ -285,9 +251,13 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     def search_archive(
-        self, query: str, *, session_id: str | None = None, limit: int = 10
+        self, query: str, *, session_id: str | None = None, limit: int = 10, reveal: bool = False
     ) -> list[SearchHit]:
-        """Archive entries containing every term of ``query``, best first."""
+        """Archive entries containing every term of ``query``, best first.
+
+        Snippets have secrets masked (:func:`~windowkeeper.summary.redact.redact`) unless
+        ``reveal``; the archive itself keeps the originals.
+        """
 
     @abc.abstractmethod
     def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
@@ -353,33 +323,6 @@ def dump_message(message: Mapping[str, Any]) -> str:
     return to_json(message)
 
 
-DAMAGE_ADVICE = (
-    "the store is damaged: run `windowkeeper sessions check`, and restore the store from a "
-    "backup (or export the other sessions and start a new store)"
-)
-
-
-class StoreDamageError(StoreError):
-    """A stored value cannot be decoded, or the store file is damaged or not a store.
-
-    ``reason`` names the session and row (or the file) and the defect; the message adds
-    what to do (:data:`DAMAGE_ADVICE`) unless ``advice`` is False (the advice is in the
-    reason already, e.g. "not a windowkeeper store: use another path").
-    """
-
-    def __init__(self, reason: str, *, advice: bool = True) -> None:
-        self.reason = reason
-        super().__init__(f"{reason}; {DAMAGE_ADVICE}" if advice else reason)
-
-
-class StoreMissingError(StoreError):
-    """A command that only reads found no store at the path (and created none)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(f"no store at {path} (nothing has been stored there yet)")
-
-
 def load_message(text: str, where: str = "a stored message") -> Message:
     """Decode one stored message body; :class:`StoreDamageError` naming ``where``
     (e.g. ``session 'ab12', row 7``) when it is not a JSON object."""
@@ -413,9 +356,10 @@ def term_score(text: str, terms: Sequence[str]) -> float:
     return sum(words[t] for t in terms) / (1 + len(text) / 2000)
 
 
-def snippet(text: str, terms: Sequence[str], width: int = 160) -> str:
-    """A one-line excerpt around the first occurrence of a query term."""
-    flat = " ".join(text.split())
+def snippet(text: str, terms: Sequence[str], width: int = 160, *, reveal: bool = False) -> str:
+    """A one-line excerpt around the first occurrence of a query term; secrets masked
+    (in the whole text first, so no cut can leave half a key) unless ``reveal``."""
+    flat = " ".join((text if reveal else redact(text)).split())
     lowered = flat.lower()
     found = [i for i in (lowered.find(t) for t in terms) if i >= 0]
     start = max(0, min(found) - width // 3) if found else 0

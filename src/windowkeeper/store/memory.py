@@ -185,7 +185,7 @@ class MemoryStore(SessionStore):
             return copy.deepcopy(found)
 
     def search_archive(
-        self, query: str, *, session_id: str | None = None, limit: int = 10
+        self, query: str, *, session_id: str | None = None, limit: int = 10, reveal: bool = False
     ) -> list[SearchHit]:
         terms = query_terms(query)
         with self._lock:
@@ -199,7 +199,7 @@ class MemoryStore(SessionStore):
             ]
         scored = [(term_score(e.text, terms), e) for e in entries]
         hits = [
-            SearchHit(e.session_id, e.handle, e.kind, snippet(e.text, terms), score)
+            SearchHit(e.session_id, e.handle, e.kind, snippet(e.text, terms, reveal=reveal), score)
             for score, e in scored
             if score > 0
         ]

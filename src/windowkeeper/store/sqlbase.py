@@ -11,27 +11,23 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar
 
 from ..core.errors import StoreError
 from ..core.messages import Message, safe_text
 from .base import (
     END_REASON_COMPRESSION,
-    LOCK_TTL,
     ArchiveEntry,
     Clock,
     CommitOutcome,
     Compaction,
-    Lease,
     Migration,
     SearchHit,
     SessionRecord,
     SessionStore,
     Snapshot,
-    StoreCheck,
-    StoreDamageError,
     StoredRow,
     UnknownSessionError,
     dump_message,
@@ -39,72 +35,26 @@ from .base import (
     query_terms,
     snippet,
 )
-from .damage import check_values
-from .lease import holder_alive
+from .sqlmaint import SQLMaintenance
+from .sqltypes import C, Connection, Cursor, Mode
 
 __all__ = ("Connection", "Cursor", "Mode", "SQLStore")
-
-Mode = Literal["write", "read", "snapshot"]
-"""``write``: a transaction that changes rows; ``read``: one that only reads;
-``snapshot``: a read whose statements must all see the same committed state."""
-
-
-class Cursor(Protocol):
-    """What ``execute`` returns, in both drivers."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class Connection(Protocol):
-    """The part of a driver connection the shared algorithms use."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Cursor: ...
-
-
-C = TypeVar("C", bound=Connection)
 
 _SESSION_COLUMNS = """id, parent_id, title, created_at, updated_at, ended_at, end_reason,
     generation, last_seq, compactions,
     (SELECT count(*) FROM wk_messages m WHERE m.session_id = s.id AND m.active{=true}),
     guard_state, previous_summary"""
 
-# Taken when free, expired, renewed by its holder, stale (two promised heartbeats missed)
-# or held by the holder given last, one known to be dead. A new holder starts with no
-# heartbeat promise; a renewal keeps its promise and when it was acquired.
-_LOCK_UPSERT = (
-    "INSERT INTO wk_locks (session_id, holder, expires_at, acquired_at, heartbeat_at) "
-    "VALUES (?, ?, ?, ?, ?) "
-    "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
-    "expires_at = excluded.expires_at, heartbeat_at = excluded.heartbeat_at, "
-    "acquired_at = CASE WHEN wk_locks.holder = excluded.holder "
-    "THEN wk_locks.acquired_at ELSE excluded.acquired_at END, "
-    "heartbeat_every = CASE WHEN wk_locks.holder = excluded.holder "
-    "THEN wk_locks.heartbeat_every ELSE NULL END "
-    "WHERE wk_locks.expires_at <= ? OR wk_locks.holder = excluded.holder "
-    "OR (wk_locks.heartbeat_every IS NOT NULL "
-    "AND wk_locks.heartbeat_at + 2 * wk_locks.heartbeat_every <= ?) "
-    "OR wk_locks.holder = ?"
-)
-
 
 def _record(row: Sequence[Any]) -> SessionRecord:
     return SessionRecord(*row)
-
-
-def _float(value: object) -> float | None:
-    return None if not isinstance(value, int | float) else float(value)
 
 
 def _row(session_id: str, seq: object) -> str:
     return f"session {session_id!r}, row {seq}"
 
 
-class SQLStore(SessionStore, Generic[C]):
+class SQLStore(SQLMaintenance[C], SessionStore):
     """A :class:`SessionStore` over SQL tables; subclasses are the dialects."""
 
     _clock: Clock
@@ -141,23 +91,11 @@ class SQLStore(SessionStore, Generic[C]):
     ) -> list[Any]:
         """Rows of native ``sql`` (which selects by ``session_id``) for ``handles``, in order."""
 
-    def _integrity(self, conn: C, quick: bool) -> str | None:
-        """The backend's own integrity check: a one-line problem, or ``None``."""
-        return None
-
-    def _iterate(self, conn: C, sql: str) -> Iterator[Any]:
-        """Rows of native ``sql``, streamed where the driver would otherwise buffer them."""
-        yield from conn.execute(sql).fetchall()
-
     def _lock_session_row(self, conn: C, session_id: str) -> None:
         """Serialize writers of the session; nothing where the transaction already does."""
 
     def _before_migrate(self, conn: C) -> None:
         """Run first in the migration transaction (e.g. take a lock concurrent openers share)."""
-
-    def _upsert_lock(self, conn: C, sql: str, params: Sequence[Any]) -> bool:
-        """Run the native lease upsert; True when it inserted or updated the row."""
-        return conn.execute(sql, params).rowcount == 1
 
     def _text(self, value: str) -> str:
         """A string as the database can store it in a text column (the JSON body is exact)."""
@@ -399,7 +337,7 @@ class SQLStore(SessionStore, Generic[C]):
         ]
 
     def search_archive(
-        self, query: str, *, session_id: str | None = None, limit: int = 10
+        self, query: str, *, session_id: str | None = None, limit: int = 10, reveal: bool = False
     ) -> list[SearchHit]:
         terms = query_terms(query)
         if not terms:
@@ -409,74 +347,6 @@ class SQLStore(SessionStore, Generic[C]):
                 self._session(conn, session_id)
             rows = self._search(conn, terms, session_id, limit)
         return [
-            SearchHit(str(s), str(h), str(k), snippet(str(t), terms), float(score))
+            SearchHit(str(s), str(h), str(k), snippet(str(t), terms, reveal=reveal), float(score))
             for s, h, k, t, score in rows
         ]
-
-    def check(self, *, quick: bool = False) -> StoreCheck:
-        """The backend's integrity check, then every stored value decoded, in one read
-        (``quick``: the backend's quick check alone)."""
-        try:
-            return self._check(quick)
-        except StoreDamageError as exc:  # the check itself hit the damage
-            return StoreCheck(False, exc.reason)
-
-    def _check(self, quick: bool) -> StoreCheck:
-        with self._tx("read") as conn:
-            problem = self._integrity(conn, quick)
-            if problem is not None:
-                return StoreCheck(False, problem)
-            if quick:
-                return StoreCheck(True, "the quick check passed")
-            return check_values(
-                self._iterate(conn, "SELECT id, guard_state FROM wk_sessions ORDER BY id"),
-                self._iterate(conn, "SELECT session_id, seq, body FROM wk_messages "
-                              "ORDER BY session_id, seq"),
-                self._iterate(conn, "SELECT session_id, handle, body FROM wk_archive ORDER BY id"),
-            )  # fmt: skip
-
-    def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
-        now = self._clock()
-        with self._tx() as conn:
-            current = self._run(
-                conn, "SELECT holder FROM wk_locks WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            other = str(current[0]) if current is not None else holder
-            dead = other if other != holder and holder_alive(other) is False else ""
-            return self._upsert_lock(
-                conn,
-                self._sql(_LOCK_UPSERT),
-                (session_id, holder, now + ttl, now, now, now, now, dead),
-            )
-
-    def heartbeat(self, session_id: str, holder: str, *, every: float) -> bool:
-        with self._tx() as conn:
-            cursor = self._run(
-                conn,
-                "UPDATE wk_locks SET heartbeat_at = ?, heartbeat_every = ? "
-                "WHERE session_id = ? AND holder = ?",
-                (self._clock(), every, session_id, holder),
-            )
-            return cursor.rowcount == 1
-
-    def lease(self, session_id: str) -> Lease | None:
-        with self._tx("read") as conn:
-            row = self._run(
-                conn,
-                "SELECT holder, expires_at, acquired_at, heartbeat_at, heartbeat_every "
-                "FROM wk_locks WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        expires, acquired, beat, every = (_float(v) for v in row[1:])
-        return Lease(str(row[0]), expires or 0.0, acquired, beat, every, self._clock())
-
-    def release_lock(self, session_id: str, holder: str) -> bool:
-        with self._tx() as conn:
-            cursor = self._run(
-                conn,
-                "DELETE FROM wk_locks WHERE session_id = ? AND holder = ?",
-                (session_id, holder),
-            )
-            return cursor.rowcount == 1

@@ -19,6 +19,7 @@ from .protocol import (
     USER_AFTER_SNAPSHOT,
     SummaryRequest,
 )
+from .redact import redact_messages
 
 LEDGER_SHARE = 0.50
 """Fraction of the handoff budget reserved for the deterministic state ledger (the denser
@@ -37,7 +38,7 @@ def summary_request(
     ledger_budget = int(plan.summary_budget_tokens * LEDGER_SHARE)
     snapshot = _task_snapshot(messages, turns, plan)
     return SummaryRequest(
-        turns=turns,
+        turns=redact_messages(turns),  # no summarizer reads a secret (SPEC §6)
         previous_summary=previous or None,
         focus_topic=focus_topic,
         budget_tokens=max(200, plan.summary_budget_tokens - ledger_budget),
@@ -74,7 +75,7 @@ def _task_snapshot(
 
 def handoff_body(sections: str, turns: list[Message], plan: CompactionPlan) -> str:
     """Section text plus the deterministic ledger, merged with the previous one."""
-    ledger = extract_ledger(turns)
+    ledger = extract_ledger(redact_messages(turns))  # bare values lose their context
     if plan.previous_summary:
         ledger = merge_ledgers(parse_ledger(split_ledger(plan.previous_summary)[1]), ledger)
     remaining = max(200, plan.summary_budget_tokens - estimate_tokens(sections))
