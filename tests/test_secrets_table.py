@@ -101,14 +101,13 @@ def _session(case: Case) -> list[Message]:
     for n in range(6):
         cid = f"call_{n}"
         command = json.dumps({"command": f"deploy --step {n} '{line}'"})
+        call = {"id": cid, "type": "function", "function": {"name": "bash", "arguments": command}}
         messages += [
             {"role": "user", "content": f"Step {n}: remember {line}"},
             {
                 "role": "assistant",
                 "content": f"I will use {line} for step {n}.",
-                "tool_calls": [
-                    {"id": cid, "type": "function", "function": {"name": "bash", "arguments": command}}
-                ],
+                "tool_calls": [call],
             },
             {
                 "role": "tool",
