@@ -1,0 +1,173 @@
+"""The overflow ladder's last rungs (SPEC §9): lighter images, then cutting the largest
+tool results and long call arguments, each only while the request is still over.
+
+Used only when compaction cannot bring a request under the window (typically one huge
+group of fresh tool results); messages and pairing stay as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..compaction.images import shrink_images, strip_images
+from ..compaction.prune import PruneSettings, truncate_tool_arguments
+from ..core.config import CompressionConfig
+from ..core.messages import Message
+
+__all__ = (
+    "TRUNCATION_MARKER",
+    "Cut",
+    "last_rungs",
+    "lighter_images",
+    "truncate_call_arguments",
+    "truncate_tool_results",
+)
+
+
+def lighter_images(
+    messages: list[Message], roles: Collection[str] | None
+) -> tuple[list[Message], int, str]:
+    """After a 413: re-encode oversized images, else strip those of ``roles`` (None: all).
+
+    Text compaction cannot make image bytes smaller, so this comes first. Returns the
+    messages (the input list itself when nothing changed), how many parts changed, and
+    ``"shrunk"`` or ``"stripped"``.
+    """
+    shrunk = shrink_images(messages)
+    if shrunk.worth_retrying:
+        return shrunk.messages, shrunk.shrunk, "shrunk"
+    stripped, count = strip_images(messages, roles=roles)
+    return stripped, count, "stripped"
+
+
+TRUNCATION_MARKER = (
+    "\n[... {cut:,} characters cut here: the request exceeded the context window ...]\n"
+)
+_MIN_KEEP_CHARS = 400
+
+
+def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[list[Message], int]:
+    """The last rung of the overflow ladder (SPEC §9): shorten the largest tool results.
+
+    Used only when compaction cannot bring a request under the window (typically one huge
+    group of fresh tool results). Each result whose text (a string, or the text parts of a
+    list) is longer than a common cap keeps its head and tail around a visible marker;
+    messages and pairing stay as they are. The cap is found by water-filling so the cut
+    totals about ``excess_tokens`` (~4 characters a token). Returns the messages (the input
+    list itself when nothing was cut) and how many results were shortened.
+    """
+    sizes = {
+        i: size
+        for i, m in enumerate(messages)
+        if m.get("role") == "tool" and (size := _text_size(m.get("content")))
+    }
+    need = excess_tokens * 4
+    cap = _water_level(sorted(sizes.values(), reverse=True), need)
+    if cap is None:
+        return messages, 0
+    out = list(messages)
+    count = 0
+    for index, size in sizes.items():
+        if size > cap:
+            content = _shorten_content(messages[index]["content"], cap)
+            out[index] = {**messages[index], "content": content}
+            count += 1
+    return (out, count) if count else (messages, 0)
+
+
+def _text_size(content: object) -> int:
+    """Characters of a tool result's text: a string, or the text parts of a list."""
+    if isinstance(content, str):
+        return len(content)
+    if not isinstance(content, list):
+        return 0
+    return sum(len(p["text"]) for p in content if _is_text_part(p))
+
+
+def _is_text_part(part: object) -> bool:
+    return isinstance(part, Mapping) and isinstance(part.get("text"), str)
+
+
+def _shorten_content(content: Any, cap: int) -> Any:
+    """``content`` with its text cut to about ``cap`` characters. A list's text parts become
+    one shortened text part in place of the first (other parts, such as images, stay), so
+    many short parts cannot each keep a head and grow by a marker."""
+    if isinstance(content, str):
+        return _shorten(content, cap)
+    text: str | None = "\n".join(p["text"] for p in content if _is_text_part(p))
+    shortened: list[Any] = []
+    for part in content:
+        if not _is_text_part(part):
+            shortened.append(part)
+        elif text is not None:
+            shortened.append({**part, "text": _shorten(text, cap)})
+            text = None
+    return shortened
+
+
+def truncate_call_arguments(
+    messages: list[Message], config: CompressionConfig
+) -> tuple[list[Message], int]:
+    """The rung after :func:`truncate_tool_results`: shorten long tool-call arguments
+    (file bodies of writes and edits) everywhere, staying valid JSON. Returns the
+    messages (the input list itself when nothing was cut) and how many calls changed."""
+    settings = PruneSettings(
+        0, len(messages), args_over=config.args_truncate_over, args_head=config.args_head_chars
+    )
+    result = truncate_tool_arguments(messages, settings)
+    return result.messages, len(result.archived)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One truncation rung that changed the request: what, how many, tokens before/after."""
+
+    what: str
+    count: int
+    before: int
+    after: int
+
+
+def last_rungs(
+    messages: list[Message],
+    tokens: int,
+    window: int,
+    config: CompressionConfig,
+    estimate: Callable[[list[Message]], int],
+) -> tuple[list[Message], int, tuple[Cut, ...]]:
+    """The end of the overflow ladder, after compaction could not fit ``window``: shorten
+    the largest tool results, then long call arguments, each only while still over."""
+    cuts: list[Cut] = []
+    for what in ("tool result", "tool-call argument"):
+        if tokens < window:
+            break
+        if what == "tool result":
+            shorter, count = truncate_tool_results(messages, tokens - int(window * 0.9))
+        else:
+            shorter, count = truncate_call_arguments(messages, config)
+        after = estimate(shorter) if count else tokens
+        if after < tokens:  # a rung that does not help is not taken
+            cuts.append(Cut(what, count, tokens, after))
+            messages, tokens = shorter, after
+    return messages, tokens, tuple(cuts)
+
+
+def _water_level(sizes: list[int], need: int) -> int | None:
+    """The largest cap whose cut (sum of ``size - cap`` over larger sizes) reaches ``need``."""
+    if need <= 0 or not sizes:
+        return None
+    for count in range(1, len(sizes) + 1):
+        floor = sizes[count] if count < len(sizes) else 0
+        level = (sum(sizes[:count]) - need) // count
+        if level >= floor:
+            return max(_MIN_KEEP_CHARS, level)
+    return _MIN_KEEP_CHARS
+
+
+def _shorten(text: str, cap: int) -> str:
+    head = cap * 2 // 3
+    tail = cap - head
+    marker = TRUNCATION_MARKER.format(cut=len(text) - cap)
+    return f"{text[:head]}{marker}{text[len(text) - tail :]}"
