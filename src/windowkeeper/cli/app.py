@@ -217,6 +217,8 @@ def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
         " written unchanged",
         err=True,
     )
+    for note in loaded.notes:
+        typer.echo(note, err=True)
     return True
 
 
@@ -235,6 +237,8 @@ def _run_compress(
     if exit_code_for(result.report) != EXIT_OK:
         return result  # the caller says why in its one error line
     typer.echo(summary_line(result.report), err=True)
+    for note in loaded.notes:
+        typer.echo(note, err=True)
     for warning in (*warnings, *result.report.warnings):
         typer.echo(f"warning: {warning}", err=True)
     return result
@@ -280,6 +284,8 @@ def inspect(
         typer.echo(json.dumps(inspection.to_dict(), indent=2))
     else:
         render_inspection(stdout_console(), inspection, top)
+    for note in loaded.notes:
+        typer.echo(note, err=True)
 
 
 app.command("replay")(replay_command)

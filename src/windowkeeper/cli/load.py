@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..adapters.formats import load_tools
-from ..core.config import CompressionConfig
+from ..core.config import CompressionConfig, resolve_model_threshold, threshold_override
 from ..core.errors import ConfigError
 from ..core.messages import Message, ToolSchema, conversation_warnings
 from ..core.settings import load_settings
@@ -35,6 +35,9 @@ class Loaded:
     config: CompressionConfig
     context_length: int
     max_tokens: int | None
+    notes: tuple[str, ...] = ()
+    """``warning:``/``note:`` lines about the input and the trigger, shown once by the
+    command after its result (an error or abort line stands alone)."""
 
     def request_tokens(self, messages: list[Message]) -> int:
         """Estimated prompt tokens of ``messages`` with the tools, as the compressor counts."""
@@ -68,6 +71,14 @@ def build_compressor(
         summary_context_length=summary_context_length,
         token_counter=token_counter,
     )
+
+
+def threshold_note(
+    config: CompressionConfig, window: int, reserve: int | None, model: str | None
+) -> str | None:
+    """The line that says the 64K minimum trigger overrides the configured ratio (SPEC §3)."""
+    ratio = resolve_model_threshold(model, config.model_thresholds, config.threshold)
+    return threshold_override(window, ratio, reserve)
 
 
 def load(
@@ -119,6 +130,9 @@ def load(
         summary_context_length=summary_window,
         token_counter=exact_counter(model) if exact_tokens else None,
     )
-    for warning in conversation_warnings(conversation.messages):
-        typer.echo(f"warning: {warning}", err=True)
-    return Loaded(repaired(conversation.messages), tools, compressor, config, window, reserve)
+    notes = [f"warning: {w}" for w in conversation_warnings(conversation.messages)]
+    override = threshold_note(config, window, reserve, model)
+    notes += [f"note: {override}"] if override else []
+    return Loaded(
+        repaired(conversation.messages), tools, compressor, config, window, reserve, tuple(notes)
+    )
