@@ -111,14 +111,14 @@ def exhausted_error(why: str, attempt: Attempt | None, tokens: int) -> Compressi
     """The one consistent final message: the measured size, the limit tried, the floor."""
     if attempt is None:
         return CompressionExhaustedError(
-            f"compression exhausted {why}: the provider rejects the request (~{tokens:,} "
+            f"compression exhausted ({why}): the provider rejects the request (~{tokens:,} "
             "tokens by windowkeeper's estimate). " + _ADVICE
         )
     stated = f"; its stated window is {attempt.stated:,} tokens" if attempt.stated else ""
     floor_fits = attempt.floor < attempt.target
     advice = _ADVICE if floor_fits else _FLOOR_ADVICE
     return CompressionExhaustedError(
-        f"compression exhausted {why}: the provider rejects the request (~{tokens:,} tokens "
+        f"compression exhausted ({why}): the provider rejects the request (~{tokens:,} tokens "
         f"by windowkeeper's estimate{stated}); the last attempt aimed at ~{attempt.target:,} "
         f"tokens, and what must stay (system prompt, tool schemas, the newest request, a "
         f"minimal handoff) is ~{attempt.floor:,} tokens. {advice}"
