@@ -1,57 +1,194 @@
-"""Compress time of every real session vs ``json.loads`` + ``json.dumps`` of the same file.
+"""Compress CPU time of every real session vs the floor: ``json.loads`` + ``json.dumps``.
 
-Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]``.
-Prints a markdown table (ratio = median CPU time of a compaction / median CPU time of
-loads+dumps, both in this process) and the peak memory of one compaction (tracemalloc),
-largest session first.
+Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N] [--scaling]``.
+
+The floor is ``json.loads`` of each line plus ``json.dumps`` of the resulting list, with
+the file's lines already in memory: nothing else is inside its timer. Each session is
+measured in a fresh process (``--one PATH``): the first compaction there is the *cold*
+figure (regexes compiled at import, every cache of ours empty), the median of the next
+``--repeat`` the *warm* one, and the floor is the median of ``--repeat`` runs in the same
+process. All times are CPU time (``time.process_time``). Peak memory is ``tracemalloc``'s
+peak during one compaction.
+
+``--scaling`` builds inputs of 1×, 2×, 4×, 8× and 16× the largest session's size (the
+largest session, then the other real sessions in turn, cycling; tool-call ids made
+unique; one system message first) and reports ``k × t(k×) / Σ t(pieces)``: a linear
+compressor scores about ``k`` (the floor itself scores the same way on its own pieces).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import subprocess
+import sys
+import time
 import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from common import markdown_table, median_seconds, session_paths
-from windowkeeper import ContextCompressor, parse_conversation
+from common import markdown_table, session_paths
+from windowkeeper import ContextCompressor
+
+Message = dict[str, Any]
 
 
-def measure(path_text: str, window: int, repeat: int) -> tuple[float, float, float, int, int]:
-    messages = parse_conversation(path_text).messages
+def cpu(run: Callable[[], object]) -> float:
+    started = time.process_time()
+    run()
+    return time.process_time() - started
 
-    def baseline() -> object:
-        return json.dumps(json.loads("[" + ",".join(path_text.splitlines()) + "]"))
 
-    def compress() -> object:
+def floor_of(lines: list[str], repeat: int) -> float:
+    def run() -> object:
+        return json.dumps([json.loads(line) for line in lines])
+
+    return statistics.median(cpu(run) for _ in range(repeat))
+
+
+def compress_runner(messages: list[Message], window: int) -> Callable[[], object]:
+    def run() -> object:
         return ContextCompressor(context_length=window).compress(messages, force=True)
 
-    base = median_seconds(baseline, repeat)
-    ours = median_seconds(compress, repeat)
+    return run
+
+
+def peak_bytes(run: Callable[[], object]) -> int:
     tracemalloc.start()
-    compress()
+    run()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return base, ours, ours / base, peak, len(messages)
+    return peak
+
+
+def measure_lines(lines: list[str], window: int, repeat: int) -> dict[str, float]:
+    """Cold, warm, floor and peak of one input (call first thing in a fresh process)."""
+    messages = [json.loads(line) for line in lines]
+    run = compress_runner(messages, window)
+    cold = cpu(run)
+    warm = statistics.median(cpu(run) for _ in range(repeat))
+    floor = floor_of(lines, repeat)
+    return {"cold": cold, "warm": warm, "floor": floor, "peak": peak_bytes(run)}
+
+
+def read_lines(path: Path) -> list[str]:
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def in_fresh_process(args: list[str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def concatenation(paths: list[Path], factor: int) -> tuple[list[str], list[Path]]:
+    """The largest session followed by the others (cycling) to ``factor`` × its size."""
+    target = factor * paths[0].stat().st_size
+    lines: list[str] = []
+    pieces: list[Path] = []
+    size = 0
+    turn = 0
+    while size < target:
+        path = paths[turn % len(paths)]
+        for line in read_lines(path):
+            message = json.loads(line)
+            if message.get("role") in ("system", "developer") and lines:
+                continue
+            lines.append(json.dumps(_unique_ids(message, turn)))
+            size += len(lines[-1])
+        pieces.append(path)
+        turn += 1
+    return lines, pieces
+
+
+def _unique_ids(message: Message, turn: int) -> Message:
+    suffix = f"_{turn}"
+    if isinstance(message.get("tool_call_id"), str):
+        message["tool_call_id"] += suffix
+    for call in message.get("tool_calls") or ():
+        if isinstance(call, dict) and isinstance(call.get("id"), str):
+            call["id"] += suffix
+    return message
+
+
+def per_session(window: int, repeat: int) -> None:
+    paths = sorted(session_paths(), key=lambda p: p.stat().st_size, reverse=True)
+    rows = []
+    cold_ratios, warm_ratios = [], []
+    for path in paths:
+        figures = in_fresh_process(["--one", str(path), "--window", str(window),
+                                    "--repeat", str(repeat)])  # fmt: skip
+        cold, warm = figures["cold"] / figures["floor"], figures["warm"] / figures["floor"]
+        cold_ratios.append(cold)
+        warm_ratios.append(warm)
+        rows.append([
+            path.stem, f"{path.stat().st_size / 1e6:.2f}", figures["messages"],
+            f"{figures['floor'] * 1e3:.2f}", f"{figures['cold'] * 1e3:.2f}",
+            f"{figures['warm'] * 1e3:.2f}", f"{cold:.2f}x", f"{warm:.2f}x",
+            f"{figures['peak'] / 1e6:.2f}",
+        ])  # fmt: skip
+    header = ["session", "MB", "msgs", "floor ms", "cold ms", "warm ms", "cold ratio",
+              "warm ratio", "peak MB"]  # fmt: skip
+    print(markdown_table(header, rows))
+    quartiles = statistics.quantiles(cold_ratios, n=4)
+    print(
+        f"\ncold ratio: median {statistics.median(cold_ratios):.2f}x, p75 {quartiles[2]:.2f}x, "
+        f"max {max(cold_ratios):.2f}x; warm ratio: median {statistics.median(warm_ratios):.2f}x,"
+        f" max {max(warm_ratios):.2f}x; largest session cold {cold_ratios[0]:.2f}x"
+    )
+
+
+def scaling(window: int, repeat: int) -> None:
+    alone: dict[Path, dict[str, Any]] = {}
+    rows = []
+    for factor in (1, 2, 4, 8, 16):
+        figures = in_fresh_process(["--concat", str(factor), "--window", str(window),
+                                    "--repeat", str(repeat)])  # fmt: skip
+        pieces = [Path(p) for p in figures["pieces"]]
+        for piece in pieces:
+            if piece not in alone:
+                alone[piece] = in_fresh_process(
+                    ["--one", str(piece), "--window", str(window), "--repeat", str(repeat)]
+                )
+        ours = factor * figures["warm"] / sum(alone[p]["warm"] for p in pieces)
+        floor = factor * figures["floor"] / sum(alone[p]["floor"] for p in pieces)
+        rows.append([
+            f"{factor}x", figures["messages"], f"{figures['bytes'] / 1e6:.1f}", len(pieces),
+            f"{figures['floor'] * 1e3:.1f}", f"{figures['warm'] * 1e3:.1f}",
+            f"{figures['warm'] / figures['floor']:.2f}x", f"{ours:.1f}", f"{floor:.1f}",
+        ])  # fmt: skip
+    header = ["input", "msgs", "MB", "pieces", "floor ms", "compress ms", "ratio",
+              "k·t(k×)/Σt(pieces)", "same for the floor"]  # fmt: skip
+    print(markdown_table(header, rows))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--window", type=int, default=32_000)
+    parser.add_argument("--scaling", action="store_true")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--concat", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rows = []
-    paths = sorted(session_paths(), key=lambda p: p.stat().st_size, reverse=True)
-    for path in paths:
-        text = path.read_text(encoding="utf-8")
-        base, ours, ratio, peak, count = measure(text, args.window, args.repeat)
-        rows.append(
-            [path.stem, f"{len(text) / 1e6:.2f}", count, f"{base * 1e3:.2f}",
-             f"{ours * 1e3:.2f}", f"{ratio:.2f}x", f"{peak / 1e6:.1f}"]
-        )  # fmt: skip
-    header = ["session", "MB", "msgs", "loads+dumps ms", "compress ms", "ratio", "peak MB"]
-    print(markdown_table(header, rows))
-    worst = max(float(r[5].rstrip("x")) for r in rows)
-    print(f"\nlargest session ratio: {rows[0][5]}; worst ratio: {worst:.2f}x")
+    if args.one:
+        lines = read_lines(Path(args.one))
+        figures: dict[str, Any] = measure_lines(lines, args.window, args.repeat)
+        print(json.dumps({**figures, "messages": len(lines)}))
+    elif args.concat:
+        lines, pieces = concatenation(
+            sorted(session_paths(), key=lambda p: p.stat().st_size, reverse=True), args.concat
+        )
+        figures = measure_lines(lines, args.window, max(3, args.repeat // 2))
+        print(json.dumps({**figures, "messages": len(lines), "bytes": sum(map(len, lines)),
+                          "pieces": [str(p) for p in pieces]}))  # fmt: skip
+    elif args.scaling:
+        scaling(args.window, args.repeat)
+    else:
+        per_session(args.window, args.repeat)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,11 @@ import pytest
 
 from windowkeeper.core.report import FailureKind
 from windowkeeper.summary.failures import (
-    PROVIDER_ERRORS,
     classify_exception,
     classify_non_json,
     classify_status,
     looks_like_html,
+    provider_errors,
 )
 
 HTML = "<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
@@ -72,7 +72,7 @@ def test_non_json_bodies() -> None:
     ],
 )
 def test_exception_classification(exc: BaseException, kind: FailureKind) -> None:
-    assert isinstance(exc, PROVIDER_ERRORS)
+    assert isinstance(exc, provider_errors())
     failure = classify_exception(exc)
     assert failure.kind is kind
     assert "\n" not in failure.detail

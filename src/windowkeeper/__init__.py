@@ -47,6 +47,7 @@ from .engine.base import ContextEngine, ToolProvider
 from .engine.compressor import ContextCompressor, Decision
 from .engine.guard import Block, GuardState
 from .engine.plugins import available_engines, load_engine
+from .evaluation import CachePrices, EvalReport, EvalTotals, FactKind, evaluate
 from .loop.events import Event, EventCallback, EventKind, Trigger, WarningCode
 from .loop.hooks import CompressionHook, LiveStateHook
 from .loop.manager import ContextManager
@@ -62,6 +63,7 @@ from .summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, Summar
 __all__ = [
     "ArchivedItem",
     "Block",
+    "CachePrices",
     "CompactionPlan",
     "CompressionConfig",
     "CompressionExhaustedError",
@@ -74,10 +76,13 @@ __all__ = [
     "ContextManager",
     "Conversation",
     "Decision",
+    "EvalReport",
+    "EvalTotals",
     "Event",
     "EventCallback",
     "EventKind",
     "ExtractiveSummarizer",
+    "FactKind",
     "FailureKind",
     "GuardState",
     "InvalidMessagesError",
@@ -112,6 +117,7 @@ __all__ = [
     "estimate_messages_tokens",
     "estimate_request_tokens",
     "estimate_tokens",
+    "evaluate",
     "load_conversation",
     "load_engine",
     "load_settings",

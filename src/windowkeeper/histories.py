@@ -31,7 +31,10 @@ _WORDS = (
 )  # fmt: skip
 _CJK = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以"
 _EMOJI = ("😀", "🚀", "👩‍💻", "🇫🇷", "✅", "🔥")
-_PNG = "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+_PNG = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4"
+    "DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+)
 
 
 def random_text(rng: random.Random, low: int = 0, high: int = 400) -> str:

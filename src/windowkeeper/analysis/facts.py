@@ -10,137 +10,13 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
-from typing import Any
 
-from ..core.messages import (
-    Message,
-    call_arguments,
-    call_id,
-    call_name,
-    content_text,
-    image_count,
-    parsed_arguments,
-    tool_calls,
-)
-from .kinds import is_real_user, live_text
-from .toolshapes import ToolAction, ToolKind, classify_call, exit_code, shorten
+from .toolshapes import shorten
 
 WINDOW_CHARS = 4_000
-
-
-@dataclass(frozen=True)
-class ToolEvent:
-    """One tool call paired with its result (``result`` is ``None`` when none was kept).
-
-    An orphan is a tool result whose call is not in the turns; it has no real action.
-    """
-
-    position: int
-    action: ToolAction
-    args: Mapping[str, Any]
-    result: str | None
-    exit_code: int | None
-    failed: bool
-    orphan: bool = False
-    memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
-    """Facts derived from the event, computed once and shared by the summarizer and the
-    ledger (see :func:`remembered`)."""
-
-
-def remembered(event: ToolEvent, name: str, compute: Callable[[ToolEvent], Any]) -> Any:
-    """``compute(event)``, computed once per event (the result must not be mutated)."""
-    memo = event.memo
-    if name not in memo:
-        memo[name] = compute(event)
-    return memo[name]
-
-
-# A result that opens like this failed even when it reports no exit code.
-_TOOL_FAILURE = re.compile(
-    r"\s*(?:\[tool error\]|<tool_use_error>|(?:error|fatal):|Traceback \(most recent call last\))",
-    re.IGNORECASE,
-)
-
-
-def tool_events(turns: Sequence[Message]) -> list[ToolEvent]:
-    """Every tool call of ``turns`` in order, paired with its result by ``tool_call_id``.
-
-    One compaction asks for the events of the same turns twice (summarizer and ledger);
-    the newest answer is remembered for the very same, unchanged sequence object.
-    """
-    return list(_remembered("events", turns, _tool_events))
-
-
-_LOCK = threading.Lock()
-_CACHE: dict[str, tuple[Sequence[Message], tuple[int, ...], tuple[Any, ...]]] = {}
-
-
-def _remembered(
-    name: str, turns: Sequence[Message], compute: Callable[[Sequence[Message]], list[Any]]
-) -> tuple[Any, ...]:
-    """``compute(turns)``, remembered (newest only) for the very same, unchanged object."""
-    key = _cache_key(turns)
-    with _LOCK:
-        cached = _CACHE.get(name)
-        if cached is not None and cached[0] is turns and cached[1] == key:
-            return cached[2]
-    value = tuple(compute(turns))
-    with _LOCK:
-        _CACHE[name] = (turns, key, value)
-    return value
-
-
-def _cache_key(turns: Sequence[Message]) -> tuple[int, ...]:
-    """Length and identities of the ends: a changed sequence of the same object misses."""
-    if not turns:
-        return (0,)
-    return (len(turns), id(turns[0]), id(turns[-1]), id(turns[len(turns) // 2]))
-
-
-def _tool_events(turns: Sequence[Message]) -> list[ToolEvent]:
-    results: dict[str, str] = {}
-    for message in turns:
-        tid = message.get("tool_call_id")
-        if message.get("role") == "tool" and isinstance(tid, str) and tid not in results:
-            results[tid] = content_text(message.get("content"))
-    events: list[ToolEvent] = []
-    called: set[str] = set()
-    for position, message in enumerate(turns):
-        for call in tool_calls(message):
-            cid = call_id(call)
-            called.add(cid)
-            events.append(_event(position, call, results.get(cid) if cid else None))
-        tid = message.get("tool_call_id")
-        if message.get("role") == "tool" and isinstance(tid, str) and tid not in called:
-            text = content_text(message.get("content"))
-            orphan = ToolAction("tool", ToolKind.OTHER, "?")
-            events.append(ToolEvent(position, orphan, {}, text, None, _failed(None, text), True))
-    return events
-
-
-def _event(position: int, call: Mapping[str, Any], result: str | None) -> ToolEvent:
-    name, args = call_name(call), parsed_arguments(call)
-    action = classify_call(name, args)
-    raw = call_arguments(call).strip() if not args and action.kind is ToolKind.SHELL else ""
-    if raw:
-        # Non-JSON arguments of a shell tool are taken as the command line itself.
-        args = {"command": raw}
-        action = classify_call(name, args)
-    code = exit_code(result) if result is not None and action.kind is ToolKind.SHELL else None
-    return ToolEvent(position, action, args, result, code, _failed(code, result))
-
-
-def _failed(code: int | None, result: str | None) -> bool:
-    if result is None:
-        return False
-    if code is not None:
-        return code != 0
-    return _TOOL_FAILURE.match(result[:200]) is not None
 
 
 # --- text helpers ----------------------------------------------------------------------
@@ -170,24 +46,6 @@ def dedupe(items: Iterable[str], *, keep_last: bool = False) -> list[str]:
     if keep_last:
         return list(reversed(dict.fromkeys(reversed(list(items)))))
     return list(dict.fromkeys(items))
-
-
-def user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
-    """(position, text) of each real user message; images appear as ``[image]``.
-
-    Remembered like :func:`tool_events`: the summarizer and the ledger both ask.
-    """
-    return list(_remembered("users", turns, _user_texts))
-
-
-def _user_texts(turns: Sequence[Message]) -> list[tuple[int, str]]:
-    found: list[tuple[int, str]] = []
-    for position, message in enumerate(turns):
-        if is_real_user(message):
-            text = live_text(message)
-            images = " ".join(["[image]"] * image_count(message))
-            found.append((position, f"{text} {images}".strip()))
-    return found
 
 
 CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from .facts import URL, ToolEvent, dedupe, hinted_matches, window
+from .events import ToolEvent
+from .facts import URL, dedupe, hinted_matches, window
 from .toolshapes import ToolKind, shorten
 
 SCAN_CHARS = 4_000

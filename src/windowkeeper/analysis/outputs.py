@@ -10,17 +10,8 @@ import functools
 import re
 from collections.abc import Callable
 
-from .facts import (
-    CODE_FENCE,
-    URL,
-    WINDOW_CHARS,
-    ToolEvent,
-    collapse,
-    dedupe,
-    folded,
-    remembered,
-    window,
-)
+from .events import ToolEvent, remembered
+from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, folded, window
 from .toolshapes import shorten
 
 ERROR_LINE_CHARS = 200

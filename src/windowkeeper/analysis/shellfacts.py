@@ -10,7 +10,8 @@ import functools
 import re
 import shlex
 
-from .facts import WINDOW_CHARS, ToolEvent, any_search, remembered
+from .events import ToolEvent, remembered
+from .facts import WINDOW_CHARS, any_search
 from .toolshapes import ToolKind
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"

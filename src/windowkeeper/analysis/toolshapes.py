@@ -11,6 +11,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any
 
 
@@ -163,13 +164,17 @@ def line_count(text: str) -> int:
     return text.count("\n") + 1 if text.strip() else 0
 
 
-def one_line(action: ToolAction, result: str) -> str:
-    """An informative one-line description of a tool call and its result."""
+def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = ...) -> str:
+    """An informative one-line description of a tool call and its result.
+
+    ``code``: the shell result's exit code when already known (found by :func:`exit_code`
+    otherwise).
+    """
     size = f"{len(result):,} chars"
     label = f"[{action.name}]"
     target = shorten(" ".join(action.target.split()), 80)
     if action.kind is ToolKind.SHELL:
-        code = exit_code(result)
+        code = exit_code(result) if isinstance(code, EllipsisType) else code
         status = "?" if code is None else str(code)
         return f"{label} ran `{target}` -> exit {status}, {line_count(result)} lines output"
     if action.kind is ToolKind.READ:

@@ -66,6 +66,7 @@ from .common import (
 )
 from .config import config_app
 from .demo import demo_command
+from .eval import eval_command
 from .load import ExactTokensOpt, Loaded, load
 from .render import render_inspection
 from .replay import replay_command
@@ -289,6 +290,7 @@ def inspect(
 
 
 app.command("replay")(replay_command)
+app.command("eval")(eval_command)
 app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
 app.command("serve")(serve_command)

@@ -9,6 +9,7 @@ import typer
 
 from ..core.errors import ConfigError
 from .common import stdout_console, user_errors
+from .eval_view import demo_eval
 from .render import render_inspection
 
 
@@ -32,3 +33,5 @@ def demo_command(
     demo_flow.render_intro(console, outcome)
     render_inspection(console, outcome.inspection)
     demo_flow.render_outcome(console, outcome)
+    for line in demo_eval(outcome.messages, demo_flow.DEMO_TOOLS, context_length):
+        console.print(line)

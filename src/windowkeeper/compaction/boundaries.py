@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.kinds import is_handoff, is_real_user
+from ..analysis.record import MessageFacts
 from ..core.invariants import SYSTEM_ROLES, align_back, align_forward
 from ..core.messages import content_text, tool_calls
 
@@ -42,15 +43,37 @@ def head_end(messages: Sequence[Mapping[str, Any]], protect_first_n: int, decaye
     return align_forward(messages, end)
 
 
-def newest_real_user(messages: Sequence[Mapping[str, Any]], start: int = 0) -> int | None:
+def newest_real_user(
+    messages: Sequence[Mapping[str, Any]],
+    start: int = 0,
+    facts: Sequence[MessageFacts] | None = None,
+) -> int | None:
+    """Index of the newest real user message at or after ``start`` (``facts``: the
+    messages' records, when the caller has them)."""
+    if facts is not None:
+        for index in range(len(facts) - 1, start - 1, -1):
+            if facts[index].real_user:
+                return index
+        return None
     for index in range(len(messages) - 1, start - 1, -1):
         if is_real_user(messages[index]):
             return index
     return None
 
 
-def newest_assistant_text(messages: Sequence[Mapping[str, Any]], start: int) -> int | None:
+def newest_assistant_text(
+    messages: Sequence[Mapping[str, Any]],
+    start: int,
+    facts: Sequence[MessageFacts] | None = None,
+) -> int | None:
     for index in range(len(messages) - 1, start - 1, -1):
+        if facts is not None:
+            record = facts[index]
+            if record.role == "assistant" and not record.handoff:
+                text = record.text
+                if text and not text.isspace():
+                    return index
+            continue
         message = messages[index]
         if (
             message.get("role") == "assistant"
@@ -108,6 +131,7 @@ def tail_cut(
     *,
     soft_ceiling: float = 1.5,
     min_tail: int = 3,
+    facts: Sequence[MessageFacts] | None = None,
 ) -> TailCut:
     """First index of the verbatim tail; ``start <= head`` means nothing to compress."""
     n = len(messages)
@@ -122,7 +146,7 @@ def tail_cut(
         # if it would not be smaller.
         cut = max(n - min_tail, head + 1)
     cut = _align_cut(messages, costs, min(cut, n - min_tail), ceiling, min_tail)
-    user = newest_real_user(messages, head)
+    user = newest_real_user(messages, head, facts)
     restated = None
     if user is not None and user < cut:
         user_region = sum(costs[user:])
@@ -137,7 +161,7 @@ def tail_cut(
     if restated is None:
         # The newest assistant text joins the tail only when that still fits the ceiling:
         # in a long run after it, anchoring it would leave nothing to compress.
-        answer = newest_assistant_text(messages, head)
+        answer = newest_assistant_text(messages, head, facts)
         if answer is not None and answer < cut:
             start = align_back(messages, answer)
             if sum(costs[start:]) <= ceiling:

@@ -1,4 +1,4 @@
-"""The pure steps of one compaction: plan, summary request, handoff body, assembly.
+"""The pure steps of one compaction: plan, assembly, archive.
 
 Every function here is pure over message lists; :class:`ContextCompressor` strings them
 together and owns the state (guard, counts).
@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
-from ..analysis.kinds import is_handoff, live_text, newest_handoff_body
+from ..analysis.kinds import handoff_body, live_text
+from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig, summary_budget_tokens
-from ..core.messages import Message, call_arguments, content_text, tool_calls
+from ..core.messages import Message, call_arguments, tool_calls
 from ..core.report import ArchivedItem
 from ..core.tokens import estimate_tokens
 from .boundaries import head_end, newest_real_user, system_end, tail_cut
@@ -47,9 +48,12 @@ def make_plan(
     config: CompressionConfig,
     context_length: int,
     tail_budget: int,
+    facts: Sequence[MessageFacts] | None = None,
 ) -> CompactionPlan:
-    """Where a compaction of ``messages`` cuts (``costs``: per-message token estimates)."""
-    decayed = any(is_handoff(m) for m in messages)
+    """Where a compaction of ``messages`` cuts (``costs``: per-message token estimates;
+    ``facts``: the messages' records, made here when not given)."""
+    facts = facts if facts is not None else Analyzer().analyze(messages)
+    decayed = any(f.handoff for f in facts)
     head = head_end(messages, config.protect_first_n, decayed)
     cut = tail_cut(
         messages,
@@ -58,8 +62,9 @@ def make_plan(
         tail_budget,
         soft_ceiling=config.tail_soft_ceiling,
         min_tail=config.min_tail_messages,
+        facts=facts,
     )
-    start = _skip_handoffs_in_tail(messages, cut.start)
+    start = _skip_handoffs_in_tail(facts, cut.start)
     middle = sum(costs[head:start])
     prunable = tuple(
         i
@@ -68,7 +73,7 @@ def make_plan(
         and len(str(messages[i].get("content") or "")) > config.prune_min_chars
     )
     budget = summary_budget_tokens(middle, context_length, config)
-    previous = newest_handoff_body(messages)
+    previous = _newest_handoff_body(facts)
     return CompactionPlan(
         head, start, prunable, cut.restated_user, start > head, budget, middle, previous
     )
@@ -81,6 +86,7 @@ def fitting_plan(
     config: CompressionConfig,
     context_length: int,
     room: int,
+    facts: Sequence[MessageFacts] | None = None,
 ) -> CompactionPlan:
     """``plan``, or one keeping only the minimum tail when ``plan`` cannot fit ``room``.
 
@@ -98,7 +104,7 @@ def fitting_plan(
     keep_first = 0 if first_user is None else first_user + 1 - system_end(messages)
     protect = min(config.protect_first_n, max(0, keep_first))
     tight_config = replace(config, protect_first_n=protect)
-    tight = make_plan(messages, costs, tight_config, context_length, 0)
+    tight = make_plan(messages, costs, tight_config, context_length, 0, facts)
     moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
     chosen = tight if tight.compressible and moved else plan
     # On a small window the handoff's floor (SPEC §6) may itself be what does not fit:
@@ -146,51 +152,79 @@ def assemble(
 ) -> tuple[list[Message], int]:
     """Head + handoff + tail, pairing repaired, old media stripped; and the repair count."""
     head = with_system_note(list(pruned[: plan.head_end]))
-    tail = [m for m in (unwrap(x) for x in pruned[plan.tail_start :]) if m is not None]
+    tail = [m for m in map(unwrap, pruned[plan.tail_start :]) if m is not None]
     assembled = place_handoff(head, handoff_text, tail, restatement(messages, plan))
     repaired = sanitize_tool_pairs(assembled)
     return strip_historical_media(repaired.messages), repaired.repairs.total
 
 
-def _skip_handoffs_in_tail(messages: Sequence[Message], start: int) -> int:
+def _skip_handoffs_in_tail(facts: Sequence[MessageFacts], start: int) -> int:
     """Move the tail start past a standalone handoff inside the tail, so the old handoff is
     folded into the new one instead of being kept beside it. The newest user message
     stays in the tail."""
-    anchor = newest_real_user(messages)
-    for index in range(len(messages) - 1, start - 1, -1):
-        message = messages[index]
-        standalone = is_handoff(message) and unwrap(message) is None
-        if standalone and index + 1 < len(messages) and (anchor is None or anchor > index):
+    anchor = newest_real_user((), 0, facts)
+    for index in range(len(facts) - 1, start - 1, -1):
+        record = facts[index]
+        standalone = record.handoff and unwrap(record.message) is None
+        if standalone and index + 1 < len(facts) and (anchor is None or anchor > index):
             return index + 1
     return start
 
 
-def summarized_turns(messages: Sequence[Message], plan: CompactionPlan) -> list[Message]:
+def _newest_handoff_body(facts: Sequence[MessageFacts]) -> str | None:
+    """The body of the newest handoff in the transcript (for resume), if any."""
+    for record in reversed(facts):
+        if record.handoff:
+            body = handoff_body(record.text)
+            if body is not None:
+                return body
+    return None
+
+
+def summarized_turns(
+    messages: Sequence[Message],
+    plan: CompactionPlan,
+    facts: Sequence[MessageFacts] | None = None,
+) -> list[Message]:
     """The summarized middle, original content, with earlier handoffs unwrapped."""
     turns = []
-    for message in messages[plan.head_end : plan.tail_start]:
-        kept = unwrap(message)
+    for index in range(plan.head_end, plan.tail_start):
+        message = messages[index]
+        kept = unwrap(message) if facts is None or facts[index].handoff else message
         if kept is not None:
             turns.append(kept)
     return turns
 
 
 def archive_turns(
-    messages: Sequence[Message], plan: CompactionPlan, already: Collection[int] = ()
+    messages: Sequence[Message],
+    plan: CompactionPlan,
+    already: Collection[int] = (),
+    facts: Sequence[MessageFacts] | None = None,
 ) -> list[ArchivedItem]:
     """Every summarized message, retrievable by a handle derived from its content.
 
     ``already``: indices whose original message is archived already (a pruned tool
     output keeps the whole original message under its own handle).
     """
-    items = []
-    for index in range(plan.head_end, plan.tail_start):
-        if index in already:
-            continue
-        message = messages[index]
+    facts = facts if facts is not None else Analyzer().analyze(messages)
+    return [
+        ArchivedItem(message_handle(facts[index]), "message", index, messages[index])
+        for index in range(plan.head_end, plan.tail_start)
+        if index not in already
+    ]
+
+
+def message_handle(record: MessageFacts) -> str:
+    """The archive handle of a whole message (role, text and call arguments), once."""
+
+    def compute() -> str:
+        message = record.message
         key = "\x1f".join(
-            (str(message.get("role")), content_text(message.get("content")),
+            (str(message.get("role")), record.text,
              *(call_arguments(c) for c in tool_calls(message)))
         )  # fmt: skip
-        items.append(ArchivedItem(make_handle(key), "message", index, message))
-    return items
+        return make_handle(key)
+
+    handle: str = record.remember("message_handle", compute)
+    return handle

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.toolshapes import ToolAction, classify_call, one_line
+from ..analysis.events import result_exit_code
+from ..analysis.record import Analyzer, CallFacts, MessageFacts
+from ..analysis.toolshapes import ToolKind, one_line
 from ..core.messages import (
     Message,
-    call_id,
-    call_name,
     is_image_part,
-    parsed_arguments,
     tool_calls,
 )
 from ..core.report import ArchivedItem
@@ -32,11 +31,15 @@ _DUPLICATE_TAG = "[duplicate output"
 
 @dataclass(frozen=True)
 class PruneSettings:
+    """The region ``[start, end)`` to prune and the limits; ``analyzer`` holds the
+    session's message records (a fresh one when ``None``)."""
+
     start: int
     end: int
     min_chars: int = 200
     args_over: int = 500
     args_head: int = 200
+    analyzer: Analyzer | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,19 @@ class PassResult:
 Pass = Callable[[list[Message], PruneSettings], PassResult]
 
 
+def content_handle(record: MessageFacts) -> str:
+    """The handle of a tool result's text, computed once per message."""
+    handle: str = record.remember("content_handle", lambda: make_handle(record.text))
+    return handle
+
+
 def make_handle(text: str) -> str:
     """A short stable reference for archived content (the same text, the same handle)."""
     return "wk" + hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=5).hexdigest()
 
 
-def _calls_by_id(messages: list[Message]) -> dict[str, Mapping[str, Any]]:
-    return {call_id(c): c for m in messages for c in tool_calls(m)}
+def _calls_by_id(messages: list[Message], analyzer: Analyzer) -> dict[str, CallFacts]:
+    return {call.id: call for m in messages for call in analyzer.facts(m).calls}
 
 
 def _is_stub(text: str) -> bool:
@@ -106,10 +115,12 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
     return PassResult(out, len(archived), tuple(reversed(archived)))
 
 
-def _describe(action: ToolAction | None, name: str, content: str) -> str:
-    if action is None:
+def _describe(call: CallFacts | None, name: str, result: MessageFacts) -> str:
+    content = result.text
+    if call is None:
         return f"[{name}] ({len(content):,} chars result)"
-    return one_line(action, content)
+    shell = call.action.kind is ToolKind.SHELL
+    return one_line(call.action, content, result_exit_code(result) if shell else None)
 
 
 def _strip_images(content: list[Any]) -> list[Any] | None:
@@ -120,7 +131,8 @@ def _strip_images(content: list[Any]) -> list[Any] | None:
 
 def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
     """Pass 2: long old tool results become one informative line; old images become text."""
-    calls = _calls_by_id(messages)
+    analyzer = settings.analyzer or Analyzer()
+    calls = _calls_by_id(messages, analyzer)
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
     for index in range(settings.start, min(settings.end, len(messages))):
@@ -135,10 +147,10 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             if _is_stub(content):
                 continue
             call = calls.get(str(message.get("tool_call_id")))
-            name = call_name(call) if call else str(message.get("name") or "tool")
-            action = classify_call(name, parsed_arguments(call)) if call else None
-            handle = make_handle(content)
-            replacement = f"{_describe(action, name, content)} (ref {handle})"
+            name = call.name if call else str(message.get("name") or "tool")
+            record = analyzer.facts(message)
+            handle = content_handle(record)
+            replacement = f"{_describe(call, name, record)} (ref {handle})"
         if replacement is None:
             continue
         out = out if out is not None else list(messages)
@@ -178,16 +190,20 @@ def _shrink(value: Any, head: int) -> tuple[Any, bool]:
     return value, False
 
 
-def truncate_arguments(arguments: str, head: int) -> str:
+def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     """Shorten long string leaves of JSON arguments; the result stays valid JSON.
 
     Non-JSON arguments and arguments with nothing to shorten are returned unchanged (the
-    same string object), so repeated application is stable.
+    same string object), so repeated application is stable. ``parsed``: the arguments
+    already parsed (a JSON object), when the caller has them.
     """
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return arguments
+    if parsed is not None:
+        value = parsed
+    else:
+        try:
+            value = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return arguments
     shrunk, changed = _shrink(value, head)
     if not changed:
         return arguments
@@ -197,6 +213,7 @@ def truncate_arguments(arguments: str, head: int) -> str:
 
 def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) -> PassResult:
     """Pass 3: huge tool-call arguments are shortened leaf by leaf, staying valid JSON."""
+    analyzer = settings.analyzer or Analyzer()
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
     for index in range(settings.start, min(settings.end, len(messages))):
@@ -205,12 +222,13 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
         if not calls:
             continue
         new_calls = []
-        for call in calls:
+        for call, facts in zip(calls, analyzer.facts(message).calls, strict=True):
             function = call.get("function")
             args = function.get("arguments") if isinstance(function, dict) else None
             long_args = isinstance(args, str) and len(args) > settings.args_over
             if isinstance(function, dict) and isinstance(args, str) and long_args:
-                short = truncate_arguments(args, settings.args_head)
+                parsed = facts.args if facts.json_object else None
+                short = truncate_arguments(args, settings.args_head, parsed)
                 if short is not args:
                     call = {**call, "function": {**function, "arguments": short}}
             new_calls.append(call)

@@ -6,9 +6,11 @@ where no real count exists (before the first response, for message budgets).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from json.encoder import encode_basestring as _encode_string
 from typing import Any, TypeAlias
 
 from .jsonsafe import dumps
@@ -85,13 +87,19 @@ def message_tokens(
 ) -> int:
     """Estimated tokens of one message: content + tool-call envelope + per-message overhead."""
     count = count or estimate_tokens
-    total = MESSAGE_OVERHEAD_TOKENS + content_tokens(
-        message.get("content"), image_tokens=image_tokens, count=count
-    )
+    content = message.get("content")
+    if type(content) is str:  # the common case, without the generic walk
+        total = MESSAGE_OVERHEAD_TOKENS + count(content)
+    else:
+        total = MESSAGE_OVERHEAD_TOKENS + content_tokens(
+            content, image_tokens=image_tokens, count=count
+        )
     calls = message.get("tool_calls")
     if isinstance(calls, list):
+        rough = count is estimate_tokens
         for call in calls:
-            total += count(_compact(call))
+            size = _ascii_json_size(call) if rough else None
+            total += (size + 3) // 4 if size is not None else count(_compact(call))
     tool_call_id = message.get("tool_call_id")
     if isinstance(tool_call_id, str):
         total += count(tool_call_id)
@@ -144,5 +152,36 @@ def estimate_request_tokens(
     return messages_part + tool_schema_tokens(tools)
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def _compact(value: object) -> str:
-    return dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    try:
+        return _ENCODER.encode(value)
+    except RecursionError:  # a library caller's value nested beyond the C encoder's reach
+        return dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _ascii_json_size(value: object) -> int | None:
+    """``len(_compact(value))`` for a dict of ASCII strings (and such dicts), without
+    building the text; ``None`` for anything else (the caller then encodes it).
+
+    Tool calls are exactly that, and their arguments can be long: encoding them only to
+    count characters was a large part of estimating a transcript.
+    """
+    if not isinstance(value, dict):
+        return None
+    size = 1 + len(value)  # braces, less one, plus a comma between items
+    for key, item in value.items():
+        if not isinstance(key, str) or not key.isascii():
+            return None
+        if isinstance(item, str):
+            if not item.isascii():
+                return None
+            size += len(_encode_string(key)) + 1 + len(_encode_string(item))
+        else:
+            inner = _ascii_json_size(item)
+            if inner is None:
+                return None
+            size += len(_encode_string(key)) + 1 + inner
+    return size if value else 2

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
+from ..analysis.events import Analysis
+from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import (
     CompactionPlan,
@@ -42,7 +44,7 @@ from ..core.report import (
     Reason,
     Tier,
 )
-from ..core.tokens import TextCounter, estimate_tokens, message_tokens, tool_schema_tokens
+from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.feasibility import check_feasibility
 from ..summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
@@ -117,6 +119,7 @@ class ContextCompressor(ContextEngine):
         self._fallback: Summarizer = ExtractiveSummarizer()
         self.tool_providers = list(tool_providers)
         self.token_counter = token_counter
+        self.analyzer = Analyzer(image_tokens=self.config.image_tokens, count=token_counter)
         self._clock = clock
         self._today = today
         self.max_tokens = max_tokens
@@ -129,9 +132,7 @@ class ContextCompressor(ContextEngine):
         self.last_completion_tokens = 0
 
     def _cost(self, message: Message) -> int:
-        return message_tokens(
-            message, image_tokens=self.config.image_tokens, count=self.token_counter
-        )
+        return self.analyzer.facts(message).tokens
 
     @property
     def compression_count(self) -> int:
@@ -252,11 +253,14 @@ class ContextCompressor(ContextEngine):
 
     def plan(self, messages: Sequence[Message]) -> CompactionPlan:
         """Where a compaction of ``messages`` would cut, without doing it."""
-        costs = [self._cost(m) for m in messages]
-        return self._plan(messages, costs)
+        facts = self.analyzer.analyze(messages)
+        return self._plan(messages, facts)
 
-    def _plan(self, messages: Sequence[Message], costs: Sequence[int]) -> CompactionPlan:
-        return make_plan(messages, costs, self.config, self.context_length, self.tail_budget_tokens)
+    def _plan(self, messages: Sequence[Message], facts: Sequence[MessageFacts]) -> CompactionPlan:
+        costs = [f.tokens for f in facts]
+        return make_plan(
+            messages, costs, self.config, self.context_length, self.tail_budget_tokens, facts
+        )
 
     # --- compaction ------------------------------------------------------------------
 
@@ -274,9 +278,9 @@ class ContextCompressor(ContextEngine):
         always measured on estimates of the messages themselves.
         """
         started = time.perf_counter()
-        costs = [self._cost(m) for m in messages]
+        facts = self.analyzer.analyze(messages)
         extra = tool_schema_tokens(self.tools)
-        before = sum(costs) + extra
+        before = sum(f.tokens for f in facts) + extra
         base = CompressionReport(
             Outcome.NOOP, before_tokens=before, after_tokens=before,
             before_messages=len(messages), after_messages=len(messages),
@@ -287,17 +291,20 @@ class ContextCompressor(ContextEngine):
             block, self.guard = blocked(self.guard, self._clock())
             if block is not None:
                 return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason(block))
-        plan = self._plan(messages, costs)
+        plan = self._plan(messages, facts)
         if force:
             room = usable_window(self.context_length, self.max_tokens) - extra
-            plan = fitting_plan(messages, costs, plan, self.config, self.context_length, room)
+            costs = [f.tokens for f in facts]
+            plan = fitting_plan(
+                messages, costs, plan, self.config, self.context_length, room, facts
+            )
         self.previous_summary = plan.previous_summary
         if not plan.compressible:
             self.guard = on_structural_noop(self.guard, self._clock())
             return self._unchanged(
                 messages, base, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS
             )
-        return self._compact(messages, plan, base, started, focus_topic, extra)
+        return self._compact(messages, facts, plan, base, started, focus_topic, extra)
 
     def _unchanged(
         self,
@@ -318,6 +325,7 @@ class ContextCompressor(ContextEngine):
     def _compact(
         self,
         messages: list[Message],
+        facts: Sequence[MessageFacts],
         plan: CompactionPlan,
         base: CompressionReport,
         started: float,
@@ -326,11 +334,14 @@ class ContextCompressor(ContextEngine):
     ) -> CompressionResult:
         settings = PruneSettings(
             plan.head_end, plan.tail_start, self.config.prune_min_chars,
-            self.config.args_truncate_over, self.config.args_head_chars,
+            self.config.args_truncate_over, self.config.args_head_chars, self.analyzer,
         )  # fmt: skip
         pruned = prune(messages, settings)
-        turns = summarized_turns(messages, plan)
-        request = summary_request(messages, turns, plan, focus_topic, self._today())
+        turns = summarized_turns(messages, plan, facts)
+        analysis = Analysis(turns, self.analyzer.analyze(turns))
+        request = summary_request(
+            messages, turns, plan, focus_topic, self._today(), analysis, facts
+        )
         outcome, failure = self._summarize(request)
         if outcome.body is None:
             assert failure is not None
@@ -342,7 +353,7 @@ class ContextCompressor(ContextEngine):
                 failure=failure.kind, summarizer=outcome.summarizer,
             )  # fmt: skip
         # Ledger and extractive text come straight from the transcript: redact the whole.
-        body = redact(handoff_body(outcome.body, turns, plan))
+        body = redact(handoff_body(outcome.body, turns, plan, analysis))
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         after = extra + sum(self._cost(m) for m in assembled)
         if after >= base.before_tokens:
@@ -359,7 +370,7 @@ class ContextCompressor(ContextEngine):
             repairs=repairs,
         )  # fmt: skip
         whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
-        archived = (*pruned.archived, *archive_turns(messages, plan, whole))
+        archived = (*pruned.archived, *archive_turns(messages, plan, whole, facts))
         return self._finish(CompressionResult(assembled, report, archived, body), started)
 
     def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:
@@ -383,6 +394,7 @@ class ContextCompressor(ContextEngine):
         ratio = result.report.savings_ratio
         self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
         self.previous_summary = result.summary
+        self.analyzer.retain(result.messages)
         # Sentinel until real usage of the compacted request arrives (treated as 0).
         self.last_prompt_tokens = -1
         warnings = list(result.report.warnings)

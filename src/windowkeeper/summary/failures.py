@@ -12,12 +12,12 @@ along their MRO rather than by importing every flavour.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Mapping
 
 import httpx
-import openai
 
 from ..core.report import FailureKind
 from .protocol import SummaryFailure
@@ -55,14 +55,22 @@ def _optional_http_errors() -> tuple[type[BaseException], ...]:
     return (error,) if isinstance(error, type) and issubclass(error, BaseException) else ()
 
 
-PROVIDER_ERRORS: tuple[type[BaseException], ...] = (
-    openai.OpenAIError,
-    httpx.HTTPError,
-    OSError,
-    json.JSONDecodeError,
-    *_optional_http_errors(),
-)
-"""Everything a summary call may raise that is the provider's fault, not ours."""
+@functools.cache
+def provider_errors() -> tuple[type[BaseException], ...]:
+    """Everything a summary call may raise that is the provider's fault, not ours.
+
+    The openai SDK is imported on first use: importing it costs most of a second, and
+    only an LLM summarizer that actually failed needs its exception classes.
+    """
+    import openai
+
+    return (
+        openai.OpenAIError,
+        httpx.HTTPError,
+        OSError,
+        json.JSONDecodeError,
+        *_optional_http_errors(),
+    )
 
 
 def _one_line(text: object, limit: int = 160) -> str:
@@ -167,6 +175,8 @@ def _mro_names(exc: BaseException) -> set[str]:
 
 def _transport_failure(exc: BaseException, endpoint: str) -> SummaryFailure | None:
     """Timeouts and connection failures, from the SDK wrapper or the raw transport error."""
+    import openai
+
     cause = exc.__cause__ or exc.__context__
     chain = [exc, *([cause] if cause is not None else [])]
     names = set().union(*(_mro_names(e) for e in chain))
@@ -188,7 +198,9 @@ def _transport_failure(exc: BaseException, endpoint: str) -> SummaryFailure | No
 def classify_exception(
     exc: BaseException, *, endpoint: str = "the summary endpoint"
 ) -> SummaryFailure:
-    """Classify an exception raised by a summary call (one of :data:`PROVIDER_ERRORS`)."""
+    """Classify an exception raised by a summary call (one of :func:`provider_errors`)."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         return classify_status(exc.status_code, exc.body, exc.message, endpoint=endpoint)
     transport = _transport_failure(exc, endpoint)

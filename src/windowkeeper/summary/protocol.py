@@ -8,10 +8,11 @@ ledger is appended by the compressor, never written by a summarizer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol, runtime_checkable
 
+from ..analysis.events import Analysis
 from ..core.messages import Message
 from ..core.report import FailureKind
 
@@ -37,6 +38,8 @@ class SummaryRequest:
         task_snapshot: the newest unfulfilled user input, verbatim, or ``None`` when the
             summarized turns contain no user input.
         has_user_turn: whether the session has any real (non-synthetic) user turn.
+        analysis: the analysed turns (tool events, user texts), shared with the ledger;
+            a summarizer that needs them builds one from ``turns`` when it is ``None``.
     """
 
     turns: Sequence[Message]
@@ -46,6 +49,11 @@ class SummaryRequest:
     today: date
     task_snapshot: str | None
     has_user_turn: bool
+    analysis: Analysis | None = field(default=None, compare=False, repr=False)
+
+    def analysed(self) -> Analysis:
+        """The analysis of ``turns``: the given one, else made now."""
+        return self.analysis if self.analysis is not None else Analysis(self.turns)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from ...analysis.facts import ToolEvent, collapse
+from ...analysis.events import ToolEvent
+from ...analysis.facts import collapse
 from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
 from ...analysis.toolshapes import ToolKind
 from ..sections import section_items

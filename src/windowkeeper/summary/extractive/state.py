@@ -7,13 +7,12 @@ State); carried paths are made absolute again with the previous root.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 
+from ...analysis.events import ToolEvent
 from ...analysis.facts import (
-    ToolEvent,
     clued_items,
     collapse,
     dedupe,
@@ -24,6 +23,7 @@ from ...analysis.facts import (
     sentences,
 )
 from ...analysis.outputs import event_errors, exact_values, is_test_command, last_line
+from ...analysis.resolution import OpenFailures
 from ...analysis.shellfacts import (
     DELETED,
     MODIFIED,
@@ -98,65 +98,13 @@ def _listed(value: str) -> list[str]:
     return [path for path in _MORE.sub("", value).split(", ") if path]
 
 
-def _segments(command: str) -> list[str]:
-    return [" ".join(part.split()) for part in re.split(r"&&|;|\n", command) if part.strip()]
-
-
-def _positional(command: str) -> tuple[str, list[str]]:
-    words = command.split()
-    return (words[0] if words else ""), [w for w in words[1:] if not w.startswith("-")]
-
-
-def _is_path(word: str) -> bool:
-    return "/" in word or "." in word.rpartition("/")[2]
-
-
-def _covers(success: str, failure: str) -> bool:
-    """A later successful test run covers an earlier failing one: same runner, and it ran
-    the whole suite or a directory/file containing every failing target."""
-    if not (is_test_command(success) and is_test_command(failure)):
-        return False
-    ran, targets = _positional(success)
-    failed_ran, failed_targets = _positional(failure)
-    if ran != failed_ran:
-        return False
-    paths = [t for t in targets if _is_path(t)]
-    if not paths:
-        return True
-    failed_paths = [t for t in failed_targets if _is_path(t)]
-    return bool(failed_paths) and all(any(f.startswith(p) for p in paths) for f in failed_paths)
-
-
-def _resolved(failure: ToolEvent, success: ToolEvent) -> bool:
-    """Whether a later successful shell call shows that an earlier failure is fixed: it
-    re-ran the failing command as one of its steps, or a test run that covers it."""
-    if failure.action.kind is not ToolKind.SHELL or success.action.kind is not ToolKind.SHELL:
-        return False
-    return _command_resolves(failure.action.command or "", success.action.command or "")
-
-
-@functools.lru_cache(maxsize=4096)
-def _command_resolves(failed_command: str, command: str) -> bool:
-    # Cached: long sessions re-run the same few commands thousands of times.
-    failed = " ".join(failed_command.split())
-    steps = _segments(command)
-    return failed in steps or any(_covers(step, failed) for step in steps)
-
-
 def blocked(events: Sequence[ToolEvent], short: Callable[[str], str]) -> list[str]:
     """Error lines of the newest failures that no later success resolved."""
-    failing: dict[tuple[ToolKind, str], ToolEvent] = {}
+    tracker = OpenFailures()
     for event in events:
-        if event.result is None:
-            continue
-        key = (event.action.kind, collapse(event.action.target, 200))
-        failing.pop(key, None)
-        if event.failed:
-            failing[key] = event
-        else:
-            failing = {k: e for k, e in failing.items() if not _resolved(e, event)}
+        tracker.add(event)
     entries = []
-    for event in list(failing.values())[-MAX_BLOCKED:]:
+    for event in tracker.events()[-MAX_BLOCKED:]:
         assert event.result is not None
         code = f" -> exit {event.exit_code}" if event.exit_code is not None else " failed"
         lines = event_errors(event)[-BLOCKED_LINES:] or [last_line(event.result)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from ...analysis.facts import clued_items, collapse, dedupe, sentences, tool_events, user_texts
+from ...analysis.facts import clued_items, collapse, dedupe, sentences
 from ..ledger.paths import choose_root, relative
 from ..protocol import (
     NO_USER_SNAPSHOT,
@@ -51,9 +51,10 @@ class ExtractiveSummarizer:
 
 def _draft(request: SummaryRequest) -> Draft:
     turns = request.turns
+    analysis = request.analysed()
     previous = _previous_sections(request.previous_summary or "")
-    events = [e for e in tool_events(turns) if not e.orphan]
-    users = user_texts(turns)
+    events = [e for e in analysis.events() if not e.orphan]
+    users = list(analysis.users())
     old_root = st.carried_root(previous.get("Active State", ""))
     condensed, actions = prior_actions(previous.get("Completed Actions", ""))
     state, modified, deleted = st.active_state(events, previous.get("Active State", ""), old_root)

@@ -38,7 +38,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...analysis.facts import collapse, dedupe, largest_fitting, tool_events, user_texts
+from ...analysis.events import Analysis
+from ...analysis.facts import collapse, dedupe, largest_fitting
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors
 from ...analysis.shellfacts import DELETED, READ, file_touches
@@ -88,7 +89,7 @@ class Ledger:
 # --- extraction ------------------------------------------------------------------------
 
 
-def extract_ledger(turns: Sequence[Message]) -> Ledger:
+def extract_ledger(turns: Sequence[Message], analysis: Analysis | None = None) -> Ledger:
     """The ledger of ``turns``: tool calls with their results, plus user/assistant text.
 
     Errors and identifiers keep transcript order: a message's text comes before the
@@ -100,7 +101,8 @@ def extract_ledger(turns: Sequence[Message]) -> Ledger:
     commands: list[CommandRecord] = []
     errors: list[tuple[int, int, str]] = []
     identifiers: list[tuple[int, int, str]] = []
-    for event in tool_events(turns):
+    analysis = analysis or Analysis(turns)
+    for event in analysis.events():
         action, at = event.action, event.position
         for path, how in file_touches(event):
             if how == READ:
@@ -112,7 +114,7 @@ def extract_ledger(turns: Sequence[Message]) -> Ledger:
         if event.result and (action.kind in (ToolKind.SHELL, ToolKind.OTHER) or event.failed):
             errors.extend((at, 1, line) for line in event_errors(event))
         identifiers.extend((at, 1, value) for value in event_identifiers(event))
-    for at, text in user_texts(turns):
+    for at, text in analysis.users():
         errors.extend((at, 0, line) for line in error_lines(text))
         identifiers.extend((at, 0, value) for value in text_identifiers(text, uuids=True))
     for at, message in enumerate(turns):

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-import openai
-
 from ...core.errors import ConfigError
 
 if TYPE_CHECKING:
+    import openai
+
     from .config import LLMSummarizerConfig
 
 
@@ -28,6 +28,8 @@ class ClientFactory(Protocol):
 
 
 def default_client_factory(*, base_url: str, api_key: str, timeout: float) -> openai.OpenAI:
+    import openai  # imported when a client is made: the SDK costs most of a second to import
+
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
 
 

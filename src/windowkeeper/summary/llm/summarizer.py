@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from ...core.report import FailureKind
-from ..failures import PROVIDER_ERRORS, classify_exception, classify_non_json, classify_status
+from ..failures import classify_exception, classify_non_json, classify_status, provider_errors
 from ..protocol import NO_USER_SNAPSHOT, SummaryFailure, SummaryOutcome, SummaryRequest
 from ..redact import redact
 from .backends import (
@@ -138,7 +138,7 @@ class LLMSummarizer:
         try:
             with self._backend(key) as backend:
                 result = self._run(backend, request, run)
-        except PROVIDER_ERRORS as exc:  # building or closing the client
+        except provider_errors() as exc:  # building or closing the client
             result = classify_exception(exc, endpoint=self.endpoint)
         run.elapsed_s = self._clock() - started
         if isinstance(result, SummaryFailure):
@@ -234,7 +234,7 @@ class LLMSummarizer:
             completion = backend.complete(
                 model, prompt, min(self.config.timeout, remaining), deadline
             )
-        except PROVIDER_ERRORS as exc:
+        except provider_errors() as exc:
             return classify_exception(exc, endpoint=self.endpoint)
         return self._judge(completion, model)
 

@@ -1,0 +1,298 @@
+"""What a shell command line does to files, and whether it only reads.
+
+A command line is split into its lines (heredoc bodies set aside) and each line into its
+steps (``&&``, ``||``, ``;``, ``|``). A step writes a file by redirect (``>``, ``>>``),
+``tee``, ``sed -i`` / ``perl -i``, ``cp`` / ``mv`` / ``install`` / ``ln`` targets,
+``touch``, ``git mv`` / ``git checkout --`` / ``git restore``, ``patch`` and ``git apply``
+(the files named in a patch written in the same command), and a Python script (inline or
+in a heredoc) that opens a file for writing; it deletes with ``rm``, ``unlink``,
+``git rm`` and the source of ``mv``. Relative paths are joined to the working directory
+when it is known (a ``cd`` earlier in the line counts).
+
+Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
+read, and the tokenizer (``shlex``) runs only on lines a cheap pattern says may write.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+import shlex
+from collections.abc import Iterator
+
+READ, MODIFIED, DELETED = "read", "modified", "deleted"
+SCAN_CHARS = 20_000
+
+Touch = tuple[str, str]
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
+_OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
+# Only a line matching one of these can write or delete a file the way we recognize;
+# each starts with a literal the regex engine finds fast.
+_MAY_TOUCH = re.compile(
+    r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|\b(?:tee|sed|perl|git|rm|unlink|cp|mv|install|ln"
+    r"|touch|patch|truncate|dd)\b"
+)
+_PY_WRITE = re.compile(
+    r"""open\(\s*(?:r|f)?(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\3"""
+    r"""|Path\(\s*(['"])([^'"\n]+)\4\s*\)\s*\.\s*write_(?:text|bytes)\("""
+)
+_PATCH_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
+_PATHY = re.compile(r"[\w.~+@-]*[./][\w./~+@-]*")
+_READ_ONLY = frozenset({
+    "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack",
+    "find", "ls", "ll", "tree", "pwd", "echo", "printf", "wc", "file", "stat", "du", "df",
+    "which", "whereis", "type", "diff", "cmp", "sort", "uniq", "cut", "nl", "od", "xxd",
+    "hexdump", "strings", "sed", "awk", "jq", "true", "date", "env", "printenv", "id",
+    "whoami", "uname", "basename", "dirname", "realpath", "readlink", "column", "tr",
+})  # fmt: skip
+_GIT_READ_ONLY = frozenset({
+    "status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "branch",
+    "describe", "shortlog", "reflog", "remote", "config",
+})  # fmt: skip
+
+
+def lines_of(command: str) -> tuple[list[str], list[str]]:
+    """(command lines, heredoc bodies) of a command line, heredoc bodies set aside."""
+    text = command[:SCAN_CHARS]
+    if "<<" not in text:
+        return [line for line in text.split("\n") if line.strip()], []
+    lines: list[str] = []
+    bodies: list[str] = []
+    rows = text.split("\n")
+    index = 0
+    while index < len(rows):
+        line = rows[index]
+        index += 1
+        if line.strip():
+            lines.append(line)
+        for match in _HEREDOC.finditer(line):
+            end = match.group(2)
+            body: list[str] = []
+            while index < len(rows) and rows[index].strip() != end:
+                body.append(rows[index])
+                index += 1
+            index += 1
+            bodies.append("\n".join(body))
+    return lines, bodies
+
+
+def steps_of(line: str) -> list[list[str]]:
+    """The steps of one command line, each as its tokens."""
+    try:
+        tokens = shlex.split(line, comments=True)
+    except ValueError:
+        tokens = line.split()
+    steps: list[list[str]] = [[]]
+    for token in tokens:
+        if token in _OPERATORS:
+            steps.append([])
+        elif token.endswith(";") and len(token) > 1:
+            steps[-1].append(token[:-1])
+            steps.append([])
+        else:
+            steps[-1].append(token)
+    return [step for step in steps if step]
+
+
+@functools.lru_cache(maxsize=2_048)
+def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
+    """(path, MODIFIED or DELETED) of every file the command writes or removes, in order.
+
+    Remembered: agents re-run the same commands.
+    """
+    lines, bodies = lines_of(command)
+    touched: list[Touch] = []
+    here = cwd
+    for line in lines:
+        may_touch = _MAY_TOUCH.search(line) is not None
+        if not may_touch and "cd " not in line:
+            continue
+        for tokens in steps_of(line):
+            here = _step_cwd(tokens, here)
+            if may_touch:
+                touched.extend(
+                    (_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p)
+                )
+    scripts = list(bodies)
+    if "python" in command[:SCAN_CHARS] and ("open(" in command or "write_" in command):
+        scripts.append("\n".join(lines))
+    written = [path for body in scripts for path in _script_writes(body)]
+    if _applies_patch(lines):
+        written.extend(path for body in bodies for path in _PATCH_FILE.findall(body))
+    touched.extend((_joined(path, here), MODIFIED) for path in written if _path_like(path))
+    return tuple(dict.fromkeys(touched))
+
+
+def _step_cwd(tokens: list[str], cwd: str | None) -> str | None:
+    if len(tokens) == 2 and tokens[0] == "cd":
+        return _joined(tokens[1], cwd)
+    return cwd
+
+
+def _joined(path: str, cwd: str | None) -> str:
+    if not cwd or path.startswith(("/", "~")) or not path:
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def _step_touches(tokens: list[str]) -> Iterator[Touch]:
+    for index, token in enumerate(tokens):
+        if token in {">", ">>"} and index + 1 < len(tokens):
+            yield tokens[index + 1], MODIFIED
+        elif token.startswith(">") and len(token) > 1 and token.lstrip(">")[:1] != "&":
+            yield token.lstrip(">"), MODIFIED
+    words = [t for t in tokens if not _is_assignment(t)]
+    if not words:
+        return
+    head = words[0].rsplit("/", 1)[-1]
+    operands = _operands(words[1:])
+    if head in {"sed", "perl"} and any(_in_place(t, head) for t in words[1:]) and operands:
+        yield operands[-1], MODIFIED
+    elif head == "tee":
+        yield from ((path, MODIFIED) for path in operands)
+    elif head in {"cp", "install", "ln"} and len(operands) >= 2:
+        yield operands[-1], MODIFIED
+    elif head == "mv" and len(operands) >= 2:
+        yield from ((path, DELETED) for path in operands[:-1])
+        yield operands[-1], MODIFIED
+    elif head in {"touch", "truncate"}:
+        yield from ((path, MODIFIED) for path in operands)
+    elif head in {"rm", "unlink"}:
+        yield from ((path, DELETED) for path in _until_redirect(operands))
+    elif head == "git" and len(words) >= 3:
+        yield from _git_touches(words[1], _operands(words[2:]))
+
+
+def _git_touches(verb: str, operands: list[str]) -> Iterator[Touch]:
+    if verb == "rm":
+        yield from ((path, DELETED) for path in operands)
+    elif verb == "mv" and len(operands) >= 2:
+        yield operands[0], DELETED
+        yield operands[-1], MODIFIED
+    elif verb in {"checkout", "restore"}:
+        yield from ((path, MODIFIED) for path in operands if _looks_like_file(path))
+
+
+def _is_assignment(token: str) -> bool:
+    name, sep, _ = token.partition("=")
+    return bool(sep) and name.isidentifier()
+
+
+def _operands(tokens: list[str]) -> list[str]:
+    return [t for t in tokens if not t.startswith("-") and t not in {"<", ">", ">>", "2>&1"}]
+
+
+def _until_redirect(tokens: list[str]) -> list[str]:
+    found = []
+    for token in tokens:
+        if token.startswith((">", "2>", "&>")):
+            break
+        found.append(token)
+    return found
+
+
+def _in_place(token: str, program: str) -> bool:
+    if program == "sed":
+        return token.startswith(("-i", "--in-place=")) or token == "--in-place"
+    return token.startswith("-") and not token.startswith("--") and "i" in token
+
+
+def _applies_patch(lines: list[str]) -> bool:
+    return any("git apply" in line or re.search(r"\bpatch\b", line) for line in lines)
+
+
+def _script_writes(body: str) -> list[str]:
+    if "open(" not in body and "write_" not in body:
+        return []
+    return [m.group(2) or m.group(5) for m in _PY_WRITE.finditer(body)]
+
+
+def _looks_like_file(path: str) -> bool:
+    return "." in path.rsplit("/", 1)[-1] and not path.startswith("-")
+
+
+def _path_like(token: str) -> bool:
+    return bool(_PATHY.fullmatch(token)) and not token.startswith("-") and token != "/dev/null"
+
+
+# --- what command output says about files ----------------------------------------------
+
+_STATUS_LINE = re.compile(
+    r"^\s*(modified|new file|deleted|renamed):\s+(?:\S+ -> )?(\S+)\s*$"
+    r"|^(?:diff --git a/\S+ b/(\S+))$"
+    r"|^([ MADRCU?!]{2}) (\S+)$",
+    re.M,
+)
+_GIT_STATUS_HOW = {"modified": MODIFIED, "new file": MODIFIED, "renamed": MODIFIED,
+                   "deleted": DELETED}  # fmt: skip
+
+
+def reported_touches(command: str, output: str) -> list[Touch]:
+    """Files that ``git status`` / ``git diff`` output reports as changed (paths as shown,
+    relative to the repository root)."""
+    if "git" not in command[:2_000] or not output:
+        return []
+    if not re.search(r"\bgit\s+(?:-C\s+\S+\s+)?(?:status|diff)\b", command[:2_000]):
+        return []
+    found: list[Touch] = []
+    for match in _STATUS_LINE.finditer(output[:SCAN_CHARS]):
+        if match.group(1):
+            found.append((match.group(2), _GIT_STATUS_HOW[match.group(1)]))
+        elif match.group(3):
+            found.append((match.group(3), MODIFIED))
+        elif match.group(4) and match.group(5):
+            code = match.group(4)
+            found.append((match.group(5), DELETED if "D" in code else MODIFIED))
+    return found
+
+
+# --- read-only commands ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4_096)
+def is_read_only(command: str) -> bool:
+    """Whether a shell command only reads: every step runs a reading program (``cat``,
+    ``grep``, ``ls``, ``sed`` without ``-i``, ``git status`` ...) and nothing is
+    redirected into a file."""
+    lines, bodies = lines_of(command)
+    if bodies or not lines or len(command) > SCAN_CHARS:
+        return False
+    for line in lines:
+        if _MAY_TOUCH.search(line) and any(True for _ in _all_touches(line)):
+            return False
+        for tokens in steps_of(line):
+            if not _reads_only(tokens):
+                return False
+    return True
+
+
+def _all_touches(line: str) -> Iterator[Touch]:
+    for tokens in steps_of(line):
+        yield from _step_touches(tokens)
+
+
+def _reads_only(tokens: list[str]) -> bool:
+    words = [t for t in tokens if not _is_assignment(t)]
+    if not words:
+        return True
+    head = words[0].rsplit("/", 1)[-1]
+    if head in {"cd", "export", "set", "source", "."}:
+        return True
+    if head == "git":
+        verbs = [w for w in words[1:] if not w.startswith("-")]
+        return bool(verbs) and verbs[0] in _GIT_READ_ONLY
+    if head in {"sed", "perl"}:
+        return not any(_in_place(t, head) for t in words[1:])
+    return head in _READ_ONLY
+
+
+def program_of(command: str) -> str:
+    """The program a command line runs (past ``cd ... &&`` and assignments)."""
+    for line in lines_of(command)[0]:
+        for tokens in steps_of(line):
+            words = [t for t in tokens if not _is_assignment(t)]
+            if words and words[0] not in {"cd", "export", "set"}:
+                return words[0].rsplit("/", 1)[-1]
+    return ""

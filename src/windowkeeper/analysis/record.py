@@ -1,0 +1,158 @@
+"""One analysis per message, computed once and shared by every stage of a compaction.
+
+:class:`Analyzer` turns a message into a :class:`MessageFacts` record: role, token cost,
+whether it is a handoff or a real user turn, its tool calls parsed and recognized (what
+each did: command, path, pattern, URL). Facts that only some stages need (exit code,
+error lines, identifiers, files touched, archive handle, the user text) are computed on
+first use and kept in the record, so the plan, pruning, the summarizer, the ledger and
+the archive never compute them twice, and neither does the next compaction of the same
+session (the compressor keeps its analyzer).
+
+What must hold: a record describes the message object it was made from. The cache is
+keyed by the object's identity and checked against the identity of its ``content`` and
+``tool_calls`` values, so a message that was replaced (as every pass does) or had one of
+them reassigned is analysed again. Callers never edit messages in place (SPEC §1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from ..core.messages import Message, call_arguments, call_id, call_name, content_text, tool_calls
+from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
+from .kinds import is_handoff, is_real_user
+from .toolshapes import ToolAction, ToolKind, classify_call
+
+_MISSING = object()
+
+
+class CallFacts(NamedTuple):
+    """One tool call: its id and name, its arguments parsed once, and what it did.
+
+    Non-JSON arguments of a shell tool are taken as the command line itself
+    (``json_object`` tells whether the arguments were a JSON object).
+    """
+
+    id: str
+    name: str
+    args: Mapping[str, Any]
+    action: ToolAction
+    json_object: bool
+
+
+class MessageFacts(NamedTuple):
+    """The analysis of one message (see the module docstring); immutable.
+
+    ``memo`` holds the facts computed on first use (see :meth:`remember`); what it holds
+    is never mutated.
+    """
+
+    message: Message
+    role: str
+    tokens: int
+    handoff: bool
+    real_user: bool
+    memo: dict[Any, Any]
+
+    def remember(self, name: object, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once for this message."""
+        memo = self.memo
+        value = memo.get(name, _MISSING)
+        if value is _MISSING:
+            value = memo[name] = compute()
+        return value
+
+    @property
+    def calls(self) -> tuple[CallFacts, ...]:
+        """The assistant's tool calls, parsed and recognized (on first use)."""
+        calls: tuple[CallFacts, ...] | None = self.memo.get("calls")
+        if calls is None:
+            calls = self.memo["calls"] = tuple(map(parse_call, tool_calls(self.message)))
+        return calls
+
+    @property
+    def text(self) -> str:
+        """The message's text content (tool calls not included)."""
+        content = self.message.get("content")
+        if type(content) is str:
+            return content
+        text: str = self.remember("text", lambda: content_text(content))
+        return text
+
+
+_NO_CALLS: tuple[CallFacts, ...] = ()
+
+
+def parse_call(call: Mapping[str, Any]) -> CallFacts:
+    name, raw = call_name(call), call_arguments(call)
+    args = _parsed(raw)
+    json_object = args is not None
+    if args is None:
+        args = {}
+    action = classify_call(name, args)
+    if not args and action.kind is ToolKind.SHELL and raw.strip():
+        args = {"command": raw.strip()}
+        action = classify_call(name, args)
+    return CallFacts(call_id(call), name, args, action, json_object)
+
+
+def _parsed(raw: str) -> dict[str, Any] | None:
+    """The arguments as a JSON object; ``None`` when they are not one."""
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class Analyzer:
+    """Makes and keeps the :class:`MessageFacts` of messages (one per compressor).
+
+    Args:
+        image_tokens: flat token price of one image.
+        count: counts text tokens (the rough estimate when ``None``).
+    """
+
+    def __init__(self, *, image_tokens: int = IMAGE_TOKENS, count: TextCounter | None = None):
+        self.image_tokens = image_tokens
+        self.count = count
+        self._records: dict[int, tuple[object, object, MessageFacts]] = {}
+
+    def facts(self, message: Message) -> MessageFacts:
+        """The record of ``message``, from the cache when it is still the same message."""
+        content, calls = message.get("content"), message.get("tool_calls")
+        cached = self._records.get(id(message))
+        if (
+            cached is not None
+            and cached[2].message is message
+            and cached[0] is content
+            and cached[1] is calls
+        ):
+            return cached[2]
+        record = self._analyze(message)
+        self._records[id(message)] = (content, calls, record)
+        return record
+
+    def analyze(self, messages: Sequence[Message]) -> list[MessageFacts]:
+        """The records of ``messages``, in order."""
+        facts = self.facts
+        return [facts(m) for m in messages]
+
+    def retain(self, messages: Sequence[Message]) -> None:
+        """Forget every record but those of ``messages`` (the session's current list)."""
+        keep = {id(m) for m in messages}
+        self._records = {k: v for k, v in self._records.items() if k in keep}
+
+    def _analyze(self, message: Message) -> MessageFacts:
+        role = message.get("role")
+        tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+        if role != "user" and role != "assistant":
+            memo: dict[Any, Any] = {"calls": _NO_CALLS}
+            return MessageFacts(message, str(role), tokens, is_handoff(message), False, memo)
+        handoff = is_handoff(message)
+        real_user = role == "user" and is_real_user(message)
+        return MessageFacts(message, role, tokens, handoff, real_user, {})

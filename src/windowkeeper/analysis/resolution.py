@@ -1,0 +1,128 @@
+"""Which failures a later success resolved, tracked in one pass over the tool events.
+
+A failed tool call stays open until the same call (same kind and target) runs again, or,
+for a shell command, until a later successful shell call shows it is fixed: it re-ran the
+failing command as one of its steps, or it ran a test run that covers it (same runner,
+and either the whole suite or paths containing every failing target).
+
+What must hold: the cost is linear in the events. Open failures are indexed by their
+normalized command and, for test runs, by their runner, so a success only looks at the
+failures it could resolve; never at every open failure (which made long sessions
+quadratic: failures × successes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .events import ToolEvent
+from .facts import collapse
+from .outputs import is_test_command
+from .toolshapes import ToolKind
+
+Key = tuple[ToolKind, str]
+_STEP_SEPARATORS = re.compile(r"&&|;|\n")
+
+
+def segments(command: str) -> list[str]:
+    """The steps of a shell command line (``&&``, ``;`` and newlines), each normalized."""
+    return [" ".join(part.split()) for part in _STEP_SEPARATORS.split(command) if part.strip()]
+
+
+def positional(command: str) -> tuple[str, list[str]]:
+    """The program of a command and its non-option arguments."""
+    words = command.split()
+    return (words[0] if words else ""), [w for w in words[1:] if not w.startswith("-")]
+
+
+def is_path(word: str) -> bool:
+    return "/" in word or "." in word.rpartition("/")[2]
+
+
+def event_key(event: ToolEvent) -> Key:
+    """Calls with the same key are the same operation run again."""
+    return event.action.kind, collapse(event.action.target, 200)
+
+
+@dataclass
+class _Open:
+    event: ToolEvent
+    failed_paths: tuple[str, ...]
+
+
+@dataclass
+class OpenFailures:
+    """Feed events in order with :meth:`add`; :meth:`events` are the failures still open."""
+
+    _open: dict[Key, ToolEvent] = field(default_factory=dict)
+    _by_command: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
+    _by_runner: dict[str, list[tuple[Key, _Open]]] = field(default_factory=dict)
+
+    def add(self, event: ToolEvent) -> list[ToolEvent]:
+        """Record ``event``; return the open failures it resolved (oldest first)."""
+        if event.result is None:
+            return []
+        key = event_key(event)
+        self._open.pop(key, None)
+        if event.failed:
+            self._open[key] = event
+            self._index(key, event)
+            return []
+        if event.action.kind is not ToolKind.SHELL or not self._open:
+            return []
+        return self._resolve(event.action.command or "")
+
+    def events(self) -> list[ToolEvent]:
+        return list(self._open.values())
+
+    def _index(self, key: Key, event: ToolEvent) -> None:
+        if event.action.kind is not ToolKind.SHELL:
+            return  # only shell failures can be resolved by another call
+        failed = " ".join((event.action.command or "").split())
+        self._by_command.setdefault(failed, []).append((key, event))
+        if is_test_command(failed):
+            runner, targets = positional(failed)
+            paths = tuple(t for t in targets if is_path(t))
+            self._by_runner.setdefault(runner, []).append((key, _Open(event, paths)))
+
+    def _close(self, key: Key, event: ToolEvent, resolved: list[ToolEvent]) -> None:
+        if self._open.get(key) is event:  # stale index entries are skipped
+            del self._open[key]
+            resolved.append(event)
+
+    def _resolve(self, command: str) -> list[ToolEvent]:
+        resolved: list[ToolEvent] = []
+        for step in segments(command):
+            for key, event in self._by_command.pop(step, ()):
+                self._close(key, event, resolved)
+            if is_test_command(step):
+                self._cover(step, resolved)
+        # The success keeps the original order of what it resolved.
+        order = {id(e): e.position for e in resolved}
+        return sorted(resolved, key=lambda e: order[id(e)])
+
+    def _cover(self, step: str, resolved: list[ToolEvent]) -> None:
+        runner, targets = positional(step)
+        entries = self._by_runner.get(runner)
+        if not entries:
+            return
+        paths = [t for t in targets if is_path(t)]
+        kept: list[tuple[Key, _Open]] = []
+        for key, entry in entries:
+            if self._open.get(key) is not entry.event:
+                continue
+            if _covered(paths, entry.failed_paths):
+                self._close(key, entry.event, resolved)
+            else:
+                kept.append((key, entry))
+        self._by_runner[runner] = kept
+
+
+def _covered(paths: list[str], failed_paths: Iterable[str]) -> bool:
+    """A run of ``paths`` (none: the whole suite) covers every failing path."""
+    if not paths:
+        return True
+    failed = list(failed_paths)
+    return bool(failed) and all(any(f.startswith(p) for p in paths) for f in failed)

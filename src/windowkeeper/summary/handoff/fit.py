@@ -1,0 +1,108 @@
+"""Keeping the handoff within its token budget, the least valuable content going first.
+
+The budget goes to the task, the user's messages and constraints, the work state and the
+open errors before lists of commands, reads and values (SPEC §6). Each step of
+:data:`LADDER` lowers one knob of :class:`~.text.Shown` (found by binary search: the
+largest value that fits); what a step takes out stays recoverable — an old user message
+keeps its first line and its archive handle, old done work becomes counts, a command
+list becomes a count. The task and the pinned constraints are only ever shortened
+(head and tail, long sentences cut), never dropped, so a tiny budget may be exceeded by
+them alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...analysis.facts import largest_fitting
+from ...core.tokens import estimate_tokens
+from .model import HandoffState
+from .text import ALL, TITLES, Shown, section_text
+
+# Which knobs each section reads (a section is rendered again only when one changes).
+_KNOBS = {
+    "Task": ("task_chars",),
+    "User Messages": ("users_full", "user_line_chars"),
+    "Constraints & Preferences": ("constraint_chars",),
+    "Work State": ("done",),
+    "Open Errors": ("errors", "error_lines_each"),
+    "Key Decisions": ("decisions", "decision_chars"),
+    "Files": ("files", "files_read"),
+    "Critical Values": ("values",),
+    "Next Step": (),
+    "State Ledger": ("commands", "error_lines"),
+    "Notes": (),
+}
+LADDER: tuple[tuple[str, int], ...] = (
+    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24),
+    ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
+    ("commands", 0), ("files_read", 0), ("error_lines_each", 3), ("users_full", 6),
+    ("values", 8), ("files", 24), ("decisions", 3), ("done", 4), ("user_line_chars", 120),
+    ("users_full", 2), ("values", 0), ("decisions", 0), ("files", 6), ("done", 0),
+    ("users_full", 0), ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2),
+    ("error_lines_each", 1), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
+)  # fmt: skip
+
+
+class _Sizer:
+    """Token sizes of sections under knob values, each section rendered once per value."""
+
+    def __init__(self, state: HandoffState) -> None:
+        self.state = state
+        self._memo: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def section(self, title: str, shown: Shown) -> int:
+        key = (title, tuple(getattr(shown, k) for k in _KNOBS[title]))
+        size = self._memo.get(key)
+        if size is None:
+            text = section_text(title, self.state, shown)
+            size = self._memo[key] = estimate_tokens(text) + 1 if text else 0
+        return size
+
+    def total(self, shown: Shown) -> int:
+        return sum(self.section(title, shown) for title in TITLES)
+
+
+def fitted(state: HandoffState, budget: int) -> Shown:
+    """The most a render of ``state`` can show within ``budget`` tokens."""
+    sizer = _Sizer(state)
+    shown = Shown()
+    if sizer.total(shown) <= budget:
+        return shown
+    for knob, floor in LADDER:
+        current = getattr(shown, knob)
+        if current <= floor:
+            continue
+        high = min(current, _useful_max(state, knob))
+
+        def fits(value: int, knob: str = knob, base: Shown = shown) -> bool:
+            return sizer.total(replace(base, **{knob: value})) <= budget
+
+        best = largest_fitting(floor, high, fits)
+        shown = replace(shown, **{knob: floor if best is None else best})
+        if best is not None:
+            return shown
+    return shown
+
+
+def _useful_max(state: HandoffState, knob: str) -> int:
+    """The knob's largest value that changes anything (binary search starts there)."""
+    counts = {
+        "users_full": len(state.users), "done": len(state.work.done),
+        "decisions": len(state.decisions), "errors": len(state.errors),
+        "files": len(state.files), "files_read": len(state.files), "values": len(state.values),
+        "commands": len(state.commands), "error_lines": len(state.error_lines),
+    }  # fmt: skip
+    if knob in counts:
+        return counts[knob]
+    if knob == "task_chars":
+        return len(state.task.text) if state.task else 0
+    return (
+        ALL
+        if knob not in ("user_line_chars", "decision_chars", "constraint_chars")
+        else {
+            "user_line_chars": 240,
+            "decision_chars": 300,
+            "constraint_chars": 600,
+        }[knob]
+    )

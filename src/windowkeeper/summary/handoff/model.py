@@ -1,0 +1,88 @@
+"""The handoff state: everything a handoff says, as data.
+
+Every field is filled mechanically (the extractive summarizer) except where an LLM
+summarizer provides the judgment sections (work state, decisions, next step). The text
+form (:mod:`.text`) reads back exactly what it wrote, so the state survives any number
+of compactions; items that no longer fit are shortened, never silently dropped (see
+:mod:`.fit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A user message quoted in the handoff: verbatim, or head and tail when long.
+
+    ``handle`` recalls the whole original from the archive; ``shortened`` says the text
+    is not the whole message.
+    """
+
+    text: str
+    handle: str = ""
+    shortened: bool = False
+
+
+@dataclass(frozen=True)
+class OpenError:
+    """A failure no later result resolved: what failed, its exit code, its error lines.
+
+    ``command`` is set for shell failures (a later successful run of it, or a test run
+    covering it, resolves the error on the next merge).
+    """
+
+    what: str
+    lines: tuple[str, ...]
+    exit_code: int | None = None
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A shell command the agent ran and its exit code when the output reported one."""
+
+    command: str
+    exit_code: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkState:
+    """Subtasks by state. ``done`` items carry their evidence; ``unverified`` are claims
+    without evidence; ``earlier`` counts done work condensed out of the list."""
+
+    done: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
+    in_progress: tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    earlier: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class HandoffState:
+    """The structured content of one handoff (oldest items first in every tuple)."""
+
+    task: Quote | None = None
+    task_in_head: bool = False
+    """The original task is the first user message kept verbatim in the protected head."""
+    request: Quote | None = None
+    """The newest user request when it is not the task (it may still be open)."""
+    request_restated: bool = False
+    """The newest request is restated verbatim right after the handoff."""
+    users: tuple[Quote, ...] = ()
+    constraints: tuple[str, ...] = ()
+    work: WorkState = field(default_factory=WorkState)
+    errors: tuple[OpenError, ...] = ()
+    decisions: tuple[str, ...] = ()
+    root: str = ""
+    files: tuple[tuple[str, str], ...] = ()
+    """(path, status) with status ``created``, ``modified``, ``deleted`` or ``read``."""
+    values: tuple[str, ...] = ()
+    next_step: str = ""
+    commands: tuple[Command, ...] = ()
+    read_only: tuple[tuple[str, int], ...] = ()
+    """Read-only commands by program, counted instead of listed."""
+    error_lines: tuple[str, ...] = ()
+    notes: str = ""
+    """An earlier summary in a form this state does not know (another summarizer's)."""

@@ -1,0 +1,229 @@
+"""Reading a rendered handoff body back into its :class:`~.model.HandoffState`.
+
+:func:`parse_state` reads exactly what :func:`~.text.render` wrote. Headings are looked
+for outside fences only, so a user's own markdown quoted in the handoff is never
+misread; a section of another summarizer's is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..ledger.paths import parse_paths
+from .model import Command, HandoffState, OpenError, Quote, WorkState
+from .quoting import parse_list, read_fence, unquote
+from .text import (
+    COMMANDS,
+    DONE,
+    EARLIER,
+    ERROR_LINES,
+    IN_PROGRESS,
+    NONE,
+    OPEN,
+    ORIGINAL,
+    ORIGINAL_IN_HEAD,
+    PENDING,
+    READ_ONLY,
+    STATUSES,
+    TITLES,
+    UNVERIFIED,
+)
+
+_COMMAND_LINE = re.compile(r"- (.*?)(?: -> exit (-?\d+))?", re.DOTALL)
+_COUNT = re.compile(r"([^,]+?) (\d+)(?:, |$)")
+_HEADING = re.compile(r"## (.+?)\s*")
+
+
+def split_sections(text: str) -> dict[str, list[str]]:
+    """The lines of each known section, headings found outside fences only."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        fenced = read_fence(lines, index)
+        if fenced is not None and current is not None:
+            current.extend(lines[index : fenced[1]])
+            index = fenced[1]
+            continue
+        heading = _HEADING.fullmatch(line)
+        if heading and heading.group(1) in TITLES:
+            current = sections.setdefault(heading.group(1), [])
+        elif heading:
+            current = None  # another summarizer's section: not ours to read
+        elif current is not None:
+            current.append(line)
+        index += 1
+    return sections
+
+
+def parse_state(text: str) -> HandoffState | None:
+    """The state a rendered handoff body holds; ``None`` when it is not one of ours."""
+    sections = split_sections(text)
+    if "Task" not in sections and "State Ledger" not in sections:
+        return None
+    task, in_head, request = _parse_task(sections.get("Task", []))
+    root, files = _parse_files(sections.get("Files", []))
+    commands, counts, error_lines = _parse_ledger(sections.get("State Ledger", []))
+    notes = read_fence(sections.get("Notes", []), 0)
+    return HandoffState(
+        task=task,
+        task_in_head=in_head,
+        request=request,
+        users=_parse_users(sections.get("User Messages", [])),
+        constraints=tuple(_items(sections.get("Constraints & Preferences", []))),
+        work=_parse_work(sections.get("Work State", [])),
+        errors=_parse_errors(sections.get("Open Errors", [])),
+        decisions=tuple(_items(sections.get("Key Decisions", []))),
+        root=root,
+        files=files,
+        values=tuple(
+            v for v, _ in parse_list(" ".join(_plain(sections.get("Critical Values", []))))
+        ),
+        next_step="\n".join(_plain(sections.get("Next Step", []))).strip(),
+        commands=commands,
+        read_only=counts,
+        error_lines=error_lines,
+        notes=notes[0] if notes else "",
+    )
+
+
+def _plain(lines: Sequence[str]) -> list[str]:
+    return [line for line in lines if line.strip() and line.strip() != NONE]
+
+
+def _items(lines: Sequence[str]) -> list[str]:
+    return [unquote(line[2:]) for line in lines if line.startswith("- ")]
+
+
+_QUOTE_HEAD = re.compile(r"(.*?:)(?: \((shortened; )?recall (wk\w+)\))?")
+
+
+def _parse_task(lines: Sequence[str]) -> tuple[Quote | None, bool, Quote | None]:
+    task = request = None
+    in_head = False
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line == ORIGINAL_IN_HEAD:
+            in_head = True
+        head = _QUOTE_HEAD.fullmatch(line)
+        fenced = read_fence(lines, index + 1) if head else None
+        if head and fenced and head.group(1) in (ORIGINAL, OPEN):
+            quoted = Quote(fenced[0], head.group(3) or "", bool(head.group(2)))
+            if head.group(1) == ORIGINAL:
+                task = quoted
+            else:
+                request = quoted
+            index = fenced[1]
+            continue
+        index += 1
+    return task, in_head, request
+
+
+_USER_HEAD = re.compile(r"- (wk\w+|wk\?)( \(shortened\))?:(?: (.*))?")
+
+
+def _parse_users(lines: Sequence[str]) -> tuple[Quote, ...]:
+    users: list[Quote] = []
+    index = 0
+    while index < len(lines):
+        head = _USER_HEAD.fullmatch(lines[index])
+        index += 1
+        if not head:
+            continue
+        handle = "" if head.group(1) == "wk?" else head.group(1)
+        if head.group(3) is not None:
+            users.append(Quote(head.group(3), handle, bool(head.group(2))))
+            continue
+        fenced = read_fence(lines, index)
+        if fenced is not None:
+            users.append(Quote(fenced[0], handle, bool(head.group(2))))
+            index = fenced[1]
+    return tuple(users)
+
+
+def _parse_work(lines: Sequence[str]) -> WorkState:
+    groups: dict[str, list[str]] = {}
+    earlier: tuple[tuple[str, int], ...] = ()
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith(EARLIER):
+            earlier = tuple((k.strip(), int(n)) for k, n in _COUNT.findall(line[len(EARLIER) :]))
+        elif line in (DONE, UNVERIFIED, IN_PROGRESS, PENDING):
+            current = groups.setdefault(line, [])
+        elif line.startswith("- ") and current is not None:
+            current.append(unquote(line[2:]))
+    return WorkState(
+        tuple(groups.get(DONE, ())), tuple(groups.get(UNVERIFIED, ())),
+        tuple(groups.get(IN_PROGRESS, ())), tuple(groups.get(PENDING, ())), earlier,
+    )  # fmt: skip
+
+
+_ERROR_HEAD = re.compile(r"- (.*?)(?: -> exit (-?\d+)| failed)")
+
+
+def _parse_errors(lines: Sequence[str]) -> tuple[OpenError, ...]:
+    errors: list[OpenError] = []
+    for line in lines:
+        head = _ERROR_HEAD.fullmatch(line)
+        if head:
+            what = head.group(1)
+            command = _command_of(what)
+            code = int(head.group(2)) if head.group(2) is not None else None
+            errors.append(OpenError(what, (), code, command))
+        elif line.startswith("  ") and errors:
+            last = errors[-1]
+            errors[-1] = OpenError(last.what, (*last.lines, unquote(line[2:])), last.exit_code,
+                                   last.command)  # fmt: skip
+    return tuple(errors)
+
+
+def _command_of(what: str) -> str | None:
+    if len(what) >= 2 and what[0] == "`" and what[-1] == "`":
+        return what[1:-1]
+    if what.startswith('"'):
+        return unquote(what)
+    return None
+
+
+def _parse_files(lines: Sequence[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    root = ""
+    files: list[tuple[str, str]] = []
+    for line in lines:
+        if line.startswith("Root: "):
+            root = unquote(line[len("Root: ") :])
+            continue
+        label, _, rest = line.partition(": ")
+        status = label.lower()
+        if status in STATUSES:
+            rest = re.sub(r" \(and \d+ more\)$", "", rest)
+            files.extend((path, status) for path in parse_paths(parse_list(rest), root))
+    return root, tuple(files)
+
+
+def _parse_ledger(
+    lines: Sequence[str],
+) -> tuple[tuple[Command, ...], tuple[tuple[str, int], ...], tuple[str, ...]]:
+    commands: list[Command] = []
+    errors: list[str] = []
+    counts: tuple[tuple[str, int], ...] = ()
+    block = ""
+    for line in lines:
+        if line in (COMMANDS, ERROR_LINES):
+            block = line
+        elif line.startswith(READ_ONLY):
+            counts = tuple((k.strip(), int(n)) for k, n in _COUNT.findall(line[len(READ_ONLY) :]))
+            block = ""
+        elif line.startswith("- ") and block == COMMANDS:
+            match = _COMMAND_LINE.fullmatch(line)
+            if match:
+                shown = match.group(1)
+                command = shown[1:-1] if shown[:1] == "`" == shown[-1:] else unquote(shown)
+                code = int(match.group(2)) if match.group(2) is not None else None
+                commands.append(Command(command, code))
+        elif line.startswith("- ") and block == ERROR_LINES:
+            errors.append(unquote(line[2:]))
+    return tuple(commands), counts, tuple(errors)

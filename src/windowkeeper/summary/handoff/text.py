@@ -1,0 +1,243 @@
+"""The handoff state as text, and back (:func:`parse_state` reads what :func:`render`
+wrote, so the state is carried exactly across compactions).
+
+Each section is ``## <title>`` followed by its lines. Verbatim text (the task, user
+messages) sits between fence lines (:mod:`.quoting`), and headings are only looked for
+outside fences, so a user's own markdown is never misread. :class:`Shown` says how much
+of each part a render shows; :mod:`.fit` chooses it to meet the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ledger.paths import choose_root, render_paths
+from .model import Command, HandoffState, Quote
+from .quoting import fence, inline_list, item, list_item, quote
+
+TITLES = (
+    "Task", "User Messages", "Constraints & Preferences", "Work State", "Open Errors",
+    "Key Decisions", "Files", "Critical Values", "Next Step", "State Ledger", "Notes",
+)  # fmt: skip
+NONE = "None recorded."
+ALL = 1_000_000
+
+ORIGINAL = "Original request (verbatim):"
+ORIGINAL_IN_HEAD = "Original request: the first user message above, kept verbatim."
+OPEN = "Newest request, may still be open (verbatim):"
+RESTATED = "Newest request: restated verbatim right after this handoff, still in progress."
+DONE, UNVERIFIED = "Done (with evidence):", "Claimed, not verified:"
+IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (condensed):"
+STATUSES = ("created", "modified", "deleted", "read")
+COMMANDS, READ_ONLY, ERROR_LINES = "Commands:", "Read-only commands (counted):", "Error lines:"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """How much of each part a render shows (``ALL``: everything)."""
+
+    task_chars: int = ALL
+    users_full: int = ALL
+    """The newest this many user messages in full; older ones by their first line."""
+    user_line_chars: int = 240
+    constraint_chars: int = 600
+    done: int = ALL
+    decisions: int = ALL
+    decision_chars: int = 300
+    errors: int = ALL
+    error_lines_each: int = 6
+    files: int = ALL
+    files_read: int = ALL
+    values: int = ALL
+    commands: int = ALL
+    error_lines: int = ALL
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+def render(state: HandoffState, shown: Shown = Shown()) -> str:
+    """The handoff body of ``state``; empty sections are left out."""
+    parts = [section_text(title, state, shown) for title in TITLES]
+    return "\n\n".join(part for part in parts if part)
+
+
+def section_text(title: str, state: HandoffState, shown: Shown) -> str:
+    """One section (``""`` when it has nothing to say)."""
+    body = _RENDERERS[title](state, shown)
+    if not body:
+        return "" if title not in _ALWAYS else f"## {title}\n{NONE}"
+    return f"## {title}\n{body}"
+
+
+def _task(state: HandoffState, shown: Shown) -> str:
+    lines: list[str] = []
+    if state.task_in_head:
+        lines.append(ORIGINAL_IN_HEAD)
+    elif state.task is not None:
+        task = head_tail(state.task, shown.task_chars)
+        lines += [_quote_head(ORIGINAL, task), fence(task.text)]
+    if state.request_restated:
+        lines.append(RESTATED)
+    elif state.request is not None:
+        lines += [_quote_head(OPEN, state.request), fence(state.request.text)]
+    return "\n".join(lines)
+
+
+def _quote_head(label: str, quoted: Quote) -> str:
+    if not quoted.handle:
+        return label
+    how = "shortened; recall" if quoted.shortened else "recall"
+    return f"{label} ({how} {quoted.handle})"
+
+
+def _users(state: HandoffState, shown: Shown) -> str:
+    lines: list[str] = []
+    full_from = len(state.users) - shown.users_full
+    for index, quoted in enumerate(state.users):
+        if index < full_from:
+            quoted = first_line(quoted, shown.user_line_chars)
+        mark = " (shortened)" if quoted.shortened else ""
+        head = f"- {quoted.handle or 'wk?'}{mark}:"
+        text = quoted.text
+        if "\n" not in text and not text.startswith(("~", " ")) and text == text.strip():
+            lines.append(f"{head} {text}")
+        else:
+            lines += [head, fence(text)]
+    return "\n".join(lines)
+
+
+def head_tail(quoted: Quote, limit: int) -> Quote:
+    """A long quote cut to its head and tail (about ``limit`` characters in all)."""
+    text = quoted.text
+    if len(text) <= limit:
+        return quoted
+    head = text[: limit * 2 // 3].rstrip()
+    tail = text[len(text) - limit // 3 :].lstrip()
+    middle = len(text) - len(head) - len(tail)
+    return Quote(f"{head}\n[… {middle:,} characters not shown …]\n{tail}", quoted.handle, True)
+
+
+def first_line(quoted: Quote, limit: int) -> Quote:
+    """A user message shortened to its first line (at most ``limit`` characters)."""
+    text = quoted.text.strip()
+    line = text.split("\n", 1)[0].strip()
+    if len(line) > limit:
+        line = line[: max(0, limit - 1)].rstrip() + "…"
+    if line == text:
+        return quoted
+    return Quote(line + " …", quoted.handle, True)
+
+
+def _constraints(state: HandoffState, shown: Shown) -> str:
+    return "\n".join(f"- {item(_cut(c, shown.constraint_chars))}" for c in state.constraints)
+
+
+def _work(state: HandoffState, shown: Shown) -> str:
+    work = state.work
+    done = work.done[len(work.done) - min(shown.done, len(work.done)) :]
+    earlier = dict(work.earlier)
+    for dropped in work.done[: len(work.done) - len(done)]:
+        verb = dropped.split(" ", 1)[0].lower()
+        earlier[verb] = earlier.get(verb, 0) + 1
+    lines: list[str] = []
+    if earlier:
+        counts = ", ".join(f"{verb} {count}" for verb, count in earlier.items())
+        lines.append(f"{EARLIER} {counts}")
+    for label, items in ((DONE, done), (UNVERIFIED, work.unverified),
+                         (IN_PROGRESS, work.in_progress), (PENDING, work.pending)):  # fmt: skip
+        if items:
+            lines.append(label)
+            lines.extend(f"- {item(entry)}" for entry in items)
+    return "\n".join(lines)
+
+
+def _errors(state: HandoffState, shown: Shown) -> str:
+    lines: list[str] = []
+    for error in state.errors[len(state.errors) - min(shown.errors, len(state.errors)) :]:
+        what = f"`{error.command}`" if error.command and "`" not in error.command else error.what
+        if error.command and what == error.what and "`" in error.command:
+            what = quote(error.command)
+        status = f" -> exit {error.exit_code}" if error.exit_code is not None else " failed"
+        lines.append(f"- {what}{status}")
+        lines.extend(f"  {item(line)}" for line in error.lines[-shown.error_lines_each :])
+    return "\n".join(lines)
+
+
+def _decisions(state: HandoffState, shown: Shown) -> str:
+    kept = state.decisions[len(state.decisions) - min(shown.decisions, len(state.decisions)) :]
+    return "\n".join(f"- {item(_cut(d, shown.decision_chars))}" for d in kept)
+
+
+def _files(state: HandoffState, shown: Shown) -> str:
+    paths = [path for path, _ in state.files]
+    root = state.root or choose_root(paths)
+    lines = [f"Root: {item(root)}"] if root else []
+    for status in STATUSES:
+        group = tuple(p for p, how in state.files if how == status)
+        limit = shown.files_read if status == "read" else shown.files
+        if not group:
+            continue
+        listed = group[len(group) - min(limit, len(group)) :]
+        more = len(group) - len(listed)
+        text = render_paths(listed, root, list_item, quote) if listed else ""
+        suffix = f" (and {more} more)" if more else ""
+        lines.append(f"{status.capitalize()}: {text}{suffix}".replace(":  (", ": ("))
+    return "\n".join(lines)
+
+
+def _values(state: HandoffState, shown: Shown) -> str:
+    values = state.values[len(state.values) - min(shown.values, len(state.values)) :]
+    return inline_list(values)
+
+
+def _next(state: HandoffState, shown: Shown) -> str:
+    return state.next_step
+
+
+def _ledger(state: HandoffState, shown: Shown) -> str:
+    lines: list[str] = []
+    commands = state.commands[len(state.commands) - min(shown.commands, len(state.commands)) :]
+    if commands:
+        lines.append(COMMANDS)
+        lines.extend(map(_command, commands))
+    counts = dict(state.read_only)
+    if len(commands) < len(state.commands):
+        counts["earlier commands"] = (
+            counts.get("earlier commands", 0) + len(state.commands) - len(commands)
+        )
+    if counts:
+        lines.append(f"{READ_ONLY} " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+    kept = state.error_lines[
+        len(state.error_lines) - min(shown.error_lines, len(state.error_lines)) :
+    ]
+    if kept:
+        lines.append(ERROR_LINES)
+        lines.extend(f"- {item(line)}" for line in kept)
+    return "\n".join(lines)
+
+
+def _command(record: Command) -> str:
+    text = record.command
+    shown = quote(text) if "`" in text or "\n" in text or "\r" in text else f"`{text}`"
+    return f"- {shown}" + (f" -> exit {record.exit_code}" if record.exit_code is not None else "")
+
+
+def _notes(state: HandoffState, shown: Shown) -> str:
+    return fence(state.notes) if state.notes else ""
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)].rstrip() + "…"
+
+
+_RENDERERS: dict[str, Callable[[HandoffState, Shown], str]] = dict(
+    zip(
+        TITLES,
+        (_task, _users, _constraints, _work, _errors, _decisions, _files, _values, _next,
+         _ledger, _notes),
+        strict=True,
+    )
+)  # fmt: skip
+_ALWAYS = frozenset({"Task", "Work State"})

@@ -1,0 +1,210 @@
+"""The artifact trail of the summarized turns: files, critical values, commands and error
+lines (SPEC §6 sections 7-8 and the state ledger of §9), merged with the previous one.
+
+Files are listed once each with what happened to them, including edits made through the
+shell (:mod:`~windowkeeper.analysis.commands`) and what ``git status`` / ``git diff``
+reported. The costly scans (identifiers, error lines) walk the events from the newest
+back and stop once their list is full: a compaction costs the same however long the
+session behind it is.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Iterator, Sequence
+
+from ...analysis.commands import command_touches, is_read_only, program_of, reported_touches
+from ...analysis.events import ToolEvent, remembered
+from ...analysis.facts import collapse, dedupe
+from ...analysis.identifiers import event_identifiers, text_identifiers
+from ...analysis.outputs import error_lines, event_errors, exact_values
+from ...analysis.shellfacts import cwd_hint
+from ...analysis.toolshapes import ToolKind
+from .model import Command
+
+COMMAND_CHARS = 160
+MAX_FILES = 300
+MAX_VALUES = 60
+MAX_COMMANDS = 40
+MAX_ERROR_LINES = 30
+_RANK = {"read": 0, "modified": 1, "created": 2, "deleted": 3}
+
+
+def working_directories(events: Sequence[ToolEvent], start: str | None) -> list[str | None]:
+    """The working directory before each event (prompts in output, ``cd``, arguments)."""
+    cwd = start
+    found = []
+    for event in events:
+        found.append(cwd)
+        if event.action.kind is ToolKind.SHELL:
+            cwd = cwd_hint(event, cwd) or cwd
+    return found
+
+
+def event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ...]:
+    """(path, status) of the files one call touched, computed once per event."""
+    key = f"files:{cwd}"
+    found: tuple[tuple[str, str], ...] = remembered(event, key, lambda e: _event_files(e, cwd))
+    return found
+
+
+def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ...]:
+    action = event.action
+    if event.failed and action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+        return ((action.path, "read"),) if action.path else ()
+    if action.kind is ToolKind.READ and action.path:
+        return ((action.path, "read"),)
+    if action.kind is ToolKind.WRITE and action.path:
+        return ((action.path, "created"),)
+    if action.kind is ToolKind.EDIT and action.path:
+        return ((action.path, "modified"),)
+    if action.kind is ToolKind.SEARCH and action.path and _is_file(action.path):
+        return ((action.path, "read"),)
+    if action.kind is not ToolKind.SHELL or not action.command:
+        return ()
+    found = list(command_touches(action.command, cwd))
+    if event.result and not event.failed:
+        root = cwd or ""
+        found.extend(
+            (posixpath.join(root, path) if root else path, how)
+            for path, how in reported_touches(action.command, event.result)
+        )
+    return tuple(found)
+
+
+def _is_file(path: str) -> bool:
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return "." in name and "*" not in path
+
+
+def merged_files(
+    previous: Iterable[tuple[str, str]], touches: Iterable[tuple[str, str]]
+) -> tuple[tuple[str, str], ...]:
+    """Each file once, in order of first mention, with its strongest status (a change
+    beats a read; a file changed after it was deleted exists again)."""
+    files: dict[str, str] = {}
+    for path, status in (*previous, *touches):
+        old = files.get(path)
+        if old is None:
+            files[path] = status
+        elif old == "deleted" and status in ("created", "modified"):
+            files[path] = "created"
+        elif _RANK[status] > _RANK[old] and not (old == "created" and status == "modified"):
+            files[path] = status
+    kept = list(files.items())
+    changed = [f for f in kept if f[1] != "read"]
+    read = [f for f in kept if f[1] == "read"]
+    if len(kept) > MAX_FILES:  # reads go first: a change is what the next window needs
+        read = read[len(read) - max(0, MAX_FILES - len(changed)) :]
+    keep = set(changed[-MAX_FILES:]) | set(read)
+    return tuple(f for f in kept if f in keep)
+
+
+def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
+    """The directory most touched files live under (changed files count double): the
+    working directory when it holds most of them, else the deepest directory holding at
+    least 60%; ``""`` when none does."""
+    weights = [(p, 2 if s != "read" else 1) for p, s in files if p.startswith("/")]
+    total = sum(w for _, w in weights)
+    if not total:
+        return ""
+    counts: dict[str, int] = {}
+    for path, weight in weights:
+        end = path.rfind("/")
+        while end > 0:
+            directory = path[: end + 1]
+            counts[directory] = counts.get(directory, 0) + weight
+            end = path.rfind("/", 0, end)
+    here = (cwd.rstrip("/") + "/") if cwd and cwd.startswith("/") else ""
+    if here and counts.get(here, 0) * 2 >= total:
+        return here
+    fitting = [d for d, n in counts.items() if n * 10 >= total * 6 and d.count("/") > 1]
+    return max(fitting, key=lambda d: (d.count("/"), d), default="")
+
+
+# --- values, commands, error lines ---------------------------------------------------------
+
+
+def newest_distinct(items: Iterable[str], limit: int) -> list[str]:
+    """The first ``limit`` distinct items of a newest-first stream, oldest first."""
+    seen: dict[str, None] = {}
+    for value in items:
+        if value not in seen:
+            seen[value] = None
+            if len(seen) >= limit:
+                break
+    return list(reversed(seen))
+
+
+def values_of(
+    events: Sequence[ToolEvent], user_texts: Sequence[str], assistant_texts: Sequence[str]
+) -> list[str]:
+    """Identifiers and exact values, the newest ones (user-stated values first)."""
+
+    def newest_first() -> Iterator[str]:
+        for text in reversed(user_texts):
+            yield from reversed([v.partition(": ")[2] or v for v in exact_values(text)])
+            yield from reversed(text_identifiers(text, uuids=True))
+        for event in reversed(events):
+            yield from reversed(event_identifiers(event))
+        for text in reversed(assistant_texts):
+            yield from reversed(text_identifiers(text))
+
+    return newest_distinct(newest_first(), MAX_VALUES)
+
+
+def merged_values(previous: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
+    merged = dedupe([*previous, *new], keep_last=True)
+    return tuple(merged[-MAX_VALUES:])
+
+
+def commands_of(events: Sequence[ToolEvent]) -> tuple[list[Command], dict[str, int]]:
+    """Commands that did something (newest kept) and read-only ones counted by program."""
+    counts: dict[str, int] = {}
+    listed: list[Command] = []
+    for event in events:
+        command = event.action.command if event.action.kind is ToolKind.SHELL else None
+        if not command:
+            continue
+        if is_read_only(command):
+            program = program_of(command) or "other"
+            counts[program] = counts.get(program, 0) + 1
+        else:
+            listed.append(Command(collapse(command, COMMAND_CHARS), event.exit_code))
+    return listed, counts
+
+
+def merged_commands(previous: Sequence[Command], new: Sequence[Command]) -> tuple[Command, ...]:
+    """Each command once at its newest run; the newest :data:`MAX_COMMANDS` kept."""
+    newest: dict[str, Command] = {}
+    for record in (*previous, *new):
+        newest.pop(record.command, None)
+        newest[record.command] = record
+    return tuple(list(newest.values())[-MAX_COMMANDS:])
+
+
+def merged_counts(
+    previous: Iterable[tuple[str, int]], new: dict[str, int]
+) -> tuple[tuple[str, int], ...]:
+    counts = dict(previous)
+    for program, count in new.items():
+        counts[program] = counts.get(program, 0) + count
+    return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def error_lines_of(events: Sequence[ToolEvent], user_texts: Sequence[str]) -> list[str]:
+    """Exact error lines the agent hit or the user pasted, the newest distinct ones."""
+
+    def newest_first() -> Iterator[str]:
+        for event in reversed(events):
+            shell_like = event.action.kind in (ToolKind.SHELL, ToolKind.OTHER)
+            if event.result and (event.failed or shell_like):
+                yield from reversed(event_errors(event))
+        for text in reversed(user_texts):
+            yield from reversed(error_lines(text))
+
+    return newest_distinct(newest_first(), MAX_ERROR_LINES)
+
+
+def merged_error_lines(previous: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dedupe([*previous, *new], keep_last=True)[-MAX_ERROR_LINES:])

@@ -1,0 +1,150 @@
+"""What the user said: the task, the newest request, every user message, and the
+constraints and preferences they stated (SPEC §6 sections 1-3), all verbatim.
+
+Only what a user wrote counts (:func:`~windowkeeper.analysis.kinds.user_text`): harness
+notifications, interrupt markers, pasted summaries and injected documents are not user
+messages. Constraints are whole sentences that state a rule, a ban, a preference, an
+exact value or a decision with its reason; once recorded they are pinned (carried in
+every later handoff, oldest first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ...analysis.facts import clued_items, dedupe, sentences
+from ...analysis.kinds import user_text
+from ...analysis.record import MessageFacts
+from ...compaction.plan import message_handle
+from .model import Quote
+
+QUOTE_CHARS = 2_400
+"""A user message longer than this is quoted by its head and tail (with its handle)."""
+TASK_CHARS = 4_000
+"""The original task is quoted whole up to this length, else head and tail."""
+CONSTRAINT_CHARS = 400
+MAX_PER_MESSAGE = 8
+MAX_CONSTRAINTS = 48
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """A message a user wrote: its position in the turns, text and archive handle."""
+
+    position: int
+    text: str
+    handle: str
+
+
+def user_turns(facts: Sequence[MessageFacts]) -> list[UserTurn]:
+    """The messages of ``facts`` a user wrote, in order (images count as ``[image]``)."""
+    found = []
+    for position, record in enumerate(facts):
+        if record.role != "user":
+            continue
+        text = _text_of(record)
+        if text:
+            found.append(UserTurn(position, text, message_handle(record)))
+    return found
+
+
+def _text_of(record: MessageFacts) -> str:
+    """What the user wrote in a message, computed once per message."""
+    text: str = record.remember("user_text", lambda: _written(record))
+    return text
+
+
+def _written(record: MessageFacts) -> str:
+    text = user_text(record.message)
+    content = record.message.get("content")
+    images = 0
+    if isinstance(content, list):
+        images = sum(1 for p in content if isinstance(p, dict) and "text" not in p)
+    return " ".join([text, *["[image]"] * images]).strip() if images else text
+
+
+def quoted(turn: UserTurn, limit: int = QUOTE_CHARS) -> Quote:
+    """A user message verbatim, or its head and tail when it is longer than ``limit``."""
+    text = turn.text
+    if len(text) <= limit:
+        return Quote(text, turn.handle)
+    head = text[: limit * 2 // 3].rstrip()
+    tail = text[len(text) - limit // 3 :].lstrip()
+    middle = len(text) - len(head) - len(tail)
+    return Quote(f"{head}\n[… {middle:,} characters not shown …]\n{tail}", turn.handle, True)
+
+
+# --- constraints -------------------------------------------------------------------------
+
+# Rules, bans and preferences (the words a rule is stated with), and decisions the user
+# made, with their loosened clue for a fast pre-scan (see analysis.facts.clued_items).
+_RULE = re.compile(
+    r"\b(?:must(?:n'?t)?|never|always|don'?t|do not|does not need|should(?:n'?t)?|prefer"
+    r"|preferably|avoid|only|make sure|ensure|required?|cannot|can'?t|no need|not allowed"
+    r"|forbidden|under no circumstances|keep|stick to|instead of|rather than|from now on"
+    r"|going forward|let'?s (?:use|go with|keep|stick)|we(?:'ll| will) (?:use|go with|keep)"
+    r"|I(?:'ve| have)? decided|decided to|go with|because|so that|since we)\b",
+    re.IGNORECASE,
+)
+_CLUES = tuple(
+    (word, re.compile(word))
+    for word in (
+        "must", "never", "always", "don", "do not", "does not need", "should", "prefer",
+        "avoid", "only", "make sure", "ensure", "require", "cannot", "can't", "can’t",
+        "no need", "not allowed", "forbidden", "circumstances", "keep", "stick", "instead",
+        "rather", "from now", "going forward", "let", "we'll", "we will", "decided", "go with",
+        "because", "so that", "since we",
+    )
+)  # fmt: skip
+# An exact value stated in prose: a number with two or more digits, a version, a port, a
+# quoted string, a path, an identifier with digits or underscores, a URL.
+_VALUE = re.compile(
+    r"\d{2,}|\d+\.\d+|`[^`\n]{1,80}`|\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|https?://"
+    r"|(?:^|\s)[~./][\w./-]+|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b"
+)
+_VALUE_RELATION = re.compile(
+    r"\b(?:is|are|=|to|be|use|uses|using|set|called|named|at|on|port|version|value)\b|[:=]",
+    re.IGNORECASE,
+)
+# "Please <verb> ..." asks for work; it states no rule.
+_TASK_ASK = re.compile(
+    r"^(?:(?:can|could|would) you\s+)?please\s+(?:fix|add|implement|write|create|run|check"
+    r"|look|update|help|investigate|find|read|review|refactor|debug|build|test|continue"
+    r"|proceed|go|do|start|try|explain|summari[sz]e|show|open|deploy|install|remove|delete"
+    r"|rename|move|port|migrate|resolve|handle|finish|change|modify|edit|set up|setup)\b",
+    re.IGNORECASE,
+)
+
+
+def constraints_of(texts: Iterable[str]) -> list[str]:
+    """Sentences of user texts that state a rule, preference, exact value or decision."""
+    found: list[str] = []
+    for text in texts:
+        if "```" in text or len(text) > 20_000:
+            text = re.sub(r"```.*?(?:```|\Z)", "\n", text[:20_000], flags=re.DOTALL)
+        candidates = [s for s in sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
+        rules = [s for s in clued_items(candidates, _CLUES) if _states_rule(s)]
+        values = [s for s in candidates if _states_value(s) and s not in rules]
+        found.extend(dedupe(rules + values)[:MAX_PER_MESSAGE])
+    return dedupe(found)
+
+
+def _states_rule(sentence: str) -> bool:
+    if sentence.endswith("?") or not _RULE.search(sentence):
+        return False
+    return not _TASK_ASK.match(sentence)
+
+
+def _states_value(sentence: str) -> bool:
+    if sentence.endswith("?") or len(sentence) > 240:
+        return False
+    return bool(_VALUE.search(sentence)) and bool(_VALUE_RELATION.search(sentence))
+
+
+def merged_constraints(previous: Sequence[str], new: Iterable[str]) -> tuple[str, ...]:
+    """Pinned constraints: the earlier ones first, in order, then the new ones; over the
+    cap the newest new ones wait (the oldest are never evicted)."""
+    merged = dedupe([*previous, *new])
+    return tuple(merged[: max(MAX_CONSTRAINTS, len(previous))])

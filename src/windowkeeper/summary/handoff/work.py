@@ -1,0 +1,333 @@
+"""Where the work stands (SPEC §6 sections 4-6 and 9): subtasks with evidence, open
+errors, decisions with their reasons, and the next step — written deterministically.
+
+"Done" needs evidence from a tool result: a write or edit that succeeded, a test run that
+passed, a commit, a command that exited 0 after doing something. A failure that a later
+result resolved is listed under the step that resolved it, never as open. When the agent
+keeps a todo or plan list (a tool call carrying items with a status), that list is the
+work state, each done item checked for evidence since it was last open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from ...analysis.commands import is_read_only
+from ...analysis.events import ToolEvent
+from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, paragraphs, prose
+from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
+from ...analysis.resolution import OpenFailures
+from ...analysis.todos import TodoItem, todo_items
+from ...analysis.toolshapes import ToolAction, ToolKind
+from .model import OpenError, WorkState
+
+MAX_DONE, MAX_ERRORS, MAX_DECISIONS, MAX_PLAN = 24, 5, 16, 6
+_COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
+_CLAIM = re.compile(
+    r"\b(?:I(?:'ve| have) (?:fixed|implemented|completed|finished|resolved|added|updated)"
+    r"|(?:is|are|has been|have been) (?:fixed|implemented|done|complete|resolved)"
+    r"|all (?:the )?tests (?:now )?pass|works now|now works|successfully (?:fixed|implemented))",
+    re.IGNORECASE,
+)
+_INTENT = re.compile(
+    r"\b(?:let me|let's|I'll|I will|I'm going to|I am going to|next,? I|now I(?:'ll| will)?"
+    r"|the next step|next step is)\b",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
+    r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
+    r"|going with|opted|chose|chosen|the (?:bug|problem|issue|culprit) (?:is|was|lives)"
+    r"|turns out|so only|because|since the|in order to|to avoid)\b",
+    re.IGNORECASE,
+)
+_DECISION_CLUES = tuple(
+    (w, re.compile(w))
+    for w in ("decide", "instead", "rather", "fix", "root", "'ll", "will", "let's", "going",
+              "opted", "chose", "bug", "problem", "issue", "culprit", "turns", "only",
+              "because", "since", "order to", "avoid")
+)  # fmt: skip
+
+
+def _target(action: ToolAction) -> str:
+    return collapse(action.path or action.target, 120)
+
+
+def _evidence(event: ToolEvent) -> str | None:
+    """What a successful call proves was done, or ``None`` when it proves nothing."""
+    if event.result is None or event.failed:
+        return None
+    action = event.action
+    if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+        verb = "Wrote" if action.kind is ToolKind.WRITE else "Edited"
+        return f"{verb} {_target(action)} ({action.name} ok)"
+    if action.kind is not ToolKind.SHELL or not action.command:
+        return None
+    command = collapse(action.command, 120)
+    if is_test_command(action.command[:2_000]):
+        summary = test_summary(event.result)
+        return f"Tests passed: `{command}`" + (f" ({summary})" if summary else "")
+    commit = _COMMIT.search(event.result[:2_000]) if "commit" in action.command else None
+    if commit:
+        return f"Committed {commit.group(1)}: {collapse(commit.group(2), 80)}"
+    if is_read_only(action.command):
+        return None
+    code = f"exit {event.exit_code}" if event.exit_code is not None else "no error reported"
+    return f"Ran `{command}` ({code})"
+
+
+def work_state(
+    events: Sequence[ToolEvent], assistant: Sequence[tuple[int, str]], previous: WorkState
+) -> tuple[WorkState, OpenFailures]:
+    """The work state of the turns merged with the previous one, and the failure tracker
+    (fed with every event, for the open errors)."""
+    tracker = OpenFailures()
+    done: list[str] = list(previous.done)
+    last_test: ToolEvent | None = None
+    edited_since_test: list[str] = []
+    evidence_at: list[int] = []
+    for event in events:
+        resolved = tracker.add(event)
+        proof = _evidence(event)
+        if proof is None:
+            continue
+        evidence_at.append(event.position)
+        if resolved:
+            fixed = _first_error(resolved[0])
+            proof += f"; resolves the earlier failure: {fixed}" if fixed else ""
+        if done and done[-1].split(" (", 1)[0] == proof.split(" (", 1)[0] and not resolved:
+            done[-1] = _again(done[-1])
+        else:
+            done.append(proof)
+        if proof.startswith("Tests passed") or _is_test(event):
+            last_test, edited_since_test = event, []
+        elif event.action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+            edited_since_test.append(_target(event.action))
+    for event in events:  # a failing test run is also a "last test run"
+        if _is_test(event) and (last_test is None or event.position > last_test.position):
+            last_test = event
+    todos = _newest_todos(events)
+    if todos is not None:
+        state = _from_todos(todos, evidence_at, done, previous)
+    else:
+        state = _from_events(done, tracker, last_test, edited_since_test, assistant, previous)
+    return state, tracker
+
+
+def _again(item: str) -> str:
+    match = re.search(r" ×(\d+)$", item)
+    if match:
+        return f"{item[: match.start()]} ×{int(match.group(1)) + 1}"
+    return f"{item} ×2"
+
+
+def _is_test(event: ToolEvent) -> bool:
+    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    if not command or event.result is None:
+        return False
+    return is_test_command(command[:2_000])
+
+
+def _first_error(event: ToolEvent) -> str:
+    errors = event_errors(event)
+    return collapse(errors[-1], 160) if errors else ""
+
+
+def _from_events(
+    done: list[str],
+    tracker: OpenFailures,
+    last_test: ToolEvent | None,
+    edited: list[str],
+    assistant: Sequence[tuple[int, str]],
+    previous: WorkState,
+) -> WorkState:
+    in_progress: list[str] = []
+    open_events = tracker.events()
+    if open_events:
+        newest = open_events[-1]
+        in_progress.append(f"Fixing the failure of {_what(newest)}")
+    if last_test is not None and edited and not last_test.failed:
+        in_progress.append(
+            f"Changed since the last passing test run: {', '.join(dedupe(edited)[-5:])}"
+        )
+    claims = _unverified_claims(assistant, last_test)
+    pending = _stated_plan(assistant) or list(previous.pending)
+    return WorkState(
+        tuple(done[-MAX_DONE:]), tuple(claims), tuple(in_progress), tuple(pending[:MAX_PLAN]),
+        _earlier(previous.earlier, done[:-MAX_DONE]),
+    )  # fmt: skip
+
+
+def _earlier(
+    previous: Sequence[tuple[str, int]], dropped: Sequence[str]
+) -> tuple[tuple[str, int], ...]:
+    counts = dict(previous)
+    for item in dropped:
+        verb = item.split(" ", 1)[0].rstrip(":").lower()
+        counts[verb] = counts.get(verb, 0) + 1
+    return tuple(counts.items())
+
+
+def _what(event: ToolEvent) -> str:
+    action = event.action
+    if action.kind is ToolKind.SHELL and action.command:
+        return f"`{collapse(action.command, 120)}`"
+    return f"{action.kind.value} {_target(action)}"
+
+
+def _unverified_claims(
+    assistant: Sequence[tuple[int, str]], last_test: ToolEvent | None
+) -> list[str]:
+    """Completion claims of the newest assistant texts with no passing test after them."""
+    found: list[str] = []
+    for position, text in reversed(assistant[-6:]):
+        if last_test is not None and not last_test.failed and last_test.position > position:
+            continue
+        for sentence in item_sentences(" ".join(prose(text[:4_000]).split())):
+            if _CLAIM.search(sentence) and not sentence.endswith("?"):
+                found.append(collapse(sentence, 200))
+        if len(found) >= 3:
+            break
+    return dedupe(found)[:3]
+
+
+_PLAN_HEAD = re.compile(r"(?:next steps?|remaining|to do|todo|plan)\s*:?\s*$", re.IGNORECASE)
+
+
+def _stated_plan(assistant: Sequence[tuple[int, str]]) -> list[str]:
+    """The items of a plan list in the newest assistant text ("Next steps:" + a list)."""
+    if not assistant:
+        return []
+    lines = prose(assistant[-1][1][:6_000]).splitlines()
+    for index, line in enumerate(lines):
+        if _PLAN_HEAD.search(line.strip().strip("*#")):
+            items = [ln.strip() for ln in lines[index + 1 : index + 1 + MAX_PLAN]]
+            listed = [
+                re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", ln) for ln in items if ln[:1] in "-*+123456789"
+            ]
+            return [collapse(i, 200) for i in listed if i]
+    return []
+
+
+# --- todo and plan lists ------------------------------------------------------------------
+
+
+def _newest_todos(events: Sequence[ToolEvent]) -> list[tuple[int, list[TodoItem]]] | None:
+    """Every todo/plan list the agent wrote, with its position; ``None`` when none."""
+    lists = [(e.position, items) for e in events if (items := todo_items(e.action.name, e.args))]
+    return lists or None
+
+
+def _from_todos(
+    lists: list[tuple[int, list[TodoItem]]],
+    evidence_at: list[int],
+    done: list[str],
+    previous: WorkState,
+) -> WorkState:
+    """The newest list is the state; a done item is verified when evidence exists between
+    the list where it was last open and the one that marked it done."""
+    last_open: dict[str, int] = {}
+    verified: dict[str, bool] = {}
+    for position, items in lists:
+        for todo in items:
+            if todo.status != "done":
+                last_open[todo.text] = position
+            elif todo.text not in verified:
+                since = last_open.get(todo.text, -1)
+                verified[todo.text] = any(since < at <= position for at in evidence_at)
+    newest = lists[-1][1]
+    by = {s: [t.text for t in newest if t.status == s] for s in ("done", "in progress", "pending")}
+    proven = [t for t in by["done"] if verified.get(t, False)]
+    claimed = [f"{t} (marked done, no tool result shows it)" for t in by["done"] if t not in proven]
+    return WorkState(
+        tuple(proven + done[-6:]), tuple(claimed), tuple(by["in progress"]),
+        tuple(by["pending"]), previous.earlier,
+    )  # fmt: skip
+
+
+# --- open errors, decisions, next step ------------------------------------------------------
+
+
+def open_errors(tracker: OpenFailures, carried: Sequence[OpenError]) -> tuple[OpenError, ...]:
+    """The newest failures still open: the carried ones a later success did not resolve,
+    then the turns' own."""
+    fresh = [_open_error(e) for e in tracker.events()]
+    return tuple([*carried, *fresh][-MAX_ERRORS:])
+
+
+def _open_error(event: ToolEvent) -> OpenError:
+    action = event.action
+    lines = event_errors(event)[-6:] or [last_line(event.result or "")]
+    command = (
+        collapse(action.command, 200) if action.kind is ToolKind.SHELL and action.command else None
+    )
+    return OpenError(_what(event), tuple(lines), event.exit_code, command)
+
+
+def still_open(carried: Sequence[OpenError], events: Sequence[ToolEvent]) -> list[OpenError]:
+    """The previous handoff's open errors that no event of these turns resolved."""
+    if not carried:
+        return []
+    tracker = OpenFailures()
+    pseudo = [_pseudo(error) for error in carried]
+    for event in pseudo:
+        tracker.add(event)
+    for event in events:
+        tracker.add(event)
+    alive = {id(e) for e in tracker.events()}
+    ran = {event.action.kind for event in events if event.result is not None and not event.failed}
+    kept = []
+    for error, event in zip(carried, pseudo, strict=True):
+        if id(event) in alive and (error.command or ToolKind.EDIT not in ran):
+            kept.append(error)
+    return kept
+
+
+def _pseudo(error: OpenError) -> ToolEvent:
+    command = error.command or ""
+    kind = ToolKind.SHELL if error.command else ToolKind.OTHER
+    action = ToolAction("carried", kind, command or error.what, command=error.command)
+    return ToolEvent(-1, action, {}, "\n".join(error.lines), error.exit_code, True)
+
+
+def decisions(assistant: Sequence[tuple[int, str]], previous: Sequence[str]) -> tuple[str, ...]:
+    """Choices and findings the agent stated, with their reasons, newest kept."""
+    found: list[str] = []
+    for _, text in reversed(assistant):
+        found.extend(reversed(_decisions_in(text)))
+        if len(found) >= MAX_DECISIONS:
+            break
+    new = list(reversed(found))
+    return tuple(dedupe([*previous, *new], keep_last=True)[-MAX_DECISIONS:])
+
+
+def _decisions_in(text: str) -> list[str]:
+    body = prose(text[:20_000])
+    items = clued_items(paragraphs(body), _DECISION_CLUES)
+    return [
+        collapse(s, 300)
+        for item in items
+        for s in item_sentences(item)
+        if len(s) >= 20 and s[-1] not in "?:" and _DECISION.search(s)
+    ]
+
+
+def next_step(
+    assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent], previous: str
+) -> str:
+    """What the agent was about to do: its newest stated intent, else its last call."""
+    for _, text in reversed(assistant[-3:]):
+        intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
+        if intents:
+            return collapse(intents[-1], 300)
+    if events:
+        event = events[-1]
+        result = "no result kept" if event.result is None else ("failed" if event.failed else "ok")
+        return f"The last call before this handoff: {_what(event)} ({result})."
+    return previous
+
+
+def _sentences_of(text: str) -> Iterator[str]:
+    for paragraph in paragraphs(prose(text[:6_000])):
+        yield from item_sentences(paragraph)
