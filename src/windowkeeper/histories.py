@@ -22,6 +22,7 @@ from .core.messages import Message, dump_jsonl, strip_private_keys, validate_mes
 from .core.tokens import estimate_request_tokens
 from .engine.compressor import ContextCompressor
 from .loop.manager import ContextManager
+from .store import SessionStore, compact_session
 
 __all__ = ("FuzzCase", "fuzz_case", "random_history", "random_text")
 
@@ -155,11 +156,12 @@ class FuzzCase:
     forced_floor_fits: bool = False
 
 
-def fuzz_case(seed: int) -> FuzzCase:
+def fuzz_case(seed: int, store: SessionStore | None = None) -> FuzzCase:
     """Compress the history of ``seed`` at a random window (2K-200K, forced or not) and
     check it: no exception anywhere (validation, compress, the manager, the JSONL round
-    trip), no invariant violation in the output, and whether an over-window result was
-    reported in ``report.warnings``."""
+    trip, and with a ``store`` storing, reading back and compacting it there), no
+    invariant violation in the output, and whether an over-window result was reported in
+    ``report.warnings``."""
     rng = random.Random(seed)
     messages = random_history(rng)
     window = int(2_000 * 100 ** rng.random())
@@ -172,6 +174,8 @@ def fuzz_case(seed: int) -> FuzzCase:
         compressor = ContextCompressor(config, context_length=window)
         result = compressor.compress(messages, force=force)
         ContextManager(ContextCompressor(config, context_length=window)).preflight(messages)
+        if store is not None:
+            _through_store(store, messages, ContextCompressor(config, context_length=window))
     except Exception as exc:  # the fuzz records every failure, whatever it is
         return replace(case, exception=f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
     after = estimate_request_tokens(result.messages)
@@ -182,6 +186,14 @@ def fuzz_case(seed: int) -> FuzzCase:
         case, violations=tuple(violations(result.messages)), over_window=over,
         reported=reported, forced_floor_fits=force and floor <= usable_window(window),
     )  # fmt: skip
+
+
+def _through_store(
+    store: SessionStore, messages: list[Message], compressor: ContextCompressor
+) -> None:
+    session = store.create_session(messages)
+    assert store.load(session.id).messages == _reread(messages), "the store changed a message"
+    compact_session(store, session.id, compressor, force=True)
 
 
 def _reread(messages: list[Message]) -> list[Message]:
