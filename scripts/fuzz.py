@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
 from windowkeeper.histories import FuzzCase, fuzz_case
 from windowkeeper.store import open_store
@@ -34,11 +33,10 @@ def main() -> int:
     args = parser.parse_args()
     started = time.perf_counter()
     cases: list[FuzzCase] = []
-    with tempfile.TemporaryDirectory() as folder:
-        with open_store(f"sqlite:///{Path(folder) / 'fuzz.db'}") as store:
-            for number in range(args.count):
-                stored = args.store_every and number % args.store_every == 0
-                cases.append(fuzz_case(args.seed + number, store if stored else None))
+    with tempfile.TemporaryDirectory() as folder, open_store(f"sqlite:///{folder}/f.db") as store:
+        for number in range(args.count):
+            stored = args.store_every and number % args.store_every == 0
+            cases.append(fuzz_case(args.seed + number, store if stored else None))
     elapsed = time.perf_counter() - started
     failed = [c for c in cases if c.exception]
     broken = [c for c in cases if c.violations]

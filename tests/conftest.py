@@ -25,6 +25,13 @@ def sessions_dir() -> Path:
     return SESSIONS_DIR
 
 
+@pytest.fixture
+def summary_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compactions made through the settings (CLI, gateway) always reach the summary tier:
+    for tests about the handoff, where pruning alone would otherwise be enough."""
+    monkeypatch.setenv("WINDOWKEEPER_COMPRESSION__PRUNE_ONLY_RATIO", "0.01")
+
+
 PG_ENV = "WINDOWKEEPER_TEST_POSTGRES_URL"
 REQUIRE_ENV = "WINDOWKEEPER_REQUIRE_POSTGRES"
 

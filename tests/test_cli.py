@@ -23,6 +23,8 @@ from windowkeeper.core.report import CompressionReport, FailureKind, Outcome, Re
 from windowkeeper.engine.compressor import ContextCompressor
 from windowkeeper.summary.protocol import SummaryFailure, SummaryOutcome, SummaryRequest
 
+pytestmark = pytest.mark.usefixtures("summary_tier")
+
 runner = CliRunner()
 REPORT_KEYS = {
     "compressed", "aborted", "fallback_used", "before_tokens", "after_tokens",

@@ -11,9 +11,11 @@ from factories import long_session
 from windowkeeper.cli import app as cli
 from windowkeeper.testing import OpenAITestServer, Step
 
+pytestmark = pytest.mark.usefixtures("summary_tier")
+
 GOOD = (
-    "## Historical Task Snapshot\nx\n\n## Goal\nFix the refund bug.\n\n"
-    "## Completed Actions\n1. Ran tests"
+    "## Task\nx\n\n## Work State\nIn progress:\n- Fix the refund bug.\n\n"
+    "## Next Step\nRun the tests."
 )
 
 
@@ -70,8 +72,9 @@ def test_server_error_falls_back_with_a_warning(
         code, out, err, report = _run(server, session_file, tmp_path, capsys)
     assert code == 0
     assert report["fallback_used"] is True and report["failure"] == "server_error"
-    assert "warning: summary failed (server_error); using the extractive fallback" in err
-    assert "## Historical Task Snapshot" in out
+    assert "warning: summary failed (server_error: " in err
+    assert "500" in err and "using the extractive fallback" in err
+    assert "## Task" in out
 
 
 def test_llm_summarizer_needs_a_model(

@@ -13,6 +13,8 @@ from windowkeeper.cli import app as cli
 from windowkeeper.core.messages import strip_private_keys
 from windowkeeper.store import open_store
 
+pytestmark = pytest.mark.usefixtures("summary_tier")
+
 
 @pytest.fixture
 def stored(tmp_path: Path) -> tuple[str, str]:

@@ -13,11 +13,12 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis.facts import sentences
+from windowkeeper.analysis.facts import collapse, dedupe, sentences
 from windowkeeper.analysis.identifiers import text_identifiers
 from windowkeeper.analysis.outputs import error_lines, is_test_command
 from windowkeeper.analysis.toolshapes import shorten
-from windowkeeper.summary.extractive.state import decisions
+from windowkeeper.summary.handoff.work import _DECISION as DECISION
+from windowkeeper.summary.handoff.work import MAX_DECISIONS, decisions
 
 _PIECES = [
     " ", "\n", "\t", "-", ".", ":", "#", "/", "_", "=", "'", "x", "A", "é", "ı", "ſ", "İ",
@@ -67,12 +68,6 @@ _ERROR_LINE = re.compile(
     )""",
     re.MULTILINE | re.VERBOSE,
 )
-_DECISION = re.compile(
-    r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
-    r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
-    r"|going with|opted|chose|chosen)\b",
-    re.IGNORECASE,
-)
 
 
 def _identifiers(text: str, *, uuids: bool, shas: bool) -> list[str]:
@@ -120,11 +115,11 @@ def test_test_commands_match_the_plain_pattern(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_texts, max_size=3))
 def test_decisions_match_a_scan_of_every_sentence(texts: list[str]) -> None:
-    turns = [{"role": "assistant", "content": text} for text in texts]
     expected = [
-        shorten(" ".join(s.split()), 300)
+        collapse(s, 300)
         for text in texts
         for s in sentences(text)
-        if len(s) >= 15 and s[-1] not in "?:" and _DECISION.search(s)
+        if len(s) >= 20 and s[-1] not in "?:" and DECISION.search(s)
     ]
-    assert decisions(turns) == list(dict.fromkeys(expected))[-15:]
+    found = decisions(list(enumerate(texts)), ())
+    assert list(found) == dedupe(expected, keep_last=True)[-MAX_DECISIONS:]

@@ -24,7 +24,7 @@ from windowkeeper.core.tokens import estimate_messages_tokens, message_tokens
 from windowkeeper.engine.compressor import ContextCompressor
 from windowkeeper.loop.events import Event, EventKind
 from windowkeeper.loop.manager import ContextManager
-from windowkeeper.summary.protocol import RESTATED_SNAPSHOT
+from windowkeeper.summary.handoff.text import RESTATED
 
 TASK = "Port the billing service to the new ledger API. " + " ".join(
     f"Rule {n}: keep invoice {n} byte-identical." for n in range(450)
@@ -62,7 +62,7 @@ def test_large_request_is_restated_once_and_the_handoff_points_to_it() -> None:
     text = text_of(out)
     assert text.count(LAST_RULE) == 1
     assert text.count(in_progress_header()) == 1
-    assert f"## Historical Task Snapshot\n{RESTATED_SNAPSHOT}" in text
+    assert RESTATED in text
     assert [live_text(m) for m in out if m["role"] == "user"] == [TASK]
 
 
@@ -148,12 +148,13 @@ def test_forced_compaction_that_would_not_fit_summarizes_a_large_head_listing() 
     assert out[-1] == messages[-1] and out[-2] == messages[-2]
 
 
-def test_a_short_restated_request_is_also_quoted_in_the_snapshot() -> None:
+def test_a_short_restated_request_is_pointed_to_not_quoted_twice() -> None:
     task = "Migrate every module to the new logging API. Do not touch tests."
-    comp = compressor()
+    comp = ContextCompressor(CompressionConfig(protect_first_n=0, prune_only_ratio=0.01),
+                             context_length=16_000)  # fmt: skip
     out = comp.compress([system(), user(task), *rounds(0, 60)]).messages
     text = text_of(out)
-    assert f"## Historical Task Snapshot\n{task}" in text
+    assert RESTATED in text and text.count(task) == 1
     assert text.count(in_progress_header()) == 1
 
 
@@ -276,7 +277,9 @@ def test_an_image_only_send_is_restated_with_the_request_it_continues() -> None:
                 assistant("Send the screenshot."), {"role": "user", "content": [image]},
                 *rounds(0, 12, 3_200)]  # fmt: skip
     for window in (8_000, 32_000):
-        out = compressor(window).compress(messages, force=True).messages
+        summary_only = CompressionConfig(protect_first_n=0, prune_only_ratio=0.01)
+        comp = ContextCompressor(summary_only, context_length=window)
+        out = comp.compress(messages, force=True).messages
         assert violations(out) == []
         restated = [m for m in out if in_progress_header() in content_text(m.get("content"))]
         assert len(restated) == 1 and restated[0]["role"] == "user"

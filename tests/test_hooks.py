@@ -10,6 +10,7 @@ import pytest
 from factories import long_session
 from windowkeeper.analysis.kinds import end_marker, handoff_body, is_handoff
 from windowkeeper.compaction.handoff import unwrap
+from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import Message, content_text
 from windowkeeper.core.report import CompressionResult
@@ -51,7 +52,8 @@ def test_post_compress_live_state_follows_the_handoff() -> None:
         recent_files=lambda: list(files),
         read_file=files.__getitem__,
     )
-    manager = ContextManager(ContextCompressor(context_length=32_000), hooks=[hook])
+    summary_only = CompressionConfig(prune_only_ratio=0.01)
+    manager = ContextManager(ContextCompressor(summary_only, context_length=32_000), hooks=[hook])
     out = manager.compress(long_session(rounds=40))
     carrier = next(m for m in out if is_handoff(m))
     text = content_text(carrier["content"])
@@ -94,8 +96,9 @@ def test_failing_hooks_are_reported_and_never_break_compaction(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     events: list[Event] = []
-    manager = ContextManager(ContextCompressor(context_length=32_000), hooks=[Broken()],
-                             on_event=events.append)  # fmt: skip
+    summary_only = CompressionConfig(prune_only_ratio=0.01)
+    manager = ContextManager(ContextCompressor(summary_only, context_length=32_000),
+                             hooks=[Broken()], on_event=events.append)  # fmt: skip
     messages = long_session(rounds=40)
     with caplog.at_level(logging.ERROR, logger="windowkeeper.loop.hooks"):
         out = manager.compress(messages)

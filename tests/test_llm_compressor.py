@@ -18,7 +18,7 @@ from windowkeeper.core.report import FailureKind, Outcome, Reason
 from windowkeeper.engine.guard import remaining_cooldown
 from windowkeeper.testing import OpenAITestServer, Step, unused_port
 
-GOOD = "## Historical Task Snapshot\nx\n\n## Goal\nShip the refund fix.\n"
+GOOD = "## Work State\nIn progress:\n- Ship the refund fix.\n"
 
 
 class Clock:
@@ -34,7 +34,7 @@ def _compressor(base_url: str, clock: Clock, **config: object) -> ContextCompres
         LLMSummarizerConfig(model="summ", base_url=base_url, timeout=1.5, total_timeout=6)
     )
     return ContextCompressor(
-        CompressionConfig(**config),  # type: ignore[arg-type]
+        CompressionConfig(**{"prune_only_ratio": 0.01, **config}),  # type: ignore[arg-type]
         context_length=32_000,
         summarizer=summarizer,
         clock=clock,
@@ -79,7 +79,7 @@ def test_failure_handling(step: Step, kind: FailureKind, aborts: bool, cooldown:
     else:
         assert report.compressed and report.fallback_used
         handoff = next(m for m in result.messages if is_handoff(m))
-        assert "## Completed Actions" in content_text(handoff["content"])
+        assert "## Work State" in content_text(handoff["content"])
     assert remaining_cooldown(comp.guard, clock.now) == cooldown
     assert comp.decide(10**9).reason is Reason.COOLDOWN
     clock.now += cooldown

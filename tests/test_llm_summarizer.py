@@ -20,8 +20,7 @@ from windowkeeper.summary.llm.config import LLMSummarizerConfig
 from windowkeeper.summary.llm.prompt import DATA_CLOSE, NOTES_OPEN, template_version
 from windowkeeper.summary.llm.summarizer import LLMSummarizer, is_local_url
 from windowkeeper.summary.protocol import (
-    NO_USER_SNAPSHOT,
-    SECTION_TITLES,
+    WRITTEN_TITLES,
     Summarizer,
     SummaryRequest,
 )
@@ -33,14 +32,17 @@ DB_URL = "postgresql://u:hunter2@db/x"
 SNAPSHOT = "Please fix the refund rounding bug in payments/refunds.py and keep the API stable."
 GOOD = "\n".join(
     [
-        "## Historical Task Snapshot",
-        "The user wants a fix (a paraphrase that must be replaced)",
-        "## Goal",
-        "Fix refund rounding.",
-        "## Completed Actions",
-        "1. RAN pytest tests/test_refunds.py — 2 failed [tool: bash]",
-        "## Relevant Files",
+        "## Task",
+        "The user wants a fix (a paraphrase that must not be taken)",
+        "## Work State",
+        "In progress:",
+        "- RAN pytest tests/test_refunds.py — 2 failed",
+        "## Key Decisions",
+        "- Keep the API stable because clients depend on it.",
+        "## Files",
         "- payments/refunds.py",
+        "## Next Step",
+        "Fix the rounding in payments/refunds.py.",
     ]
 )
 ABORTING = {FailureKind.AUTH, FailureKind.NETWORK, FailureKind.TIMEOUT}
@@ -99,8 +101,9 @@ def assert_well_formed(sent: RecordedRequest, cap: int = 160_000) -> str:
     """The request carries the template and the data, and no planted secret."""
     prompt = sent.prompt
     raw = json.dumps(sent.body)
-    for title in SECTION_TITLES:
+    for title in WRITTEN_TITLES:
         assert f"## {title}" in prompt
+    assert "recorded mechanically" in prompt
     assert "not addressed to\nyou" in prompt or "DATA to be summarised" in prompt
     assert "2025-03-14" in prompt
     for secret in (SK_KEY, BEARER, "hunter2"):
@@ -120,11 +123,13 @@ def test_good_summary(server: OpenAITestServer) -> None:
     assert template_version("preamble") == "v1"
     body = outcome.body
     assert body is not None
-    assert body.startswith(f"## Historical Task Snapshot\n{SNAPSHOT}\n\n## Goal")
-    assert "paraphrase" not in body
-    for title in SECTION_TITLES:
-        assert body.count(f"## {title}\n") == 1
-    assert "1. RAN pytest tests/test_refunds.py" in body
+    # Only the written sections are taken from the model; the mechanical ones (task,
+    # files ...) are the compressor's, never the model's paraphrase.
+    assert [line for line in body.splitlines() if line.startswith("## ")] == [
+        f"## {title}" for title in WRITTEN_TITLES
+    ]
+    assert "paraphrase" not in body and "## Files" not in body
+    assert "- RAN pytest tests/test_refunds.py — 2 failed" in body
     (sent,) = server.chat_requests
     assert sent.path == "/v1/chat/completions"
     assert sent.headers["authorization"] == "Bearer test-key"
@@ -245,7 +250,7 @@ def test_streaming_failures(server: OpenAITestServer, step: Step, kind: FailureK
 def test_streaming_success(server: OpenAITestServer) -> None:
     server.script(Step.stream(GOOD, chunks=7))
     outcome = summarizer(server, stream=True).summarize(make_request())
-    assert outcome.body is not None and "Fix refund rounding." in outcome.body
+    assert outcome.body is not None and "Fix the rounding in payments/refunds.py." in outcome.body
     (sent,) = server.chat_requests
     assert sent.body["stream"] is True
     assert_well_formed(sent)
@@ -295,8 +300,8 @@ def test_iterative_update_carries_the_previous_summary(server: OpenAITestServer)
     one, two = server.chat_requests
     assert NOTES_OPEN not in one.prompt
     prompt = assert_well_formed(two)
-    assert NOTES_OPEN in prompt and "1. RAN pytest tests/test_refunds.py" in prompt
-    assert "continue the existing numbering" in prompt
+    assert NOTES_OPEN in prompt and "- RAN pytest tests/test_refunds.py" in prompt
+    assert "now shown done (with their evidence)" in prompt
     assert prompt.index(NOTES_OPEN) < prompt.index(DATA_CLOSE)
     # the focus block comes last, after the data, the structure and the date
     focus = prompt.rindex("FOCUS:")
@@ -305,28 +310,27 @@ def test_iterative_update_carries_the_previous_summary(server: OpenAITestServer)
 
 
 def test_no_user_session(server: OpenAITestServer) -> None:
-    server.script(Step.completion("## Goal\nNightly job."))
+    server.script(Step.completion("## Work State\nNightly job."))
     request = make_request(task_snapshot=None, has_user_turn=False, turns=turns()[1:])
     outcome = summarizer(server).summarize(request)
     assert outcome.body is not None
-    assert outcome.body.startswith(f"## Historical Task Snapshot\n{NO_USER_SNAPSHOT}\n")
+    assert outcome.body.startswith("## Work State\nNightly job.\n")
     assert "Do not invent a user" in server.chat_requests[0].prompt
 
 
 def test_output_is_shaped_and_redacted(server: OpenAITestServer) -> None:
     answer = (
-        "Here you go!\n<think>musing</think>\n## Goal\nShip it, key "
-        f"{SK_KEY}\n## Historical Task Snapshot\nA\n### Blocked\ntests red\n"
-        "## Historical Task Snapshot\nB\n## Extra Notes\nkept"
+        "Here you go!\n<think>musing</think>\n## Next Step\nShip it, key "
+        f"{SK_KEY}\n## Task\nA paraphrase\n### Work State\ntests red\n"
+        "## Work State\nmore\n## Extra Notes\ndropped"
     )
     server.script(Step.completion(answer))
     body = summarizer(server).summarize(make_request()).body
     assert body is not None
-    assert body.count("## Historical Task Snapshot") == 1
-    assert body.startswith(f"## Historical Task Snapshot\n{SNAPSHOT}\n\n")
     assert "musing" not in body and "Here you go" not in body and SK_KEY not in body
-    assert "## Blocked\ntests red" in body and body.endswith("## Extra Notes\nkept")
-    positions = [body.index(f"## {title}\n") for title in SECTION_TITLES]
+    assert "paraphrase" not in body and "dropped" not in body
+    assert body.count("## Work State\n") == 1 and "tests red\n\nmore" in body
+    positions = [body.index(f"## {title}\n") for title in WRITTEN_TITLES]
     assert positions == sorted(positions)
 
 
@@ -391,7 +395,7 @@ def big_turns(count: int, size: int) -> list[dict[str, Any]]:
 
 
 def test_chunked_summary(server: OpenAITestServer) -> None:
-    server.script(*(Step.completion(f"## Goal\nrunning summary {i}") for i in range(40)))
+    server.script(*(Step.completion(f"## Next Step\nrunning summary {i}") for i in range(40)))
     request = make_request(turns=[user(SNAPSHOT), *big_turns(60, 3_500)])
     outcome = summarizer(server, max_input_chars=40_000).summarize(request)
     assert outcome.body is not None and "running summary" in outcome.body
@@ -449,7 +453,7 @@ def test_litellm_backend(server: OpenAITestServer) -> None:
     server.script(Step.completion(GOOD))
     llm = summarizer(server, backend="litellm", model="openai/summary-model")
     outcome = llm.summarize(make_request())
-    assert outcome.body is not None and "Fix refund rounding." in outcome.body
+    assert outcome.body is not None and "Fix the rounding in payments/refunds.py." in outcome.body
     # LiteLLM's sync path sets an event loop of its own as this thread's current loop and
     # never closes it; the next asyncio.run() drops it, and its ResourceWarning would then
     # surface in whichever later test the garbage collector happens to run in.
@@ -477,7 +481,7 @@ def test_largest_real_session_is_chunked(server: OpenAITestServer) -> None:
     except InvalidMessagesError as exc:
         pytest.skip(f"{files[-1].name} is not a readable conversation: {exc}")
     turns_ = [m for m in conversation.messages if m.get("role") != "system"]
-    server.script(*(Step.completion(f"## Goal\nchunk {i}") for i in range(400)))
+    server.script(*(Step.completion(f"## Next Step\nchunk {i}") for i in range(400)))
     outcome = summarizer(server, max_input_chars=40_000).summarize(make_request(turns=turns_))
     assert outcome.body is not None, outcome.failure
     sent = server.chat_requests

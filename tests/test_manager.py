@@ -269,7 +269,7 @@ def test_context_length_error_learns_the_limit_before_retrying() -> None:
     assert events.of(EventKind.LIMIT_LEARNED)[0].count == 262_144
     # Their count (300,000) of what we estimate as `sent` calibrates the aim to our units.
     assert compressor.context_length == int(262_144 * 0.97 * sent / 300_000)
-    assert len(model.requests[1]) < len(model.requests[0])
+    assert estimate_messages_tokens(model.requests[1]) < estimate_messages_tokens(model.requests[0])
 
 
 @pytest.mark.parametrize(

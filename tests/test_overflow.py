@@ -6,12 +6,12 @@ import httpx
 import openai
 import pytest
 
+from windowkeeper.compaction.truncate import truncate_tool_results
 from windowkeeper.core.errors import UpstreamError
 from windowkeeper.loop.overflow import (
     OverflowKind,
     classify,
     parse_limit,
-    truncate_tool_results,
 )
 
 

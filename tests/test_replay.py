@@ -136,10 +136,11 @@ def test_real_session_replays_within_the_window(path: Path, window: int) -> None
     assert report.cumulative_tokens <= report.cumulative_baseline_tokens
 
 
+@pytest.mark.usefixtures("summary_tier")
 def test_replay_with_the_llm_summarizer_through_a_loopback_server(tmp_path: Path) -> None:
     path = tmp_path / "long.jsonl"
     path.write_text("".join(json.dumps(m) + "\n" for m in long_session(rounds=40)))
-    body = "## Historical Task Snapshot\nx\n\n## Goal\nkeep going\n"
+    body = "## Work State\nIn progress:\n- keep going\n"
     with OpenAITestServer() as server:
         server.script(Step.completion(body))
         result = CliRunner().invoke(

@@ -87,6 +87,7 @@ TABLE = [
     Case("google", "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "maps key {s}"),
 ]
 IDS = [case.name for case in TABLE]
+FOCUS = "the deploy"  # a manual compaction with a focus always writes a handoff (tier 2)
 
 
 def _session(case: Case) -> list[Message]:
@@ -174,9 +175,18 @@ def test_the_table_covers_at_least_14_formats() -> None:
 
 
 @pytest.mark.parametrize("case", TABLE, ids=IDS)
-def test_extractive_handoff_and_ledger(case: Case) -> None:
+def test_pruned_stubs_carry_no_secret(case: Case) -> None:
+    """Tier 1 (prune only) writes one-line stubs naming the commands it replaced."""
     messages = _session(case)
     result = _compressor().compress(messages, force=True)
+    assert result.report.compressed
+    _assert_clean(_written(messages, result.messages), case, "stubs and rewritten messages")
+
+
+@pytest.mark.parametrize("case", TABLE, ids=IDS)
+def test_extractive_handoff_and_ledger(case: Case) -> None:
+    messages = _session(case)
+    result = _compressor().compress(messages, force=True, focus_topic=FOCUS)  # tier 2
     assert result.report.compressed and result.summary
     _assert_clean(result.summary, case, "handoff")
     ledger = result.summary.split("## State Ledger", 1)[-1]
@@ -193,7 +203,8 @@ def test_llm_summarizer_request_and_handoff(case: Case) -> None:
     with OpenAITestServer() as server:
         server.script(Step.completion(answer))
         config = LLMSummarizerConfig(model="summ", base_url=server.base_url, timeout=5)
-        result = _compressor(summarizer=LLMSummarizer(config)).compress(messages, force=True)
+        compressor = _compressor(summarizer=LLMSummarizer(config))
+        result = compressor.compress(messages, force=True, focus_topic=FOCUS)
         requests = list(server.requests)
     assert result.report.compressed and not result.report.fallback_used
     sent = "\n".join(json.dumps(r.body, ensure_ascii=False) for r in requests if r.body)
@@ -208,7 +219,8 @@ def test_search_and_recall_mask_unless_revealed(tmp_path: Path) -> None:
         sessions = {}
         for case in TABLE:
             sid = store.create_session(_session(case)).id
-            result = compact_session(store, sid, _compressor(), force=True).result
+            compressor = _compressor()
+            result = compact_session(store, sid, compressor, force=True, focus_topic=FOCUS).result
             assert result.report.compressed
             sessions[case.name] = (sid, result)
         runner = CliRunner()

@@ -44,9 +44,10 @@ from .core.tokens import (
 )
 from .core.version import __version__
 from .engine.base import ContextEngine, ToolProvider
-from .engine.compressor import ContextCompressor, Decision
+from .engine.compressor import ContextCompressor
 from .engine.guard import Block, GuardState
 from .engine.plugins import available_engines, load_engine
+from .engine.trigger import Decision
 from .evaluation import CachePrices, EvalReport, EvalTotals, FactKind, evaluate
 from .loop.events import Event, EventCallback, EventKind, Trigger, WarningCode
 from .loop.hooks import CompressionHook, LiveStateHook

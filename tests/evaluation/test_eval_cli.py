@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from factories import long_session
-from windowkeeper import evaluate
+from windowkeeper import CompressionConfig, evaluate
 from windowkeeper.cli import app as cli
 from windowkeeper.core.messages import dump_jsonl
+
+pytestmark = pytest.mark.usefixtures("summary_tier")
 
 
 @pytest.fixture
@@ -45,7 +47,10 @@ def test_json_has_every_figure(
     )
     assert code == 0, err
     data = json.loads(target.read_text(encoding="utf-8"))
-    expected = evaluate(long_session(rounds=30), context_length=16_000, name="long").to_dict()
+    summary_only = CompressionConfig(prune_only_ratio=0.01)  # as the summary_tier fixture
+    expected = evaluate(
+        long_session(rounds=30), context_length=16_000, config=summary_only, name="long"
+    ).to_dict()
     (session,) = data["sessions"]
     for key in ("tokens", "retention"):
         figures = {k: v for k, v in session[key].items() if k != "compacting_ms"}

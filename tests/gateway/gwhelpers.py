@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from windowkeeper.core.config import CompressionConfig
 from windowkeeper.gateway import GatewaySettings, create_app
 from windowkeeper.store import SessionStore
 from windowkeeper.testing import OpenAITestServer
@@ -20,6 +21,9 @@ def settings_for(server: OpenAITestServer, **overrides: Any) -> GatewaySettings:
         "upstream_base_url": server.base_url,
         "context_lengths": {MODEL: 1_000_000},
         "timeout": 10.0,
+        # These tests follow the gateway through summary compactions: pruning alone
+        # (which would be enough for their sessions) is given a target it cannot reach.
+        "compression": CompressionConfig(prune_only_ratio=0.01),
     }
     values.update(overrides)
     return GatewaySettings(**values)

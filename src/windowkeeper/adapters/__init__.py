@@ -1,5 +1,5 @@
 """Layer 7, adapters: other providers' formats to and from the canonical one.
 
-Reading conversations from files and request bodies, the Anthropic Messages format, and
-prompt-cache markers.
+Reading conversations from files and request bodies, the Anthropic Messages and OpenAI
+Responses formats, and prompt-cache markers.
 """

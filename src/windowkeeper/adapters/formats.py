@@ -1,13 +1,16 @@
-"""Reading conversations: JSONL, JSON arrays and request bodies (OpenAI, Anthropic).
+"""Reading conversations: JSONL, JSON arrays, request bodies (OpenAI, Anthropic) and
+agent transcripts (Claude Code, Codex).
 
 Validation of each message is :mod:`windowkeeper.core.messages`; this module only finds
-the messages in whatever shape the input has.
+the messages in whatever shape the input has. :func:`detect_format` names the shape;
+``parse_conversation(text, fmt)`` reads it (``Format.AUTO`` detects).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +18,77 @@ from ..core.errors import InvalidMessagesError
 from ..core.jsonsafe import DOCUMENT_DEPTH, loads, loads_or_none
 from ..core.messages import Conversation, Message, ToolSchema, validate_message, validate_messages
 from .anthropic import from_anthropic
+from .claude_code import looks_like_claude_code, parse_claude_code
+from .codex import looks_like_codex, parse_codex
 
 
-def parse_conversation(text: str) -> Conversation:
-    """Read JSONL (one message a line), a JSON array, or a request body: OpenAI's, or an
-    Anthropic Messages body (converted to the canonical format with its tools)."""
+class Format(StrEnum):
+    """The shapes a conversation can be read from (``--format`` on the command line)."""
+
+    AUTO = "auto"
+    JSONL = "jsonl"  # one OpenAI chat message a line
+    JSON = "json"  # a JSON array of messages
+    OPENAI = "openai"  # a Chat Completions request body
+    ANTHROPIC = "anthropic"  # a Messages request body
+    CLAUDE_CODE = "claude-code"  # a Claude Code session transcript
+    CODEX = "codex"  # a Codex rollout transcript
+
+
+def detect_format(text: str) -> Format:
+    """The shape of ``text`` (never ``AUTO``); JSONL when nothing else fits."""
     stripped = text.lstrip()
-    if not stripped:
-        raise InvalidMessagesError("input", "empty input: expected JSONL, a JSON array or a body")
     if stripped.startswith("["):
+        return Format.JSON
+    first_line = stripped.split("\n", 1)[0]
+    if stripped.startswith("{") and not _is_message_line(first_line):
+        whole = _try_load(text)
+        if isinstance(whole, dict) and "messages" in whole:
+            return Format.ANTHROPIC if _is_anthropic_body(whole) else Format.OPENAI
+        if whole is None and _try_load(first_line) is None and "\n" in stripped.rstrip():
+            # One multi-line document that does not parse: reading it as a body reports
+            # its own defect (with its line), not "line 1: bad JSON".
+            return Format.OPENAI
+    # Transcripts may open with bookkeeping events: the first line that names a shape wins.
+    for line in stripped.splitlines()[:_SNIFF_LINES]:
+        value = _try_load(line)
+        if isinstance(value, dict) and "role" in value:
+            return Format.JSONL
+        if looks_like_claude_code(value):
+            return Format.CLAUDE_CODE
+        if looks_like_codex(value):
+            return Format.CODEX
+    return Format.JSONL
+
+
+_SNIFF_LINES = 50
+
+
+def parse_conversation(text: str, fmt: Format | str = Format.AUTO) -> Conversation:
+    """Read a conversation in the shape ``fmt`` names (``auto``: detected): JSONL (one
+    message a line), a JSON array, a request body (OpenAI's, or an Anthropic Messages body
+    converted to the canonical format with its tools), or a Claude Code / Codex transcript."""
+    if not text.strip():
+        raise InvalidMessagesError("input", "empty input: expected JSONL, a JSON array or a body")
+    fmt = Format(fmt)
+    if fmt is Format.AUTO:
+        fmt = detect_format(text)
+    if fmt is Format.JSON:
         return Conversation(validate_messages(_load_whole(text)))
-    if stripped.startswith("{"):
-        first = _try_load(stripped.split("\n", 1)[0])
-        # A first line that is no JSON text of its own starts one multi-line document:
-        # its errors are the document's (with their line), not "line 1: bad JSON".
-        whole = _try_load(text) if first is not None else _load_whole(text)
-        is_message_line = isinstance(first, dict) and "role" in first
-        if isinstance(whole, dict) and "messages" in whole and not is_message_line:
-            return _from_body(whole)
+    if fmt in (Format.OPENAI, Format.ANTHROPIC):
+        body = _load_whole(text)
+        if not isinstance(body, dict) or "messages" not in body:
+            raise InvalidMessagesError("input", f"expected a {fmt.value} request body object")
+        return _from_body(body, anthropic=fmt is Format.ANTHROPIC)
+    if fmt is Format.CLAUDE_CODE:
+        return parse_claude_code(text)
+    if fmt is Format.CODEX:
+        return parse_codex(text)
     return Conversation(_parse_jsonl(text))
+
+
+def _is_message_line(line: str) -> bool:
+    value = _try_load(line)
+    return isinstance(value, dict) and "role" in value
 
 
 def _try_load(text: str) -> Any:
@@ -63,8 +118,8 @@ def _is_anthropic_body(body: dict[str, Any]) -> bool:
     )
 
 
-def _from_body(body: dict[str, Any]) -> Conversation:
-    if _is_anthropic_body(body):
+def _from_body(body: dict[str, Any], *, anthropic: bool) -> Conversation:
+    if anthropic:
         converted = from_anthropic(body.get("system"), body.get("messages") or [])
         body = {**body, "messages": converted, "tools": _anthropic_tools(body.get("tools"))}
         body.pop("system", None)
@@ -119,9 +174,9 @@ def read_text(source: str | Path) -> str:
         raise InvalidMessagesError(str(source), "file is not UTF-8 text") from exc
 
 
-def load_conversation(source: str | Path) -> Conversation:
-    """Read a conversation from a path (``-`` for stdin)."""
-    return parse_conversation(read_text(source))
+def load_conversation(source: str | Path, fmt: Format | str = Format.AUTO) -> Conversation:
+    """Read a conversation from a path (``-`` for stdin) in the shape ``fmt`` names."""
+    return parse_conversation(read_text(source), fmt)
 
 
 def load_tools(source: str | Path) -> list[ToolSchema]:

@@ -17,18 +17,26 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .commands import is_read_only, lines_of
 from .events import ToolEvent
 from .facts import collapse
-from .outputs import is_test_command
+from .outputs import error_lines, is_test_command
 from .toolshapes import ToolKind
 
 Key = tuple[ToolKind, str]
-_STEP_SEPARATORS = re.compile(r"&&|;|\n")
+_STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 
 def segments(command: str) -> list[str]:
-    """The steps of a shell command line (``&&``, ``;`` and newlines), each normalized."""
-    return [" ".join(part.split()) for part in _STEP_SEPARATORS.split(command) if part.strip()]
+    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
+    bodies are not steps), each normalized."""
+    lines = lines_of(command)[0] if "<<" in command else [command]
+    return [
+        " ".join(part.split())
+        for line in lines
+        for part in _STEP_SEPARATORS.split(line)
+        if part.strip()
+    ]
 
 
 def positional(command: str) -> tuple[str, list[str]]:
@@ -65,14 +73,15 @@ class OpenFailures:
         if event.result is None:
             return []
         key = event_key(event)
-        self._open.pop(key, None)
-        if event.failed:
+        rerun = self._open.pop(key, None)
+        if counts_as_failure(event):
             self._open[key] = event
             self._index(key, event)
             return []
+        resolved = [rerun] if rerun is not None else []
         if event.action.kind is not ToolKind.SHELL or not self._open:
-            return []
-        return self._resolve(event.action.command or "")
+            return resolved
+        return resolved + self._resolve(event.action.command or "")
 
     def events(self) -> list[ToolEvent]:
         return list(self._open.values())
@@ -80,8 +89,12 @@ class OpenFailures:
     def _index(self, key: Key, event: ToolEvent) -> None:
         if event.action.kind is not ToolKind.SHELL:
             return  # only shell failures can be resolved by another call
-        failed = " ".join((event.action.command or "").split())
+        command = event.action.command or ""
+        failed = " ".join(command.split())
         self._by_command.setdefault(failed, []).append((key, event))
+        steps = segments(command)
+        if steps and steps[-1] != failed:  # re-running the step that failed resolves it
+            self._by_command.setdefault(steps[-1], []).append((key, event))
         if is_test_command(failed):
             runner, targets = positional(failed)
             paths = tuple(t for t in targets if is_path(t))
@@ -118,6 +131,17 @@ class OpenFailures:
             else:
                 kept.append((key, entry))
         self._by_runner[runner] = kept
+
+
+def counts_as_failure(event: ToolEvent) -> bool:
+    """A failed call, except a read-only command answering "no" (``grep`` without a
+    match, ``diff`` with differences, ``test`` false: exit 1 with nothing on it)."""
+    if not event.failed:
+        return False
+    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    if command and event.exit_code == 1 and is_read_only(command):
+        return bool(error_lines(event.result or "", failed=False))
+    return True
 
 
 def _covered(paths: list[str], failed_paths: Iterable[str]) -> bool:

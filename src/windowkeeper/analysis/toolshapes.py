@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any
 
+from ..core.secrets import redact
+
 
 class ToolKind(enum.StrEnum):
     SHELL = "shell"
@@ -172,7 +174,8 @@ def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = 
     """
     size = f"{len(result):,} chars"
     label = f"[{action.name}]"
-    target = shorten(" ".join(action.target.split()), 80)
+    # Masked before it is cut: a key cut in half can no longer be recognized as one.
+    target = shorten(" ".join(redact(action.target).split()), 80)
     if action.kind is ToolKind.SHELL:
         code = exit_code(result) if isinstance(code, EllipsisType) else code
         status = "?" if code is None else str(code)

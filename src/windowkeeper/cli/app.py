@@ -10,17 +10,20 @@ Usage::
                  [--tools FILE] [--top K] [--json] [--exact-tokens]
     windowkeeper replay IN|--session ID [--context-length N] [--threshold F]
                  [--summarizer extractive|llm ...] [--plot OUT.png] [--json]
-    windowkeeper sessions list | show ID | search QUERY | export ID | import FILE  [--store URL]
+    windowkeeper sessions list | show ID | search QUERY | recall HANDLE | export ID
+                 | import FILE [--format F]  [--store URL]
+    windowkeeper mcp --store URL [--session ID]
     windowkeeper config show [--config FILE] [--json]
     windowkeeper serve --upstream URL [--host H] [--port P] [--context-length N] [--store URL]
     windowkeeper demo [--json]
 
 ``IN`` is a path or ``-`` for standard input, holding JSONL (one OpenAI chat message a
-line), a JSON array of messages, or an OpenAI request body (its ``tools`` are used unless
-``--tools`` is given). ``compress`` writes the compacted messages as JSONL (stdout unless
-``-o``) and one summary line to stderr. ``inspect`` shows where the tokens go and what a
-compaction would keep, summarize and prune. ``demo`` runs both offline on a bundled
-synthetic coding-agent session (no API key, no network).
+line), a JSON array of messages, an OpenAI or Anthropic request body (its ``tools`` are
+used unless ``--tools`` is given), or a Claude Code / Codex transcript; the shape is
+detected, or named with ``--format``. ``compress`` writes the compacted messages in the
+input's shape (stdout unless ``-o``) and one summary line to stderr. ``inspect`` shows
+where the tokens go and what a compaction would keep, summarize and prune. ``demo`` runs
+both offline on a bundled synthetic coding-agent session (no API key, no network).
 
 Exit codes: 0 success or nothing to do; 1 an internal error (a bug: one ``error:`` line,
 never a traceback); 2 invalid input, options or a damaged store (one ``error:`` line
@@ -40,6 +43,8 @@ from typing import Annotated
 
 import typer
 
+from ..adapters.bodies import render_like
+from ..adapters.formats import Format
 from ..core.config import usable_window
 from ..core.messages import Message, dump_jsonl
 from ..core.report import CompressionResult
@@ -68,10 +73,12 @@ from .config import config_app
 from .demo import demo_command
 from .eval import eval_command
 from .load import ExactTokensOpt, Loaded, load
+from .mcp import mcp_command
 from .render import render_inspection
 from .replay import replay_command
 from .serve import serve_command
 from .sessions import (
+    FormatOpt,
     StoredSource,
     StoreOpt,
     compress_session,
@@ -151,11 +158,14 @@ def compress(
     ] = False,
     config_file: ConfigOpt = None,
     exact_tokens: ExactTokensOpt = False,
+    fmt: FormatOpt = Format.AUTO,
 ) -> None:
     """Compact a conversation: prune old tool output, summarize the middle, keep the tail.
 
-    With --session the stored session is compacted in the store (in place, or with
-    --rotate by ending it and continuing in a child) instead of reading IN.
+    The output has the input's shape: JSONL, a JSON array, or the same OpenAI or
+    Anthropic request body with only its messages replaced; a Claude Code or Codex transcript is
+    written as JSONL. With --session the stored session is compacted in the store (in
+    place, or with --rotate by ending it and continuing in a child) instead of reading IN.
     """
     stored = StoredSource(store, session) if session is not None else None
     choice = SummarizerChoice(
@@ -174,6 +184,7 @@ def compress(
             stored=stored,
             config_file=config_file,
             exact_tokens=exact_tokens,
+            fmt=fmt,
         )
         if if_needed and _below_threshold(loaded, output):
             return
@@ -189,7 +200,14 @@ def compress(
         if code != EXIT_OK:
             raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
         _warn_over_window(loaded, result.messages)
-        write_text(dump_jsonl(result.messages), output)
+        write_text(_rendered(loaded, result.messages), output)
+
+
+def _rendered(loaded: Loaded, messages: list[Message]) -> str:
+    """The messages in the shape the input had (JSONL for a stored session)."""
+    if loaded.source is None:
+        return dump_jsonl(messages)
+    return render_like(loaded.source.format, loaded.source.text, messages)
 
 
 def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
@@ -212,7 +230,7 @@ def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
     tokens = loaded.request_tokens(loaded.messages)
     if tokens >= loaded.compressor.threshold_tokens:
         return False
-    write_text(dump_jsonl(loaded.messages), output)
+    write_text(_rendered(loaded, loaded.messages), output)
     typer.echo(
         f"below the threshold ({tokens:,} < {loaded.compressor.threshold_tokens:,} tokens):"
         " written unchanged",
@@ -259,6 +277,7 @@ def inspect(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     config_file: ConfigOpt = None,
     exact_tokens: ExactTokensOpt = False,
+    fmt: FormatOpt = Format.AUTO,
 ) -> None:
     """Show where the tokens go and what a compaction would keep, summarize and prune."""
     with user_errors():
@@ -270,6 +289,7 @@ def inspect(
             tools_file=tools_file,
             config_file=config_file,
             exact_tokens=exact_tokens,
+            fmt=fmt,
         )
         inspection = inspect_conversation(
             loaded.messages,
@@ -294,6 +314,7 @@ app.command("eval")(eval_command)
 app.add_typer(config_app, name="config")
 app.add_typer(sessions_app, name="sessions")
 app.command("serve")(serve_command)
+app.command("mcp")(mcp_command)
 
 
 app.command("demo")(demo_command)

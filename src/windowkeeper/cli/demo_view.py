@@ -127,7 +127,8 @@ class DemoOutcome:
 def run_demo(context_length: int = DEFAULT_CONTEXT_LENGTH) -> DemoOutcome:
     """Inspect the bundled session, then compact it as an agent loop would."""
     messages = load_demo_session()
-    config = CompressionConfig()
+    # The demo shows a handoff: its tier-1 target is one pruning alone cannot reach.
+    config = CompressionConfig(prune_only_ratio=0.05)
     compressor = ContextCompressor(config, context_length=context_length, tools=DEMO_TOOLS)
     inspection = inspect_conversation(
         messages,

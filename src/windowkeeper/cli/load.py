@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..adapters.formats import load_tools
+from ..adapters.formats import Format, load_tools
 from ..core.config import CompressionConfig, resolve_model_threshold, threshold_override
 from ..core.errors import ConfigError
 from ..core.messages import Message, ToolSchema, conversation_warnings
@@ -17,7 +17,7 @@ from ..core.tokens import TextCounter, estimate_request_tokens
 from ..engine.compressor import ContextCompressor
 from ..summary.protocol import Summarizer
 from .common import exact_counter, repaired, resolve_window
-from .sessions import StoredSource, read_conversation
+from .sessions import Input, StoredSource, read_input
 from .summarizer import SummarizerChoice, build_summarizer
 
 ExactTokensOpt = Annotated[
@@ -35,6 +35,7 @@ class Loaded:
     config: CompressionConfig
     context_length: int
     max_tokens: int | None
+    source: Input | None = None
     notes: tuple[str, ...] = ()
     """``warning:``/``note:`` lines about the input and the trigger, shown once by the
     command after its result (an error or abort line stands alone)."""
@@ -92,6 +93,7 @@ def load(
     stored: StoredSource | None = None,
     config_file: Path | None = None,
     exact_tokens: bool = False,
+    fmt: Format = Format.AUTO,
 ) -> Loaded:
     """Validate the options, read the conversation and build its compressor.
 
@@ -106,7 +108,8 @@ def load(
         threshold=config.threshold if threshold is None else threshold,
         allow_small_summary_model=choice.allow_small or config.allow_small_summary_model,
     )
-    conversation = read_conversation(source, stored)
+    read = read_input(source, stored, fmt)
+    conversation = read.conversation
     model = conversation.model or settings.model.name
     window = resolve_window(context_length, settings, model)
     reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
@@ -133,6 +136,5 @@ def load(
     notes = [f"warning: {w}" for w in conversation_warnings(conversation.messages)]
     override = threshold_note(config, window, reserve, model)
     notes += [f"note: {override}"] if override else []
-    return Loaded(
-        repaired(conversation.messages), tools, compressor, config, window, reserve, tuple(notes)
-    )
+    messages = repaired(conversation.messages)
+    return Loaded(messages, tools, compressor, config, window, reserve, read, tuple(notes))

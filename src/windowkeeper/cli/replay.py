@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..adapters.formats import Format
 from ..core.config import CompressionConfig
 from ..core.errors import ConfigError, WindowkeeperError
 from ..core.messages import Conversation
@@ -34,7 +35,7 @@ from ..core.settings import load_settings
 from ..loop.replay import ReplayReport, replay
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, resolve_window
 from .load import threshold_note
-from .sessions import StoredSource, StoreOpt, read_conversation
+from .sessions import FormatOpt, StoredSource, StoreOpt, read_conversation
 from .summarizer import (
     SummarizerChoice,
     SummarizerOpt,
@@ -77,11 +78,12 @@ def replay_command(
         str | None, typer.Option("--session", help="Replay this stored session (with --store).")
     ] = None,
     config_file: ConfigOpt = None,
+    fmt: FormatOpt = Format.AUTO,
 ) -> None:
     """Replay a transcript as the agent sent it, with compaction triggers active."""
     stored = StoredSource(store, session) if session is not None else None
     try:
-        conversation = read_conversation(source, stored)
+        conversation = read_conversation(source, stored, fmt)
         settings = load_settings(config_file)
         config = settings.compression_config()
         if threshold is not None:

@@ -1,4 +1,4 @@
-"""``windowkeeper sessions …``: list, show, search, export and import stored sessions.
+"""``windowkeeper sessions …``: list, show, search, recall, export and import stored sessions.
 
 Every command takes ``--store URL`` (``memory://``, ``sqlite:///PATH``,
 ``postgresql://…``); the default is ``$WINDOWKEEPER_STORE``, else SQLite in the user's
@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..adapters.formats import load_conversation
+from ..adapters.formats import Format, detect_format, parse_conversation, read_text
 from ..core.errors import ConfigError, WindowkeeperError
 from ..core.messages import Conversation, Message, dump_jsonl, message_text, to_json, tool_calls
 from ..core.report import CompressionResult
@@ -32,7 +32,7 @@ from ..store import (
     StoreMissingError,
     open_store,
 )
-from ..store.session import compress_stored
+from ..store.session import compress_stored, find_archived
 from ..summary.redact import redact
 
 __all__ = ["compress_session", "sessions_app"]
@@ -61,6 +61,14 @@ RevealOpt = Annotated[
     bool,
     typer.Option(
         "--reveal", help="Show secrets (API keys, passwords, tokens) instead of masking them."
+    ),
+]
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format",
+        help="Input shape: auto (detected), jsonl, json, openai or anthropic (request "
+        "bodies), claude-code (a ~/.claude/projects session), codex (a rollout file).",
     ),
 ]
 
@@ -109,16 +117,36 @@ class StoredSource:
     session_id: str
 
 
-def read_conversation(source: str | None, stored: StoredSource | None) -> Conversation:
-    """The conversation from a file (``-`` for stdin) or from a stored session's active
-    messages; exactly one of the two must be given."""
+@dataclass(frozen=True)
+class Input:
+    """What a command read: the conversation, the shape it came in, and the text (``None``
+    for a stored session) so a command can write the same shape back."""
+
+    conversation: Conversation
+    format: Format
+    text: str | None = None
+
+
+def read_input(source: str | None, stored: StoredSource | None, fmt: Format = Format.AUTO) -> Input:
+    """The conversation from a file (``-`` for stdin) in the shape ``fmt`` names, or from
+    a stored session's active messages; exactly one of the two must be given."""
     if (source is None) == (stored is None):
         raise ConfigError("give either an input file IN or --session ID (with --store URL)")
     if stored is None:
         assert source is not None
-        return load_conversation(source)
+        text = read_text(source)
+        fmt = detect_format(text) if fmt is Format.AUTO and text.strip() else fmt
+        return Input(parse_conversation(text, fmt), fmt, text)
     with open_store(stored.store_url, create=False) as store:
-        return Conversation(verified(store).load(stored.session_id).messages)
+        messages = verified(store).load(stored.session_id).messages
+        return Input(Conversation(messages), Format.JSONL)
+
+
+def read_conversation(
+    source: str | None, stored: StoredSource | None, fmt: Format = Format.AUTO
+) -> Conversation:
+    """:func:`read_input` for commands that need only the conversation."""
+    return read_input(source, stored, fmt).conversation
 
 
 def compress_session(
@@ -258,6 +286,26 @@ def search(
         typer.echo(f"{hit.session_id}  {hit.handle}  {hit.kind}  {hit.snippet}")
 
 
+@sessions_app.command("recall")
+def recall(
+    handle: Annotated[str, typer.Argument(metavar="HANDLE", help="Archive handle (wk…).")],
+    store: StoreOpt = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Look only in this session's lineage.")
+    ] = None,
+    reveal: RevealOpt = False,
+) -> None:
+    """Print an archived original (a pruned tool output or a summarized message); secrets
+    are masked unless --reveal."""
+    with opened(store) as opened_store:
+        entry = find_archived(opened_store, handle.strip(), session)
+    if entry is None:
+        where = f"session {session!r}" if session else "the store"
+        typer.echo(f"error: no archived item with handle {handle!r} in {where}", err=True)
+        raise typer.Exit(EXIT_INVALID)
+    typer.echo(entry.text if reveal else redact(entry.text))
+
+
 @sessions_app.command("export")
 def export(
     session_id: SessionArg,
@@ -305,10 +353,12 @@ def import_session(
     source: Annotated[str, typer.Argument(metavar="FILE", help="JSONL/JSON file, or '-'.")],
     store: StoreOpt = None,
     title: Annotated[str | None, typer.Option("--title", help="Session title.")] = None,
+    fmt: FormatOpt = Format.AUTO,
 ) -> None:
-    """Create a session from a conversation file and print its id."""
+    """Create a session from a conversation file (JSONL, JSON, a request body, or a Claude
+    Code / Codex transcript) and print its id."""
     with opened(store, create=True) as opened_store:
-        conversation = load_conversation(source)
+        conversation = read_conversation(source, None, fmt)
         name = title if title is not None else ("stdin" if source == "-" else Path(source).name)
         record = opened_store.create_session(conversation.messages, title=name)
     typer.echo(record.id)

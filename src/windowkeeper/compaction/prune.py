@@ -17,12 +17,14 @@ from typing import Any
 from ..analysis.events import result_exit_code
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
 from ..analysis.toolshapes import ToolKind, one_line
+from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
     is_image_part,
     tool_calls,
 )
 from ..core.report import ArchivedItem
+from ..core.secrets import redact
 from ..core.templates import template
 
 IMAGE_PLACEHOLDER = "[image removed from an old tool result]"
@@ -67,7 +69,7 @@ def _calls_by_id(messages: list[Message], analyzer: Analyzer) -> dict[str, CallF
     return {call.id: call for m in messages for call in analyzer.facts(m).calls}
 
 
-def _is_stub(text: str) -> bool:
+def is_stub(text: str) -> bool:
     return text.startswith(_DUPLICATE_TAG) or (
         text.startswith("[") and "(ref wk" in text and "\n" not in text
     )
@@ -83,7 +85,7 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
         content = message.get("content")
         if message.get("role") != "tool" or not isinstance(content, str):
             continue
-        if len(content) >= settings.min_chars and not _is_stub(content):
+        if len(content) >= settings.min_chars and not is_stub(content):
             by_length.setdefault(len(content), []).append(index)
     return {i for group in by_length.values() if len(group) > 1 for i in group}
 
@@ -144,13 +146,14 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
         if isinstance(content, list):
             replacement = _strip_images(content)
         elif isinstance(content, str) and len(content) > settings.min_chars:
-            if _is_stub(content):
+            if is_stub(content):
                 continue
             call = calls.get(str(message.get("tool_call_id")))
             name = call.name if call else str(message.get("name") or "tool")
             record = analyzer.facts(message)
             handle = content_handle(record)
-            replacement = f"{_describe(call, name, record)} (ref {handle})"
+            # The stub names the command it replaced: no secret in what we write (SPEC §6).
+            replacement = f"{redact(_describe(call, name, record))} (ref {handle})"
         if replacement is None:
             continue
         out = out if out is not None else list(messages)
@@ -158,7 +161,7 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
         if isinstance(replacement, str):
             handle = replacement.rsplit("(ref ", 1)[1].rstrip(")")
         else:
-            handle = make_handle(json.dumps(content, ensure_ascii=False, default=str))
+            handle = make_handle(dumps(content, ensure_ascii=False, default=str))
         archived.append(ArchivedItem(handle, "tool_output", index, message))
     if out is None:
         return PassResult(messages)
@@ -197,13 +200,9 @@ def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     same string object), so repeated application is stable. ``parsed``: the arguments
     already parsed (a JSON object), when the caller has them.
     """
-    if parsed is not None:
-        value = parsed
-    else:
-        try:
-            value = json.loads(arguments)
-        except (ValueError, RecursionError):
-            return arguments
+    value = parsed if parsed is not None else loads_or_none(arguments)  # depth-bounded
+    if value is None:
+        return arguments
     shrunk, changed = _shrink(value, head)
     if not changed:
         return arguments

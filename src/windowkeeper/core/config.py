@@ -19,6 +19,8 @@ class CompressionConfig:
     Attributes:
         threshold: fraction of the effective window at which automatic compaction fires.
         target_ratio: tail budget as a fraction of the trigger (clamped to 0.10-0.80).
+        prune_only_ratio: a compaction stops after pruning (tier 1) when that brings the
+            request to this fraction of the trigger (of the window, when it must fit).
         protect_first_n: non-system messages kept verbatim until the first compaction.
         protect_last_n: count-based tail protection for the cheap preflight gate.
         min_tail_messages: the verbatim tail keeps at least this many messages.
@@ -38,6 +40,7 @@ class CompressionConfig:
     enabled: bool = True
     threshold: float = 0.50
     target_ratio: float = 0.20
+    prune_only_ratio: float = 0.60
     protect_first_n: int = 3
     protect_last_n: int = 20
     min_tail_messages: int = 3
@@ -71,6 +74,10 @@ class CompressionConfig:
         for name in ("protect_first_n", "protect_last_n", "prune_min_chars", "image_tokens"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"compression.{name} must be >= 0, got {getattr(self, name)}")
+        if not 0.0 < self.prune_only_ratio <= 1.0:
+            raise ConfigError(
+                f"compression.prune_only_ratio must be in (0, 1], got {self.prune_only_ratio}"
+            )
         if self.min_tail_messages < 1:
             raise ConfigError("compression.min_tail_messages must be >= 1")
         if self.max_attempts < 1:

@@ -69,6 +69,7 @@ class CompressionSettings(_Section):
     enabled: bool = _DEFAULTS.enabled
     threshold: Fraction = _DEFAULTS.threshold
     target_ratio: Fraction = _DEFAULTS.target_ratio
+    prune_only_ratio: Fraction = _DEFAULTS.prune_only_ratio
     protect_first_n: Count = _DEFAULTS.protect_first_n
     protect_last_n: Count = _DEFAULTS.protect_last_n
     min_tail_messages: Positive = _DEFAULTS.min_tail_messages

@@ -1,9 +1,12 @@
 """The built-in compressor: protected head + handoff summary + verbatim tail (SPEC §5).
 
 ``compress`` is a pipeline of pure steps over message lists: plan the boundaries, prune
-old tool output, summarize the middle, assemble head + handoff + tail, repair pairing
-(logged fallback), strip historical media, and report. A no-op, skip or abort returns
-the caller's list object itself.
+old tool output everywhere outside the protected tail (tier 1) and stop there when that
+is enough, else summarize the middle, assemble head + handoff + tail, repair pairing
+(logged fallback), strip historical media (tier 2); a result that must fit the window
+has its largest tool results shortened; the report says which tier ran and warns, with
+the floor's breakdown, when the result is still over the window. A no-op, skip or abort
+returns the caller's list object itself.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -26,12 +29,9 @@ from ..compaction.plan import (
     make_plan,
     summarized_turns,
 )
-from ..compaction.prune import PruneSettings, prune
+from ..compaction.prune import PassResult
 from ..core.config import (
     CompressionConfig,
-    apply_threshold_cap,
-    compute_threshold_tokens,
-    resolve_model_threshold,
     tail_budget_tokens,
     usable_window,
 )
@@ -39,41 +39,38 @@ from ..core.messages import Message, ToolSchema
 from ..core.report import (
     CompressionReport,
     CompressionResult,
-    FailureKind,
     Outcome,
     Reason,
     Tier,
 )
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
-from ..summary.feasibility import check_feasibility
-from ..summary.protocol import Summarizer, SummaryFailure, SummaryOutcome, SummaryRequest
+from ..summary.protocol import Summarizer
 from ..summary.redact import redact
-from ..summary.request import handoff_body, summary_request
+from ..summary.request import compose, summary_request
 from .base import ContextEngine, ToolProvider
 from .guard import (
+    Block,
     GuardState,
     blocked,
     on_compaction,
     on_force,
     on_reset,
     on_structural_noop,
-    on_summary_failure,
-    on_summary_success,
     on_usage,
 )
+from .pipeline import (
+    Job,
+    can_prune,
+    fitted,
+    over_window_warning,
+    prune_outside_tail,
+    tier1_target,
+)
+from .summarize import run_summary
+from .trigger import Decision, detail_of, trigger_tokens
 
 log = logging.getLogger("windowkeeper.engine.compressor")
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Whether automatic compaction should run now, and why not."""
-
-    compress: bool
-    tokens: int
-    threshold: int
-    reason: Reason | None = None
 
 
 class ContextCompressor(ContextEngine):
@@ -141,26 +138,14 @@ class ContextCompressor(ContextEngine):
     # --- thresholds and triggers -----------------------------------------------------
 
     def _derive_threshold(self) -> int:
-        ratio = resolve_model_threshold(
-            self.model, self.config.model_thresholds, self.config.threshold, self.provider
-        )
-        trigger = compute_threshold_tokens(self.context_length, ratio, self.max_tokens)
-        trigger = apply_threshold_cap(
-            trigger, self.config.threshold_tokens_cap, self.context_length
-        )
-        if self.summary_context_length is None:
-            return trigger
-        feasible = check_feasibility(
-            self.context_length,
+        trigger = trigger_tokens(
+            self.config, self.context_length, self.max_tokens, self.model, self.provider,
             self.summary_context_length,
-            trigger,
-            allow_small=self.config.allow_small_summary_model,
-            target_ratio=self.config.target_ratio,
-        )
-        self.warnings = feasible.warnings
-        for warning in feasible.warnings:
+        )  # fmt: skip
+        self.warnings = trigger.warnings
+        for warning in trigger.warnings:
             log.warning("%s", warning)
-        return feasible.threshold_tokens
+        return trigger.tokens
 
     @property
     def tail_budget_tokens(self) -> int:
@@ -278,6 +263,27 @@ class ContextCompressor(ContextEngine):
         always measured on estimates of the messages themselves.
         """
         started = time.perf_counter()
+        job = self._job(messages, force, focus_topic)
+        if force:
+            self.guard = on_force(self.guard)
+        else:
+            block, self.guard = blocked(self.guard, self._clock())
+            if block is Block.STRUCTURAL_BACKOFF and can_prune(job, self.config):
+                block = None  # pruning can still remove something: never block it
+            if block is not None:
+                return self._unchanged(job, started, Outcome.SKIPPED, Reason(block))
+        self.previous_summary = job.plan.previous_summary
+        pruned = prune_outside_tail(job, self.config, self.analyzer)
+        if focus_topic is None or not job.plan.compressible:
+            result = self._prune_tier(job, pruned, started)
+            if result is not None:
+                return result
+        if not job.plan.compressible:
+            self.guard = on_structural_noop(self.guard, self._clock())
+            return self._unchanged(job, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS)
+        return self._summary_tier(job, pruned, started)
+
+    def _job(self, messages: list[Message], force: bool, focus: str | None) -> Job:
         facts = self.analyzer.analyze(messages)
         extra = tool_schema_tokens(self.tools)
         before = sum(f.tokens for f in facts) + extra
@@ -285,31 +291,18 @@ class ContextCompressor(ContextEngine):
             Outcome.NOOP, before_tokens=before, after_tokens=before,
             before_messages=len(messages), after_messages=len(messages),
         )  # fmt: skip
-        if force:
-            self.guard = on_force(self.guard)
-        else:
-            block, self.guard = blocked(self.guard, self._clock())
-            if block is not None:
-                return self._unchanged(messages, base, started, Outcome.SKIPPED, Reason(block))
+        room = usable_window(self.context_length, self.max_tokens) - extra
         plan = self._plan(messages, facts)
         if force:
-            room = usable_window(self.context_length, self.max_tokens) - extra
             costs = [f.tokens for f in facts]
             plan = fitting_plan(
                 messages, costs, plan, self.config, self.context_length, room, facts
             )
-        self.previous_summary = plan.previous_summary
-        if not plan.compressible:
-            self.guard = on_structural_noop(self.guard, self._clock())
-            return self._unchanged(
-                messages, base, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS
-            )
-        return self._compact(messages, facts, plan, base, started, focus_topic, extra)
+        return Job(messages, facts, plan, base, extra, room, force, focus)
 
     def _unchanged(
         self,
-        messages: list[Message],
-        base: CompressionReport,
+        job: Job,
         started: float,
         outcome: Outcome,
         reason: Reason,
@@ -318,101 +311,96 @@ class ContextCompressor(ContextEngine):
     ) -> CompressionResult:
         elapsed = (time.perf_counter() - started) * 1000
         if not detail:
-            detail = _DETAILS.get(reason, reason.value)
-        report = replace(base, outcome=outcome, reason=reason, detail=detail, **fields)
-        return CompressionResult(messages, replace(report, elapsed_ms=elapsed))
+            detail = detail_of(reason)
+        report = replace(job.base, outcome=outcome, reason=reason, detail=detail, **fields)
+        warning = self._over_window(job, job.messages, report.after_tokens)
+        if warning:
+            report = replace(report, warnings=(*report.warnings, warning))
+        return CompressionResult(job.messages, replace(report, elapsed_ms=elapsed))
 
-    def _compact(
-        self,
-        messages: list[Message],
-        facts: Sequence[MessageFacts],
-        plan: CompactionPlan,
-        base: CompressionReport,
-        started: float,
-        focus_topic: str | None,
-        extra: int,
-    ) -> CompressionResult:
-        settings = PruneSettings(
-            plan.head_end, plan.tail_start, self.config.prune_min_chars,
-            self.config.args_truncate_over, self.config.args_head_chars, self.analyzer,
+    def _over_window(self, job: Job, messages: list[Message], after: int) -> str | None:
+        window = usable_window(self.context_length, self.max_tokens)
+        facts = self.analyzer.analyze(messages)
+        return over_window_warning(messages, facts, job.extra, window, after, forced=job.force)
+
+    def _prune_tier(self, job: Job, pruned: PassResult, started: float) -> CompressionResult | None:
+        """Tier 1 alone, when it is enough (or when nothing else can be done)."""
+        if pruned.messages is job.messages:
+            return None
+        out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
+        target = tier1_target(job, self.config, self.threshold_tokens)
+        if job.plan.compressible and after > target:
+            return None
+        if after >= job.base.before_tokens:
+            return None
+        report = replace(
+            job.base, outcome=Outcome.COMPRESSED, tier=Tier.PRUNE, after_tokens=after,
+            after_messages=len(out), pruned=pruned.changed, warnings=cuts,
         )  # fmt: skip
-        pruned = prune(messages, settings)
-        turns = summarized_turns(messages, plan, facts)
+        result = CompressionResult(out, report, pruned.archived, None)
+        return self._finish(job, result, started, job.plan.previous_summary)
+
+    def _summary_tier(self, job: Job, pruned: PassResult, started: float) -> CompressionResult:
+        messages, plan = job.messages, job.plan
+        turns = summarized_turns(messages, plan, job.facts)
         analysis = Analysis(turns, self.analyzer.analyze(turns))
         request = summary_request(
-            messages, turns, plan, focus_topic, self._today(), analysis, facts
+            messages, turns, plan, job.focus, self._today(), analysis, job.facts
         )
-        outcome, failure = self._summarize(request)
+        run = run_summary(self.summarizer, self._fallback, request, self.guard, self.config,
+                          self._clock())  # fmt: skip
+        self.guard = run.guard
+        outcome, failure, complete = run.outcome, run.failure, run.complete
         if outcome.body is None:
             assert failure is not None
             return self._unchanged(
-                messages, base, started, Outcome.ABORTED, Reason.SUMMARY_FAILED,
+                job, started, Outcome.ABORTED, Reason.SUMMARY_FAILED,
                 f"compression aborted, nothing was dropped: {failure.kind.value}: "
                 f"{failure.detail}. Fix the cause and run compress again, or start a new "
                 "session.",
                 failure=failure.kind, summarizer=outcome.summarizer,
             )  # fmt: skip
-        # Ledger and extractive text come straight from the transcript: redact the whole.
-        body = redact(handoff_body(outcome.body, turns, plan, analysis))
+        assert request.state is not None
+        # The state and the written text come from the transcript: redact the whole.
+        body = redact(
+            compose(outcome.body, request.state, plan.summary_budget_tokens, complete=complete)
+        )
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
-        after = extra + sum(self._cost(m) for m in assembled)
-        if after >= base.before_tokens:
+        assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
+        if after >= job.base.before_tokens:
             # Nothing to gain: back off like a structural no-op (a forced call ignores it).
             self.guard = on_structural_noop(self.guard, self._clock())
-            return self._unchanged(messages, base, started, Outcome.NOOP, Reason.NO_REDUCTION)
+            return self._unchanged(job, started, Outcome.NOOP, Reason.NO_REDUCTION)
         report = replace(
-            base,
+            job.base,
             outcome=Outcome.COMPRESSED, tier=Tier.SUMMARY,
             after_tokens=after, after_messages=len(assembled),
             pruned=pruned.changed, summarized_messages=plan.tail_start - plan.head_end,
             summary_tokens=estimate_tokens(body), fallback_used=failure is not None,
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
-            repairs=repairs,
+            repairs=repairs, warnings=cuts,
         )  # fmt: skip
         whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
-        archived = (*pruned.archived, *archive_turns(messages, plan, whole, facts))
-        return self._finish(CompressionResult(assembled, report, archived, body), started)
+        archived = (*pruned.archived, *archive_turns(messages, plan, whole, job.facts))
+        result = CompressionResult(assembled, report, archived, body)
+        return self._finish(job, result, started, body)
 
-    def _summarize(self, request: SummaryRequest) -> tuple[SummaryOutcome, SummaryFailure | None]:
-        """The summary, or the extractive fallback, or (for aborting failures) the failure."""
-        outcome = self.summarizer.summarize(request)
-        if outcome.body is not None and outcome.body.strip():
-            self.guard = on_summary_success(self.guard)
-            return outcome, None
-        failure = outcome.failure or SummaryFailure(
-            FailureKind.EMPTY, "the summarizer returned an empty summary"
-        )
-        self.guard = on_summary_failure(self.guard, failure.kind, self._clock())
-        if failure.kind.aborts or self.config.abort_on_summary_failure:
-            log.warning("summary failed (%s): %s", failure.kind.value, failure.detail)
-            return SummaryOutcome(failure=failure, summarizer=outcome.summarizer), failure
-        log.warning("summary failed (%s); using the extractive fallback", failure.kind.value)
-        return self._fallback.summarize(request), failure
-
-    def _finish(self, result: CompressionResult, started: float) -> CompressionResult:
+    def _finish(
+        self, job: Job, result: CompressionResult, started: float, summary: str | None
+    ) -> CompressionResult:
         """Book-keeping after a completed compaction: count, savings streak, warnings."""
         ratio = result.report.savings_ratio
         self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
-        self.previous_summary = result.summary
+        self.previous_summary = summary
         self.analyzer.retain(result.messages)
         # Sentinel until real usage of the compacted request arrives (treated as 0).
         self.last_prompt_tokens = -1
         warnings = list(result.report.warnings)
-        if self.compression_count >= 2:
-            warnings.append(
-                f"session compressed {self.compression_count} times; accuracy may degrade"
-            )
+        if self.compression_count == 2:  # said once, when the session crosses it
+            warnings.append("session compressed 2 times; accuracy may degrade")
+        over = self._over_window(job, result.messages, result.report.after_tokens)
+        if over:
+            warnings.append(over)
         elapsed = (time.perf_counter() - started) * 1000
         report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
         return replace(result, report=report)
-
-
-_DETAILS = {
-    Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
-    Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
-    Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
-    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
-    Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
-    "compacting (the system prompt and tool schemas may exceed it)",
-    Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
-}

@@ -22,9 +22,11 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ..compaction.truncate import last_rungs
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
 from ..core.messages import Message, ToolSchema, conversation_warnings
+from ..core.report import Tier
 from ..core.tokens import IMAGE_TOKENS, message_tokens
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
@@ -41,7 +43,6 @@ from .overflow import (
     Overflow,
     OverflowKind,
     classify,
-    last_rungs,
     lighter_images,
 )
 from .recovery import Attempt, exhausted_error, floor_tokens, target_tokens, with_tier_limit
@@ -327,8 +328,8 @@ class ContextManager:
     def _with_live_state(
         self, messages: list[Message], result: Any, trigger: Trigger
     ) -> list[Message]:
-        if not self.hooks.hooks:
-            return messages
+        if not self.hooks.hooks or getattr(result.report, "tier", None) is Tier.PRUNE:
+            return messages  # live state goes with a handoff; pruning alone has none
         blocks = self.hooks.post_compress(result)
         self._report_hook_failures(trigger)
         return insert_live_state(messages, budget_blocks(blocks, self.hooks.budget_tokens))

@@ -15,36 +15,25 @@ from __future__ import annotations
 import enum
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 import httpx
 
-from .rungs import (
-    TRUNCATION_MARKER,
-    Cut,
-    last_rungs,
-    lighter_images,
-    truncate_call_arguments,
-    truncate_tool_results,
-)
+from ..compaction.images import shrink_images, strip_images
+from ..core.messages import Message
 
 __all__ = (
     "LONG_CONTEXT_TIER_TOKENS",
-    "TRUNCATION_MARKER",
-    "Cut",
     "Overflow",
     "OverflowKind",
     "classify",
     "error_text",
-    "last_rungs",
     "lighter_images",
     "parse_available_output",
     "parse_limit",
     "parse_request_tokens",
     "status_of",
-    "truncate_call_arguments",
-    "truncate_tool_results",
 )
 
 LONG_CONTEXT_TIER_TOKENS = 200_000
@@ -286,3 +275,19 @@ def _large_session(tokens: int, context_length: int | None, count: int) -> bool:
     if count > LARGE_SESSION_MESSAGES:
         return True
     return bool(context_length) and tokens > LARGE_SESSION_WINDOW_SHARE * (context_length or 0)
+
+
+def lighter_images(
+    messages: list[Message], roles: Collection[str] | None
+) -> tuple[list[Message], int, str]:
+    """After a 413: re-encode oversized images, else strip those of ``roles`` (None: all).
+
+    Text compaction cannot make image bytes smaller, so this comes first. Returns the
+    messages (the input list itself when nothing changed), how many parts changed, and
+    ``"shrunk"`` or ``"stripped"``.
+    """
+    shrunk = shrink_images(messages)
+    if shrunk.worth_retrying:
+        return shrunk.messages, shrunk.shrunk, "shrunk"
+    stripped, count = strip_images(messages, roles=roles)
+    return stripped, count, "stripped"

@@ -17,10 +17,10 @@ from typing import Any
 from ..core.errors import StoreError
 from ..core.messages import ToolSchema
 from ..summary.redact import redact
-from .base import SearchHit, SessionStore
+from .base import ArchiveEntry, SearchHit, SessionStore
 from .session import lineage, resolve_handle
 
-__all__ = ("DEFAULT_MAX_CHARS", "RECALL_TOOL", "RecallTool")
+__all__ = ("DEFAULT_MAX_CHARS", "RECALL_TOOL", "RecallTool", "render_entry", "render_hits")
 
 RECALL_TOOL = "recall"
 DEFAULT_MAX_CHARS = 8_000
@@ -108,29 +108,12 @@ class RecallTool:
         return "error: recall needs a `handle` (e.g. wk1a2b3c4d5e) or a `query`"
 
     def by_handle(self, handle: str, offset: int = 0, *, reveal: bool = False) -> str:
-        """The archived original, one bounded window of it starting at ``offset``.
-
-        Masked, offsets count characters of the masked text (the whole text is masked
-        first, so no window boundary can leave half a secret).
-        """
+        """The archived original, one bounded window of it starting at ``offset`` (secrets
+        masked unless ``reveal``)."""
         entry = resolve_handle(self.store, self.session_id, handle)
         if entry is None:
             return f"error: no archived item with handle {handle!r} in this session"
-        text = entry.text if reveal else redact(entry.text)
-        offset = min(max(0, offset), len(text))
-        # Leave room for the header and the continuation note inside the bound.
-        end = min(len(text), offset + self.max_chars - 300)
-        header = f"[archived {entry.handle} · {entry.kind} · chars {offset}-{end} of {len(text)}]"
-        body = text[offset:end]
-        if end >= len(text):
-            return f"{header}\n{body}"
-        more = json.dumps(
-            {"handle": entry.handle, "offset": end, **({"reveal": True} if reveal else {})}
-        )
-        note = (
-            f"[truncated: {len(text) - end} more chars; call recall with {more} for the next part]"
-        )
-        return f"{header}\n{body}\n{note}"
+        return render_entry(entry, offset, self.max_chars, reveal=reveal)
 
     def search(self, query: str, limit: int, *, reveal: bool = False) -> str:
         """The best hits with handles and snippets (secrets masked unless ``reveal``),
@@ -141,21 +124,46 @@ class RecallTool:
                 query, session_id=record.id, limit=limit, reveal=reveal
             )
         hits.sort(key=lambda h: -h.score)
-        hits = hits[:limit]
-        if not hits:
-            return f"no archived item matches {query!r}"
-        lines = [f"{len(hits)} archived item(s) match {query!r}:"]
-        footer = 'Call recall with {"handle": "<handle>"} for the full text.'
-        used = len(lines[0]) + len(footer) + 120
-        for shown, hit in enumerate(hits):
-            line = f"- {hit.handle} ({hit.kind}): {hit.snippet}"
-            if used + len(line) + 1 > self.max_chars:
-                lines.append(f"[{len(hits) - shown} more hit(s) not shown; narrow the query]")
-                break
-            lines.append(line)
-            used += len(line) + 1
-        lines.append(footer)
-        return "\n".join(lines)
+        return render_hits(hits[:limit], query, self.max_chars)
+
+
+def render_entry(entry: ArchiveEntry, offset: int, max_chars: int, *, reveal: bool = False) -> str:
+    """One bounded window of an archived original from ``offset``, with a header and, when
+    more follows, a note saying how to read the next part.
+
+    Secrets are masked unless ``reveal``: the whole text first (so no window boundary can
+    leave half a key), and offsets then count characters of the masked text.
+    """
+    text = entry.text if reveal else redact(entry.text)
+    offset = min(max(0, offset), len(text))
+    # Leave room for the header and the continuation note inside the bound.
+    end = min(len(text), offset + max(500, max_chars) - 300)
+    header = f"[archived {entry.handle} · {entry.kind} · chars {offset}-{end} of {len(text)}]"
+    body = text[offset:end]
+    if end >= len(text):
+        return f"{header}\n{body}"
+    place: dict[str, object] = {"handle": entry.handle, "offset": end}
+    more = json.dumps(place | {"reveal": True} if reveal else place)
+    note = f"[truncated: {len(text) - end} more chars; call recall with {more} for the next part]"
+    return f"{header}\n{body}\n{note}"
+
+
+def render_hits(hits: list[SearchHit], query: str, max_chars: int) -> str:
+    """Search hits with handles and snippets, within ``max_chars``."""
+    if not hits:
+        return f"no archived item matches {query!r}"
+    lines = [f"{len(hits)} archived item(s) match {query!r}:"]
+    footer = 'Call recall with {"handle": "<handle>"} for the full text.'
+    used = len(lines[0]) + len(footer) + 120
+    for shown, hit in enumerate(hits):
+        line = f"- {hit.handle} ({hit.kind}): {hit.snippet}"
+        if used + len(line) + 1 > max_chars:
+            lines.append(f"[{len(hits) - shown} more hit(s) not shown; narrow the query]")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    lines.append(footer)
+    return "\n".join(lines)
 
 
 def _int(value: object, default: int) -> int:

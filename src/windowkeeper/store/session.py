@@ -50,6 +50,7 @@ __all__ = (
     "archive_records",
     "compact_session",
     "compress_stored",
+    "find_archived",
     "lineage",
     "new_holder",
     "resolve_handle",
@@ -285,3 +286,21 @@ def resolve_handle(store: SessionStore, session_id: str, handle: str) -> Archive
         if found:
             return found[0]
     return None
+
+
+def find_archived(
+    store: SessionStore, handle: str, session_id: str | None = None
+) -> ArchiveEntry | None:
+    """The archived original behind ``handle``: in the session's lineage when a session is
+    named, else in any session of the store (newest first; handles are digests, so one
+    handle names one original)."""
+    if session_id is not None:
+        return resolve_handle(store, session_id, handle)
+    for record in store.list_sessions(limit=_ALL_SESSIONS):
+        found = store.archived(record.id, [handle])
+        if found:
+            return found[0]
+    return None
+
+
+_ALL_SESSIONS = 1_000_000

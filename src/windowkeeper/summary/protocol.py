@@ -15,6 +15,8 @@ from typing import Protocol, runtime_checkable
 from ..analysis.events import Analysis
 from ..core.messages import Message
 from ..core.report import FailureKind
+from .handoff.model import HandoffState
+from .handoff.text import TITLES
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,11 @@ class SummaryRequest:
         task_snapshot: the newest unfulfilled user input, verbatim, or ``None`` when the
             summarized turns contain no user input.
         has_user_turn: whether the session has any real (non-synthetic) user turn.
-        analysis: the analysed turns (tool events, user texts), shared with the ledger;
-            a summarizer that needs them builds one from ``turns`` when it is ``None``.
+        analysis: the analysed turns (tool events, user texts); a summarizer that needs
+            them builds one from ``turns`` when it is ``None``.
+        state: the handoff state the compressor extracted mechanically (merged with the
+            previous handoff); a summarizer writes the judgment sections
+            (:data:`WRITTEN_TITLES`), the compressor fills in the rest from it.
     """
 
     turns: Sequence[Message]
@@ -50,6 +55,7 @@ class SummaryRequest:
     task_snapshot: str | None
     has_user_turn: bool
     analysis: Analysis | None = field(default=None, compare=False, repr=False)
+    state: HandoffState | None = field(default=None, compare=False, repr=False)
 
     def analysed(self) -> Analysis:
         """The analysis of ``turns``: the given one, else made now."""
@@ -79,24 +85,11 @@ class Summarizer(Protocol):
     def summarize(self, request: SummaryRequest) -> SummaryOutcome: ...
 
 
-SECTION_TITLES: tuple[str, ...] = (
-    "Historical Task Snapshot",
-    "Goal",
-    "Constraints & Preferences",
-    "Completed Actions",
-    "Active State",
-    "Blocked",
-    "Key Decisions",
-    "Resolved Questions",
-    "Relevant Files",
-    "Critical Context",
-)
+SECTION_TITLES: tuple[str, ...] = TITLES
 """The handoff's section headings (``## <title>``), in order (SPEC §6)."""
 
-NO_USER_SNAPSHOT = "None: no user-authored turn exists in this session."
-USER_AFTER_SNAPSHOT = (
-    "None before this handoff: the user's request is in the messages that follow it."
-)
-SNAPSHOT_HEAD, SNAPSHOT_TAIL = 1_000, 400
-"""A longer task snapshot keeps this many leading and trailing characters."""
-RESTATED_SNAPSHOT = "The request still in progress is restated verbatim right after this handoff."
+WRITTEN_TITLES: tuple[str, ...] = ("Work State", "Key Decisions", "Next Step")
+WRITTEN_SHARE = 0.40
+"""Fraction of the handoff budget a summarizer's own sections may take."""
+"""The sections a summarizer writes in its own words; every other section is filled
+mechanically (task, user messages, constraints, errors, files, values, the ledger)."""

@@ -1,31 +1,33 @@
-"""What a summarizer is asked for, and the handoff body it becomes (sections + ledger)."""
+"""What a summarizer is asked for, and the handoff body its answer becomes.
+
+The compressor extracts the handoff state mechanically (:mod:`.handoff.extract`) before
+any summarizer runs; the summarizer writes the judgment sections
+(:data:`~.protocol.WRITTEN_TITLES`) and :func:`compose` fills every other section from
+the state, within the budget. The extractive summarizer renders the state whole.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date
 
 from ..analysis.events import Analysis
 from ..analysis.kinds import live_text
 from ..analysis.record import Analyzer, MessageFacts
-from ..compaction.boundaries import newest_real_user
-from ..compaction.handoff import split_ledger
 from ..compaction.plan import CompactionPlan, restatement
 from ..core.messages import Message
 from ..core.tokens import estimate_tokens
-from .ledger.ledger import extract_ledger, merge_ledgers, parse_ledger, render_ledger
-from .protocol import (
-    RESTATED_SNAPSHOT,
-    SNAPSHOT_HEAD,
-    SNAPSHOT_TAIL,
-    USER_AFTER_SNAPSHOT,
-    SummaryRequest,
-)
+from .handoff.extract import Placement, extract_state, previous_state
+from .handoff.fit import fitted
+from .handoff.model import HandoffState
+from .handoff.parse import split_sections
+from .handoff.text import render
+from .handoff.users import written_text
+from .protocol import WRITTEN_SHARE, WRITTEN_TITLES, SummaryRequest
 from .redact import redact_messages
 
-LEDGER_SHARE = 0.50
-"""Fraction of the handoff budget reserved for the deterministic state ledger (the denser
-carrier of exact facts; sections that need less leave the rest to it)."""
+SNAPSHOT_CHARS = 1_400
 
 
 def summary_request(
@@ -37,71 +39,93 @@ def summary_request(
     analysis: Analysis | None = None,
     facts: Sequence[MessageFacts] | None = None,
 ) -> SummaryRequest:
-    """What the summarizer gets; the ledger's share of the budget is held back.
+    """What the summarizer gets: the turns, the previous handoff, the extracted state.
 
     ``analysis``: of ``turns``; ``facts``: the records of ``messages`` (both made here when
     not given).
     """
-    analysis = analysis or Analysis(turns)
+    # No summarizer reads a secret, and nothing is extracted from one (SPEC §6): a bare
+    # value lifted out of its context ("quoted: 'hunter2'") can no longer be told from an
+    # ordinary one. Turns without secrets are the same list and keep their analysis.
+    masked = redact_messages(turns)
+    analysis = Analysis(masked) if masked is not turns else analysis or Analysis(turns)
     facts = facts if facts is not None else Analyzer().analyze(messages)
-    previous = split_ledger(plan.previous_summary)[0] if plan.previous_summary else None
-    ledger_budget = int(plan.summary_budget_tokens * LEDGER_SHARE)
-    snapshot = _task_snapshot(messages, analysis, plan, facts)
-    masked = redact_messages(turns)  # no summarizer reads a secret (SPEC §6)
+    previous = previous_state(plan.previous_summary)
+    state = extract_state(analysis, previous, placement(facts, plan), focus_topic)
     return SummaryRequest(
         turns=masked,
-        previous_summary=previous or None,
+        previous_summary=plan.previous_summary or None,
         focus_topic=focus_topic,
-        budget_tokens=max(200, plan.summary_budget_tokens - ledger_budget),
+        budget_tokens=plan.summary_budget_tokens,
         today=today,
-        task_snapshot=snapshot,
-        has_user_turn=any(f.real_user for f in facts),
-        analysis=analysis if masked is turns else None,  # else of what it does not read
+        task_snapshot=_snapshot(messages, plan, state),
+        has_user_turn=any(f.role == "user" and written_text(f) for f in facts),
+        analysis=analysis,
+        state=state,
     )
 
 
-def _task_snapshot(
-    messages: Sequence[Message],
-    analysis: Analysis,
-    plan: CompactionPlan,
-    facts: Sequence[MessageFacts],
-) -> str | None:
-    """The newest user input up to the end of the summarized turns, verbatim.
+def placement(facts: Sequence[MessageFacts], plan: CompactionPlan) -> Placement:
+    """Where the user's own words stay verbatim after this compaction."""
+    written = [i for i, f in enumerate(facts) if f.role == "user" and written_text(f)]
+    return Placement(
+        task_in_head=bool(written) and written[0] < plan.head_end,
+        user_in_tail=any(i >= plan.tail_start for i in written),
+        restated=plan.restated_user is not None,
+    )
 
-    A long request restated after the handoff is only pointed to. A long autonomous run may
-    summarize no user turn at all: the request is then the newest one in the protected
-    head, or (when the user only speaks in the tail) a note saying so, never a claim that
-    the session has no user.
-    """
+
+def _snapshot(messages: Sequence[Message], plan: CompactionPlan, state: HandoffState) -> str | None:
+    """The newest request for a summarizer's prompt (it is never asked to write it)."""
     restated = restatement(messages, plan)
     if restated is not None:
-        # A long request is only pointed to: quoting it here as well would pay for it
-        # twice, and the snapshot would cut it anyway. A short one is quoted verbatim.
-        request = live_text(restated)
-        return request if len(request) <= SNAPSHOT_HEAD + SNAPSHOT_TAIL else RESTATED_SNAPSHOT
-    index = newest_real_user((), 0, analysis.facts)
-    if index is not None:
-        return live_text(analysis.messages[index])
-    head = newest_real_user((), 0, facts[: plan.head_end])
-    if head is not None:
-        return live_text(messages[head])
-    return USER_AFTER_SNAPSHOT if any(f.real_user for f in facts) else None
+        text = live_text(restated)
+        return text if len(text) <= SNAPSHOT_CHARS else text[:SNAPSHOT_CHARS] + " …"
+    quoted = state.request or (state.users[-1] if state.users else state.task)
+    return quoted.text if quoted is not None else None
 
 
-def handoff_body(
-    sections: str,
-    turns: list[Message],
-    plan: CompactionPlan,
-    analysis: Analysis | None = None,
-) -> str:
-    """Section text plus the deterministic ledger, merged with the previous one."""
-    # Extracted from redacted turns: a bare value lifted out of its context ("quoted:
-    # 'hunter2'") can no longer be told from an ordinary one. Turns without secrets are
-    # the same list, and keep their analysis.
-    masked = redact_messages(turns)
-    ledger = extract_ledger(masked, analysis if masked is turns else None)
-    if plan.previous_summary:
-        ledger = merge_ledgers(parse_ledger(split_ledger(plan.previous_summary)[1]), ledger)
-    remaining = max(200, plan.summary_budget_tokens - estimate_tokens(sections))
-    ledger_text = render_ledger(ledger, remaining)
-    return f"{sections.strip()}\n\n{ledger_text}".strip() if ledger_text else sections.strip()
+def compose(body: str, state: HandoffState, budget: int, *, complete: bool) -> str:
+    """The handoff body: ``body`` itself when it is a complete render of ``state`` (the
+    extractive summarizer's), else the state with ``body``'s judgment sections in place
+    of the extracted ones, within ``budget``."""
+    if complete:
+        return body
+    share = int(budget * WRITTEN_SHARE)
+    written = written_sections(body, share)
+    merged = replace(state, written=written)
+    if not written and body.strip():  # free text without our headings: kept as notes
+        merged = replace(state, notes=_cut_lines(body.strip(), share))
+    return render(merged, fitted(merged, budget))
+
+
+def written_sections(body: str, budget: int) -> tuple[tuple[str, str], ...]:
+    """A summarizer's judgment sections, cut to ``budget`` tokens in all (whole lines
+    kept, deterministic): a summary model's length is never trusted."""
+    sections = split_sections(body, titles=WRITTEN_TITLES)
+    found = [(title, "\n".join(sections.get(title, [])).strip()) for title in WRITTEN_TITLES]
+    found = [(t, text) for t, text in found if text and text.lower() not in ("none", "none.")]
+    kept: list[tuple[str, str]] = []
+    left = budget
+    for title, text in found:
+        cut = _cut_lines(text, left)
+        if cut:
+            kept.append((title, cut))
+            left -= estimate_tokens(cut) + 4
+    return tuple(kept)
+
+
+def _cut_lines(text: str, budget: int) -> str:
+    if budget <= 0:
+        return ""
+    if estimate_tokens(text) <= budget:
+        return text
+    lines: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget - 4:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join([*lines, "[…]"]) if lines else ""

@@ -83,6 +83,13 @@ class HandoffState:
     commands: tuple[Command, ...] = ()
     read_only: tuple[tuple[str, int], ...] = ()
     """Read-only commands by program, counted instead of listed."""
+    earlier_commands: int = 0
+    """Commands that ran before the listed ones (counted, not listed)."""
+    environment: tuple[tuple[str, str], ...] = ()
+    """Working directory, git branch, background processes (label, value)."""
     error_lines: tuple[str, ...] = ()
     notes: str = ""
     """An earlier summary in a form this state does not know (another summarizer's)."""
+    written: tuple[tuple[str, str], ...] = ()
+    """Sections a summarizer wrote in its own words (title, text): shown instead of the
+    extracted ones."""

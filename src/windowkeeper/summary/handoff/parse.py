@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..ledger.paths import parse_paths
 from .model import Command, HandoffState, OpenError, Quote, WorkState
+from .paths import parse_paths
 from .quoting import parse_list, read_fence, unquote
 from .text import (
     COMMANDS,
     DONE,
     EARLIER,
+    EARLIER_COMMANDS,
+    ENVIRONMENT_LABELS,
     ERROR_LINES,
     IN_PROGRESS,
     NONE,
@@ -35,8 +37,8 @@ _COUNT = re.compile(r"([^,]+?) (\d+)(?:, |$)")
 _HEADING = re.compile(r"## (.+?)\s*")
 
 
-def split_sections(text: str) -> dict[str, list[str]]:
-    """The lines of each known section, headings found outside fences only."""
+def split_sections(text: str, titles: Sequence[str] = TITLES) -> dict[str, list[str]]:
+    """The lines of each section of ``titles``, headings found outside fences only."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     lines = text.split("\n")
@@ -49,7 +51,7 @@ def split_sections(text: str) -> dict[str, list[str]]:
             index = fenced[1]
             continue
         heading = _HEADING.fullmatch(line)
-        if heading and heading.group(1) in TITLES:
+        if heading and heading.group(1) in titles:
             current = sections.setdefault(heading.group(1), [])
         elif heading:
             current = None  # another summarizer's section: not ours to read
@@ -66,15 +68,22 @@ def parse_state(text: str) -> HandoffState | None:
         return None
     task, in_head, request = _parse_task(sections.get("Task", []))
     root, files = _parse_files(sections.get("Files", []))
-    commands, counts, error_lines = _parse_ledger(sections.get("State Ledger", []))
+    commands, counts, error_lines, earlier = _parse_ledger(sections.get("State Ledger", []))
     notes = read_fence(sections.get("Notes", []), 0)
+    work_lines = sections.get("Work State", [])
+    work = _parse_work(work_lines)
+    # A work state written in a summary model's own words is carried as it was.
+    written: tuple[tuple[str, str], ...] = ()
+    if work == WorkState() and _plain(work_lines):
+        written = (("Work State", "\n".join(work_lines).strip()),)
     return HandoffState(
         task=task,
         task_in_head=in_head,
         request=request,
         users=_parse_users(sections.get("User Messages", [])),
         constraints=tuple(_items(sections.get("Constraints & Preferences", []))),
-        work=_parse_work(sections.get("Work State", [])),
+        work=work,
+        written=written,
         errors=_parse_errors(sections.get("Open Errors", [])),
         decisions=tuple(_items(sections.get("Key Decisions", []))),
         root=root,
@@ -85,6 +94,8 @@ def parse_state(text: str) -> HandoffState | None:
         next_step="\n".join(_plain(sections.get("Next Step", []))).strip(),
         commands=commands,
         read_only=counts,
+        earlier_commands=earlier,
+        environment=_parse_environment(work_lines),
         error_lines=error_lines,
         notes=notes[0] if notes else "",
     )
@@ -98,7 +109,7 @@ def _items(lines: Sequence[str]) -> list[str]:
     return [unquote(line[2:]) for line in lines if line.startswith("- ")]
 
 
-_QUOTE_HEAD = re.compile(r"(.*?:)(?: \((shortened; )?recall (wk\w+)\))?")
+_QUOTE_HEAD = re.compile(r"(.*?)(?: \((shortened; )?recall (wk\w+)\))?:")
 
 
 def _parse_task(lines: Sequence[str]) -> tuple[Quote | None, bool, Quote | None]:
@@ -143,6 +154,15 @@ def _parse_users(lines: Sequence[str]) -> tuple[Quote, ...]:
             users.append(Quote(fenced[0], handle, bool(head.group(2))))
             index = fenced[1]
     return tuple(users)
+
+
+def _parse_environment(lines: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    found = []
+    for line in lines:
+        label, sep, value = line.partition(": ")
+        if sep and label in ENVIRONMENT_LABELS:
+            found.append((label, unquote(value)))
+    return tuple(found)
 
 
 def _parse_work(lines: Sequence[str]) -> WorkState:
@@ -206,14 +226,18 @@ def _parse_files(lines: Sequence[str]) -> tuple[str, tuple[tuple[str, str], ...]
 
 def _parse_ledger(
     lines: Sequence[str],
-) -> tuple[tuple[Command, ...], tuple[tuple[str, int], ...], tuple[str, ...]]:
+) -> tuple[tuple[Command, ...], tuple[tuple[str, int], ...], tuple[str, ...], int]:
     commands: list[Command] = []
     errors: list[str] = []
     counts: tuple[tuple[str, int], ...] = ()
+    earlier = 0
     block = ""
     for line in lines:
         if line in (COMMANDS, ERROR_LINES):
             block = line
+        elif line.startswith(EARLIER_COMMANDS):
+            earlier = int(line[len(EARLIER_COMMANDS) :].strip() or 0)
+            block = ""
         elif line.startswith(READ_ONLY):
             counts = tuple((k.strip(), int(n)) for k, n in _COUNT.findall(line[len(READ_ONLY) :]))
             block = ""
@@ -226,4 +250,4 @@ def _parse_ledger(
                 commands.append(Command(command, code))
         elif line.startswith("- ") and block == ERROR_LINES:
             errors.append(unquote(line[2:]))
-    return tuple(commands), counts, tuple(errors)
+    return tuple(commands), counts, tuple(errors), earlier

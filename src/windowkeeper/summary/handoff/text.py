@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from ..ledger.paths import choose_root, render_paths
 from .model import Command, HandoffState, Quote
+from .paths import choose_root, render_paths
 from .quoting import fence, inline_list, item, list_item, quote
 
 TITLES = (
@@ -22,15 +23,18 @@ TITLES = (
 )  # fmt: skip
 NONE = "None recorded."
 ALL = 1_000_000
+T = TypeVar("T")
 
-ORIGINAL = "Original request (verbatim):"
+ORIGINAL = "Original request, verbatim"
 ORIGINAL_IN_HEAD = "Original request: the first user message above, kept verbatim."
-OPEN = "Newest request, may still be open (verbatim):"
+OPEN = "Newest request, may still be open, verbatim"
 RESTATED = "Newest request: restated verbatim right after this handoff, still in progress."
 DONE, UNVERIFIED = "Done (with evidence):", "Claimed, not verified:"
 IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (condensed):"
 STATUSES = ("created", "modified", "deleted", "read")
 COMMANDS, READ_ONLY, ERROR_LINES = "Commands:", "Read-only commands (counted):", "Error lines:"
+EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
+ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,8 @@ def render(state: HandoffState, shown: Shown = Shown()) -> str:
 
 def section_text(title: str, state: HandoffState, shown: Shown) -> str:
     """One section (``""`` when it has nothing to say)."""
-    body = _RENDERERS[title](state, shown)
+    written = dict(state.written).get(title)
+    body = written if written is not None else _RENDERERS[title](state, shown)
     if not body:
         return "" if title not in _ALWAYS else f"## {title}\n{NONE}"
     return f"## {title}\n{body}"
@@ -87,9 +92,9 @@ def _task(state: HandoffState, shown: Shown) -> str:
 
 def _quote_head(label: str, quoted: Quote) -> str:
     if not quoted.handle:
-        return label
+        return f"{label}:"
     how = "shortened; recall" if quoted.shortened else "recall"
-    return f"{label} ({how} {quoted.handle})"
+    return f"{label} ({how} {quoted.handle}):"
 
 
 def _users(state: HandoffState, shown: Shown) -> str:
@@ -141,7 +146,7 @@ def _work(state: HandoffState, shown: Shown) -> str:
     for dropped in work.done[: len(work.done) - len(done)]:
         verb = dropped.split(" ", 1)[0].lower()
         earlier[verb] = earlier.get(verb, 0) + 1
-    lines: list[str] = []
+    lines = [f"{label}: {item(value)}" for label, value in state.environment]
     if earlier:
         counts = ", ".join(f"{verb} {count}" for verb, count in earlier.items())
         lines.append(f"{EARLIER} {counts}")
@@ -155,14 +160,20 @@ def _work(state: HandoffState, shown: Shown) -> str:
 
 def _errors(state: HandoffState, shown: Shown) -> str:
     lines: list[str] = []
-    for error in state.errors[len(state.errors) - min(shown.errors, len(state.errors)) :]:
-        what = f"`{error.command}`" if error.command and "`" not in error.command else error.what
-        if error.command and what == error.what and "`" in error.command:
-            what = quote(error.command)
+    for error in _newest(state.errors, shown.errors):
+        what = shown_command(error.command) if error.command else error.what
         status = f" -> exit {error.exit_code}" if error.exit_code is not None else " failed"
         lines.append(f"- {what}{status}")
         lines.extend(f"  {item(line)}" for line in error.lines[-shown.error_lines_each :])
     return "\n".join(lines)
+
+
+def shown_command(command: str) -> str:
+    """A command as the handoff shows it: between backticks, or a JSON string literal
+    when it holds a backtick or a line break."""
+    if "`" in command or "\n" in command or "\r" in command:
+        return quote(command)
+    return f"`{command}`"
 
 
 def _decisions(state: HandoffState, shown: Shown) -> str:
@@ -198,30 +209,29 @@ def _next(state: HandoffState, shown: Shown) -> str:
 
 def _ledger(state: HandoffState, shown: Shown) -> str:
     lines: list[str] = []
-    commands = state.commands[len(state.commands) - min(shown.commands, len(state.commands)) :]
+    commands = _newest(state.commands, shown.commands)
     if commands:
         lines.append(COMMANDS)
         lines.extend(map(_command, commands))
-    counts = dict(state.read_only)
-    if len(commands) < len(state.commands):
-        counts["earlier commands"] = (
-            counts.get("earlier commands", 0) + len(state.commands) - len(commands)
-        )
-    if counts:
-        lines.append(f"{READ_ONLY} " + ", ".join(f"{k} {n}" for k, n in counts.items()))
-    kept = state.error_lines[
-        len(state.error_lines) - min(shown.error_lines, len(state.error_lines)) :
-    ]
+    earlier = state.earlier_commands + len(state.commands) - len(commands)
+    if earlier:
+        lines.append(f"{EARLIER_COMMANDS} {earlier}")
+    if state.read_only:
+        lines.append(f"{READ_ONLY} " + ", ".join(f"{k} {n}" for k, n in state.read_only))
+    kept = _newest(state.error_lines, shown.error_lines)
     if kept:
         lines.append(ERROR_LINES)
         lines.extend(f"- {item(line)}" for line in kept)
     return "\n".join(lines)
 
 
+def _newest(items: tuple[T, ...], count: int) -> tuple[T, ...]:
+    return items[len(items) - min(count, len(items)) :]
+
+
 def _command(record: Command) -> str:
-    text = record.command
-    shown = quote(text) if "`" in text or "\n" in text or "\r" in text else f"`{text}`"
-    return f"- {shown}" + (f" -> exit {record.exit_code}" if record.exit_code is not None else "")
+    code = f" -> exit {record.exit_code}" if record.exit_code is not None else ""
+    return f"- {shown_command(record.command)}{code}"
 
 
 def _notes(state: HandoffState, shown: Shown) -> str:

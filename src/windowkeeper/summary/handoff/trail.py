@@ -13,12 +13,18 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 
-from ...analysis.commands import command_touches, is_read_only, program_of, reported_touches
+from ...analysis.commands import (
+    command_touches,
+    is_read_only,
+    program_of,
+    reported_touches,
+    short_command,
+)
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import collapse, dedupe
+from ...analysis.facts import dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
-from ...analysis.shellfacts import cwd_hint
+from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
 from ...analysis.toolshapes import ToolKind
 from .model import Command
 
@@ -28,17 +34,40 @@ MAX_VALUES = 60
 MAX_COMMANDS = 40
 MAX_ERROR_LINES = 30
 _RANK = {"read": 0, "modified": 1, "created": 2, "deleted": 3}
+_ORDER = ("created", "modified", "deleted", "read")
 
 
 def working_directories(events: Sequence[ToolEvent], start: str | None) -> list[str | None]:
-    """The working directory before each event (prompts in output, ``cd``, arguments)."""
+    """The working directory before each event (prompts in output, ``cd``, arguments),
+    and after the last one."""
     cwd = start
     found = []
     for event in events:
         found.append(cwd)
         if event.action.kind is ToolKind.SHELL:
             cwd = cwd_hint(event, cwd) or cwd
+    found.append(cwd)
     return found
+
+
+def environment_of(
+    events: Sequence[ToolEvent], cwd: str | None, previous: Sequence[tuple[str, str]]
+) -> tuple[tuple[str, str], ...]:
+    """Working directory, git branch and background processes, the newest known."""
+    found = dict(previous)
+    if cwd:
+        found["Working directory"] = cwd
+    shell = [e for e in events if e.action.kind is ToolKind.SHELL and e.action.command]
+    branch = next((b for e in reversed(shell) if (b := branch_hint(e))), None)
+    if branch:
+        found["Git branch"] = branch
+    started = [f"`{short_command(e.action.command or '', 100)}`" for e in shell if is_background(e)]
+    if started:
+        carried = found.get("Running in the background", "")
+        running = [*(p for p in carried.split(", ") if p), *started]
+        found["Running in the background"] = ", ".join(dedupe(running, keep_last=True)[-3:])
+    order = ("Working directory", "Git branch", "Running in the background")
+    return tuple((label, found[label]) for label in order if found.get(label))
 
 
 def event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ...]:
@@ -97,7 +126,8 @@ def merged_files(
     if len(kept) > MAX_FILES:  # reads go first: a change is what the next window needs
         read = read[len(read) - max(0, MAX_FILES - len(changed)) :]
     keep = set(changed[-MAX_FILES:]) | set(read)
-    return tuple(f for f in kept if f in keep)
+    # Grouped by status as the text shows them, so a handoff reads back as it was written.
+    return tuple(f for status in _ORDER for f in kept if f[1] == status and f in keep)
 
 
 def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
@@ -170,7 +200,7 @@ def commands_of(events: Sequence[ToolEvent]) -> tuple[list[Command], dict[str, i
             program = program_of(command) or "other"
             counts[program] = counts.get(program, 0) + 1
         else:
-            listed.append(Command(collapse(command, COMMAND_CHARS), event.exit_code))
+            listed.append(Command(short_command(command, COMMAND_CHARS), event.exit_code))
     return listed, counts
 
 

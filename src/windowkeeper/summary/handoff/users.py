@@ -44,13 +44,13 @@ def user_turns(facts: Sequence[MessageFacts]) -> list[UserTurn]:
     for position, record in enumerate(facts):
         if record.role != "user":
             continue
-        text = _text_of(record)
+        text = written_text(record)
         if text:
             found.append(UserTurn(position, text, message_handle(record)))
     return found
 
 
-def _text_of(record: MessageFacts) -> str:
+def written_text(record: MessageFacts) -> str:
     """What the user wrote in a message, computed once per message."""
     text: str = record.remember("user_text", lambda: _written(record))
     return text

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from ...analysis.commands import is_read_only
+from ...analysis.commands import is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, paragraphs, prose
 from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
@@ -21,6 +21,7 @@ from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolAction, ToolKind
 from .model import OpenError, WorkState
+from .text import shown_command
 
 MAX_DONE, MAX_ERRORS, MAX_DECISIONS, MAX_PLAN = 24, 5, 16, 6
 _COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
@@ -39,14 +40,13 @@ _DECISION = re.compile(
     r"\b(?:decided|decide to|instead of|rather than|the fix (?:is|was|will be)|root cause"
     r"|(?:I'll|I will|we'll|we will|let's) (?:use|go with|switch|keep|avoid|replace)"
     r"|going with|opted|chose|chosen|the (?:bug|problem|issue|culprit) (?:is|was|lives)"
-    r"|turns out|so only|because|since the|in order to|to avoid)\b",
+    r"|turns out|so only)\b",
     re.IGNORECASE,
 )
 _DECISION_CLUES = tuple(
     (w, re.compile(w))
     for w in ("decide", "instead", "rather", "fix", "root", "'ll", "will", "let's", "going",
-              "opted", "chose", "bug", "problem", "issue", "culprit", "turns", "only",
-              "because", "since", "order to", "avoid")
+              "opted", "chose", "bug", "problem", "issue", "culprit", "turns", "only")
 )  # fmt: skip
 
 
@@ -64,7 +64,7 @@ def _evidence(event: ToolEvent) -> str | None:
         return f"{verb} {_target(action)} ({action.name} ok)"
     if action.kind is not ToolKind.SHELL or not action.command:
         return None
-    command = collapse(action.command, 120)
+    command = short_command(action.command, 120)
     if is_test_command(action.command[:2_000]):
         summary = test_summary(event.result)
         return f"Tests passed: `{command}`" + (f" ({summary})" if summary else "")
@@ -172,7 +172,7 @@ def _earlier(
 def _what(event: ToolEvent) -> str:
     action = event.action
     if action.kind is ToolKind.SHELL and action.command:
-        return f"`{collapse(action.command, 120)}`"
+        return shown_command(short_command(action.command, 120))
     return f"{action.kind.value} {_target(action)}"
 
 
@@ -259,10 +259,10 @@ def open_errors(tracker: OpenFailures, carried: Sequence[OpenError]) -> tuple[Op
 def _open_error(event: ToolEvent) -> OpenError:
     action = event.action
     lines = event_errors(event)[-6:] or [last_line(event.result or "")]
-    command = (
-        collapse(action.command, 200) if action.kind is ToolKind.SHELL and action.command else None
-    )
-    return OpenError(_what(event), tuple(lines), event.exit_code, command)
+    if action.kind is ToolKind.SHELL and action.command:
+        command = short_command(action.command, 200)
+        return OpenError(shown_command(command), tuple(lines), event.exit_code, command)
+    return OpenError(_what(event), tuple(lines), event.exit_code, None)
 
 
 def still_open(carried: Sequence[OpenError], events: Sequence[ToolEvent]) -> list[OpenError]:
@@ -291,15 +291,26 @@ def _pseudo(error: OpenError) -> ToolEvent:
     return ToolEvent(-1, action, {}, "\n".join(error.lines), error.exit_code, True)
 
 
-def decisions(assistant: Sequence[tuple[int, str]], previous: Sequence[str]) -> tuple[str, ...]:
-    """Choices and findings the agent stated, with their reasons, newest kept."""
+def focus_words(topic: str | None) -> tuple[str, ...]:
+    """The words of a focus topic that items are matched on."""
+    return tuple(w for w in re.findall(r"\w+", (topic or "").lower()) if len(w) >= 3)
+
+
+def decisions(
+    assistant: Sequence[tuple[int, str]], previous: Sequence[str], focus: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Choices and findings the agent stated, with their reasons: the newest kept, and
+    with a focus topic the ones about it first (kept last, where trimming reaches last)."""
     found: list[str] = []
     for _, text in reversed(assistant):
         found.extend(reversed(_decisions_in(text)))
-        if len(found) >= MAX_DECISIONS:
+        if not focus and len(set(found)) >= MAX_DECISIONS:
             break
-    new = list(reversed(found))
-    return tuple(dedupe([*previous, *new], keep_last=True)[-MAX_DECISIONS:])
+    merged = dedupe([*previous, *reversed(found)], keep_last=True)
+    about = [d for d in merged if any(w in d.lower() for w in focus)]
+    rest = [d for d in merged if d not in about]
+    kept = rest[len(rest) - max(0, MAX_DECISIONS - len(about)) :] + about[-MAX_DECISIONS:]
+    return tuple(kept)
 
 
 def _decisions_in(text: str) -> list[str]:
@@ -317,7 +328,8 @@ def next_step(
     assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent], previous: str
 ) -> str:
     """What the agent was about to do: its newest stated intent, else its last call."""
-    for _, text in reversed(assistant[-3:]):
+    if assistant:
+        text = assistant[-1][1]
         intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
         if intents:
             return collapse(intents[-1], 300)

@@ -1,33 +1,28 @@
-"""Turning a summary model's answer into the handoff's section body (SPEC §6).
+"""Turning a summary model's answer into its sections of the handoff (SPEC §6).
 
-What must hold for the body returned by :func:`shape_sections`:
-- it starts with ``## Historical Task Snapshot`` whose content is the verbatim task
-  snapshot chosen by the compressor (the model's paraphrase is never trusted), and that
-  section appears exactly once;
-- every other heading of ``SECTION_TITLES`` appears once, in order, separated by blank
-  lines (a glued heading would be lost on the next update); a section the model left
-  out reads "None"; extra ``##`` sections the model added are kept after them;
-- it has no handoff prefix, end marker or ledger: the compressor adds those.
+A model writes only the judgment sections (:data:`~..protocol.WRITTEN_TITLES`); the
+task, the user's messages and constraints, the files, the values and the ledger are
+filled mechanically by the compressor and never taken from the model. What must hold for
+the text :func:`shape_sections` returns: each written heading once, in order, separated
+by blank lines; a section the model left out reads "None"; anything else the model wrote
+(its own headings, a preface, copies of the mechanical sections) is dropped.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..protocol import SECTION_TITLES
+from ..handoff.parse import split_sections
+from ..protocol import WRITTEN_TITLES
 
-SNAPSHOT_TITLE = "Historical Task Snapshot"
-PREAMBLE_KEEP_CHARS = 200
-"""Text before the first heading longer than this is kept (under Critical Context)."""
 REFUSAL_MAX_CHARS = 1_500
 
 _ALIASES = {
-    "active task": SNAPSHOT_TITLE,
-    "current task": SNAPSHOT_TITLE,
-    "task snapshot": SNAPSHOT_TITLE,
-    "historical task": SNAPSHOT_TITLE,
-}
-_KNOWN = {title.lower(): title for title in SECTION_TITLES} | _ALIASES
+    "work state": "Work State", "work status": "Work State", "status": "Work State",
+    "progress": "Work State", "completed actions": "Work State", "active state": "Work State",
+    "key decisions": "Key Decisions", "decisions": "Key Decisions",
+    "next step": "Next Step", "next steps": "Next Step", "next": "Next Step",
+}  # fmt: skip
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]*(.*?)[ \t#]*$")
 _REFUSAL_START = re.compile(
     r"^\W*(?:i'?m sorry|sorry|i apologi[sz]e|i can'?t|i cannot|i can not|i'?m unable"
@@ -55,47 +50,28 @@ def _unfence(text: str) -> str:
     return text
 
 
-def _known_title(raw: str) -> str | None:
-    key = " ".join(raw.strip().strip("*_").strip().rstrip(":").split()).lower()
-    return _KNOWN.get(key)
-
-
-def _split(text: str) -> tuple[list[str], dict[str, list[str]], list[tuple[str, list[str]]]]:
-    """Preamble lines, bodies of the known sections, and extra ``##`` sections."""
-    preamble: list[str] = []
-    known: dict[str, list[str]] = {title: [] for title in SECTION_TITLES}
-    extras: list[tuple[str, list[str]]] = []
-    current = preamble
+def shape_sections(text: str) -> str:
+    """The written sections of a model answer (see the module docstring)."""
+    bodies: dict[str, list[str]] = {title: [] for title in WRITTEN_TITLES}
+    current: list[str] | None = None
     for line in _unfence(text).splitlines():
         match = _HEADING.match(line)
         if match is not None:
-            title = _known_title(match.group(2))
-            if title is not None:
-                current = known.setdefault(title, [])
-                if any(part.strip() for part in current):
-                    current.append("")  # a repeated section: keep both bodies apart
-                continue
-            if len(match.group(1)) == 2 and match.group(2).strip():
-                current = []
-                extras.append((match.group(2).strip(), current))
-                continue
-        current.append(line)
-    return preamble, known, extras
-
-
-def shape_sections(text: str, snapshot: str) -> str:
-    """The canonical section body for a model answer (see the module docstring)."""
-    preamble, known, extras = _split(text)
-    blocks = [f"## {SNAPSHOT_TITLE}\n{snapshot.strip()}"]
-    intro = "\n".join(preamble).strip()
-    for title in SECTION_TITLES:
-        if title == SNAPSHOT_TITLE:
+            key = " ".join(match.group(2).strip().strip("*_").rstrip(":").split()).lower()
+            title = _ALIASES.get(key)
+            current = bodies[title] if title else None
+            if title and any(part.strip() for part in bodies[title]):
+                bodies[title].append("")  # a repeated section: keep both bodies apart
             continue
-        body = "\n".join(known.get(title, [])).strip()
-        if title == "Critical Context" and len(intro) > PREAMBLE_KEEP_CHARS:
-            body = f"{intro}\n\n{body}".strip()
-        blocks.append(f"## {title}\n{body or 'None'}")
-    for title, lines in extras:
-        body = "\n".join(lines).strip()
-        blocks.append(f"## {title}\n{body or 'None'}")
-    return "\n\n".join(blocks)
+        if current is not None:
+            current.append(line)
+    return "\n\n".join(
+        f"## {title}\n{chr(10).join(bodies[title]).strip() or 'None'}" for title in WRITTEN_TITLES
+    )
+
+
+def written_part(previous: str) -> str:
+    """The written sections of a previous handoff body (what a model may update)."""
+    sections = split_sections(previous, titles=WRITTEN_TITLES)
+    parts = [f"## {t}\n" + "\n".join(sections[t]).strip() for t in WRITTEN_TITLES if t in sections]
+    return "\n\n".join(parts)

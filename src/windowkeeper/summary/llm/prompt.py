@@ -24,7 +24,7 @@ from typing import Any
 from ...core.messages import call_arguments, call_name, tool_calls
 from ...core.templates import template
 from ...core.tokens import estimate_tokens
-from ..protocol import SECTION_TITLES, SummaryRequest
+from ..protocol import WRITTEN_SHARE, WRITTEN_TITLES, SummaryRequest
 from ..redact import redact
 
 TEMPLATE_TAG = "windowkeeper-template"
@@ -248,9 +248,10 @@ def take_chunk(records: Sequence[str], start: int, overhead: str, cap: InputCap)
 def _structure(budget_tokens: int) -> str:
     guidance = section_guidance()
     sections = "\n".join(
-        f"## {title}\n{guidance.get(title, '')}".rstrip() for title in SECTION_TITLES
+        f"## {title}\n{guidance.get(title, '')}".rstrip() for title in WRITTEN_TITLES
     )
-    return prompt_template("structure").format(sections=sections, budget=f"{budget_tokens:,}")
+    budget = max(200, int(budget_tokens * WRITTEN_SHARE))
+    return prompt_template("structure").format(sections=sections, budget=f"{budget:,}")
 
 
 def _block(opening: str, closing: str, body: str, intro: str) -> str:

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from ...core.report import FailureKind
 from ..failures import classify_exception, classify_non_json, classify_status, provider_errors
-from ..protocol import NO_USER_SNAPSHOT, SummaryFailure, SummaryOutcome, SummaryRequest
+from ..protocol import SummaryFailure, SummaryOutcome, SummaryRequest
 from ..redact import redact
 from .backends import (
     Backend,
@@ -43,7 +43,7 @@ from .backends import (
     load_litellm,
 )
 from .config import LLMSummarizerConfig
-from .output import is_refusal_text, shape_sections
+from .output import is_refusal_text, shape_sections, written_part
 from .prompt import (
     InputCap,
     bound_previous,
@@ -176,7 +176,7 @@ class LLMSummarizer:
         cap = InputCap.for_model(self.config.max_input_chars, self.config.context_length)
         records = serialize_turns(request.turns, cap.record_limit)
         deadline = self._clock() + self.config.deadline_seconds
-        previous = request.previous_summary
+        previous = written_part(request.previous_summary or "")
         running = bound_previous(previous, cap) if previous and previous.strip() else None
         start = 0
         while True:
@@ -191,8 +191,7 @@ class LLMSummarizer:
                 return SummaryFailure(result.kind, f"{result.detail} [{where}]")
             start = end
             if start >= len(records):
-                snapshot = request.task_snapshot
-                return redact(shape_sections(result, snapshot or NO_USER_SNAPSHOT))
+                return redact(shape_sections(result))
             running = bound_previous(result, cap)
 
     def _complete(

@@ -1,50 +1,26 @@
-"""The overflow ladder's last rungs (SPEC §9): lighter images, then cutting the largest
-tool results and long call arguments, each only while the request is still over.
+"""The last rungs of the ladder (SPEC §9): shortening the largest tool results, then
+long tool-call arguments, when compaction alone cannot bring a request under the window.
 
-Used only when compaction cannot bring a request under the window (typically one huge
-group of fresh tool results); messages and pairing stay as they are.
+Used by a forced compaction that must fit (the compressor) and by overflow recovery (the
+context manager). Messages and pairing stay as they are; every cut leaves a visible
+marker, so the model knows text is missing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..compaction.images import shrink_images, strip_images
-from ..compaction.prune import PruneSettings, truncate_tool_arguments
 from ..core.config import CompressionConfig
 from ..core.messages import Message
-
-__all__ = (
-    "TRUNCATION_MARKER",
-    "Cut",
-    "last_rungs",
-    "lighter_images",
-    "truncate_call_arguments",
-    "truncate_tool_results",
-)
-
-
-def lighter_images(
-    messages: list[Message], roles: Collection[str] | None
-) -> tuple[list[Message], int, str]:
-    """After a 413: re-encode oversized images, else strip those of ``roles`` (None: all).
-
-    Text compaction cannot make image bytes smaller, so this comes first. Returns the
-    messages (the input list itself when nothing changed), how many parts changed, and
-    ``"shrunk"`` or ``"stripped"``.
-    """
-    shrunk = shrink_images(messages)
-    if shrunk.worth_retrying:
-        return shrunk.messages, shrunk.shrunk, "shrunk"
-    stripped, count = strip_images(messages, roles=roles)
-    return stripped, count, "stripped"
-
+from .prune import PruneSettings, truncate_tool_arguments
 
 TRUNCATION_MARKER = (
     "\n[... {cut:,} characters cut here: the request exceeded the context window ...]\n"
 )
+
+
 _MIN_KEEP_CHARS = 400
 
 

@@ -1,0 +1,413 @@
+"""OpenAI Responses API items <-> canonical OpenAI chat messages (SPEC §1, §12).
+
+:func:`from_responses` turns a Responses request's ``input`` (a string or a list of items)
+and ``instructions`` into canonical messages; :func:`to_responses` turns canonical
+messages back into ``(instructions, items)``. The OpenAI Agents SDK's
+``TResponseInputItem`` dicts are the same items, so its model-input filter and sessions
+use the same two functions.
+
+Lossless for what is not compacted: each canonical message keeps the items it was made
+from — the caller's own objects, never copied or modified — under the private
+:data:`ITEMS_KEY` (SPEC §1: ``_`` keys never reach a provider). :func:`to_responses`
+emits those very objects whenever the message still says what they say, so unknown item
+types and fields, reasoning items with ``encrypted_content``, ids, ``phase``,
+annotations, ``status``… survive unchanged. Only a message a compaction changed is
+rebuilt. For any input, ``to_responses(from_responses(input, instructions))`` gives back
+``instructions`` and the items themselves (a string input as one user item).
+
+Mapping (one canonical message per item, except a model turn):
+
+- ``instructions`` <-> a leading ``system`` message marked with :data:`INSTRUCTIONS_KEY`;
+  leading ``system`` / ``developer`` items <-> such messages, later ones <-> ``user``.
+- ``user`` message items <-> ``user`` messages; ``input_text`` / ``output_text`` parts <->
+  ``text`` parts; other parts (``input_image``, ``input_file``…) stay as they are.
+- a run of model output items (assistant ``message``, ``reasoning``, ``function_call``,
+  ``custom_tool_call``, any other item a model emits, e.g. ``web_search_call``) <-> one
+  ``assistant`` message: text as content (a lone text part as a string), calls as
+  ``tool_calls`` (``call_id`` -> ``id``; a custom call's ``input`` -> ``arguments``),
+  other items as opaque :data:`OPAQUE_PART` parts; reasoning only in the private key.
+- ``function_call_output`` / ``custom_tool_call_output`` <-> ``tool`` messages; any other
+  input item (``computer_call_output``, ``item_reference``…) <-> a ``user`` message whose
+  content is one opaque part.
+
+A changed message is rebuilt: parts and calls that did not change keep their original
+items, changed ones are written anew. A changed model turn loses its reasoning items and
+every id (the API rejects reasoning whose following item is missing or altered, and an
+id names the original content); opaque items are always emitted as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeAlias
+
+from ..core.errors import InvalidMessagesError
+from ..core.messages import Message, content_text
+
+Item: TypeAlias = dict[str, Any]
+
+ITEMS_KEY = "_responses_items"
+"""Private key: the list of original input items a canonical message was made from."""
+INSTRUCTIONS_KEY = "_responses_instructions"
+"""Private key: ``True`` on the system message that carries ``instructions``."""
+OPAQUE_PART = "responses_item"
+"""Content part type wrapping an item with no canonical meaning: ``{"type", "item"}``."""
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+
+
+# --- item kinds ---------------------------------------------------------------------------
+
+
+def _kind(item: Mapping[str, Any], where: str) -> str:
+    """``system`` / ``user`` / ``model`` / ``output`` / ``input``: what an item is."""
+    kind = item.get("type", "message")
+    if not isinstance(kind, str):
+        raise InvalidMessagesError(where, "an item's 'type' must be a string")
+    if kind == "message":
+        role = item.get("role")
+        if role == "assistant":
+            return "model"
+        if role in _SYSTEM_ROLES:
+            return "system"
+        if role == "user":
+            return "user"
+        raise InvalidMessagesError(where, f"message role must be user, assistant, system or "
+                                   f"developer, got {role!r}")  # fmt: skip
+    if kind in _OUTPUTS:
+        return "output" if isinstance(item.get("call_id"), str) else "input"
+    if kind == "item_reference" or kind.endswith(("_output", "_response")):
+        return "input"
+    return "model"  # reasoning, calls, and whatever else a model emits
+
+
+def _checked(item: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        raise InvalidMessagesError(where, "expected an item object")
+    kind = item.get("type")
+    if kind in _CALLS:
+        payload = "arguments" if kind == "function_call" else "input"
+        if not (_nonempty(item.get("call_id")) and isinstance(item.get("name"), str)
+                and isinstance(item.get(payload), str)):  # fmt: skip
+            raise InvalidMessagesError(
+                where, f"a {kind} needs a string 'call_id', 'name' and '{payload}'"
+            )
+    elif kind in _OUTPUTS:
+        if "call_id" in item and not _nonempty(item.get("call_id")):
+            raise InvalidMessagesError(where, f"a {kind} needs a non-empty string 'call_id'")
+        if not isinstance(item.get("output"), str | list):
+            raise InvalidMessagesError(where, f"a {kind} needs an 'output' string or list")
+    elif kind in (None, "message"):
+        content = item.get("content")
+        if not isinstance(content, str | list):
+            raise InvalidMessagesError(where, "message content must be a string or a list")
+        for number, part in enumerate(content if isinstance(content, list) else ()):
+            if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+                raise InvalidMessagesError(where, f"content part {number} needs a string 'type'")
+    return item
+
+
+def _nonempty(value: object) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+# --- Responses -> canonical -----------------------------------------------------------------
+
+
+def from_responses(
+    input: str | Sequence[Mapping[str, Any]] | None, instructions: object = None
+) -> list[Message]:
+    """Canonical messages for a Responses ``input`` and ``instructions``.
+
+    Raises :class:`InvalidMessagesError` for input that is not a string or a list of item
+    objects, a message without a valid role or content, or a call / call output without
+    its required fields. ``instructions`` must be a string or ``None``.
+    """
+    out: list[Message] = []
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise InvalidMessagesError("instructions", "must be a string")
+        out.append({"role": "system", "content": instructions, INSTRUCTIONS_KEY: True})
+    if input is None:
+        return out
+    if isinstance(input, str):
+        return [*out, _message_from({"role": "user", "content": input}, "user", leading=False)]
+    if not isinstance(input, Sequence):
+        raise InvalidMessagesError("input", "must be a string or a list of items")
+    run: list[Mapping[str, Any]] = []
+    for index, raw in enumerate(input):
+        item = _checked(raw, f"item {index}")
+        kind = _kind(item, f"item {index}")
+        if kind == "model":
+            run.append(item)
+            continue
+        if run:
+            out.append(model_turn(run))
+            run = []
+        leading = all(m.get("role") in _SYSTEM_ROLES for m in out)
+        out.append(_message_from(item, kind, leading=leading))
+    if run:
+        out.append(model_turn(run))
+    return out
+
+
+def _message_from(item: Mapping[str, Any], kind: str, *, leading: bool) -> Message:
+    if kind == "output":
+        content = item.get("output")
+        return {
+            "role": "tool",
+            "tool_call_id": item["call_id"],
+            "content": _parts_from(content) if isinstance(content, list) else content,
+            ITEMS_KEY: [item],
+        }
+    if kind == "input":
+        return {"role": "user", "content": [_opaque(item)], ITEMS_KEY: [item]}
+    role = str(item.get("role", "user"))
+    if kind == "system" and not leading:
+        role = "user"
+    content = item.get("content")
+    converted = _parts_from(content) if isinstance(content, list) else content
+    return {"role": role, "content": converted, ITEMS_KEY: [item]}
+
+
+def model_turn(items: Sequence[Mapping[str, Any]]) -> Message:
+    """The assistant message for one run of model output items (see the module doc)."""
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            content = item.get("content")
+            if isinstance(content, str):
+                parts.append({"type": "text", "text": content})
+            elif isinstance(content, list):
+                parts.extend(_parts_from(content))
+        elif kind in _CALLS:
+            payload = item["arguments"] if kind == "function_call" else item["input"]
+            calls.append({"id": item["call_id"], "type": "function",
+                          "function": {"name": item["name"], "arguments": payload}})  # fmt: skip
+        elif kind != "reasoning":
+            parts.append(_opaque(item))
+    message: Message = {"role": "assistant", "content": _turn_content(parts)}
+    if calls:
+        message["tool_calls"] = calls
+    message[ITEMS_KEY] = list(items)
+    return message
+
+
+def _turn_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
+    if not parts:
+        return None
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        return str(parts[0]["text"])
+    return parts
+
+
+def _parts_from(parts: Sequence[Any]) -> list[Any]:
+    return [_part_from(part) for part in parts]
+
+
+def _part_from(part: Any) -> Any:
+    if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS:
+        text = part.get("text")
+        if isinstance(text, str):
+            return {"type": "text", "text": text}
+    return part
+
+
+def _opaque(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": OPAQUE_PART, "item": item}
+
+
+# --- canonical -> Responses -----------------------------------------------------------------
+
+
+def to_responses(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Item]]:
+    """``(instructions, input items)`` for canonical messages; never modifies them.
+
+    A message still equal to what its original items convert to yields those item
+    objects themselves; a changed one is rebuilt (see the module doc); a message without
+    originals (a handoff, a stub result, a list from another source) is written anew.
+    ``instructions`` is the text of the leading system message marked with
+    :data:`INSTRUCTIONS_KEY`, or ``None``.
+    """
+    instructions: str | None = None
+    items: list[Item] = []
+    custom: set[str] = set()
+    for message in messages:
+        if message.get(INSTRUCTIONS_KEY) and instructions is None and not items:
+            instructions = content_text(message.get("content"))
+            continue
+        emitted = message_items(message, custom)
+        for item in emitted:
+            if item.get("type") == "custom_tool_call":
+                custom.add(str(item.get("call_id")))
+        items.extend(emitted)
+    return instructions, items
+
+
+def message_items(message: Mapping[str, Any], custom: set[str] | None = None) -> list[Item]:
+    """The input items for one canonical message (``custom``: call ids of custom tool
+    calls emitted so far, which decide the type of a new tool result)."""
+    originals = message.get(ITEMS_KEY)
+    originals = list(originals) if isinstance(originals, list) else []
+    if originals and _unchanged(message, originals):
+        return originals
+    role = message.get("role")
+    if role == "assistant":
+        return _rebuild_turn(message, originals)
+    first = originals[0] if originals else None
+    if role == "tool":
+        return [_tool_item(message, first, custom or set())]
+    if first is not None and first.get("type", "message") == "message":
+        base = {k: v for k, v in first.items() if k != "id"}
+        return [{**base, "content": _parts_to(message.get("content"))}]
+    units = [([_opaque(first)], first)] if first is not None else []
+    system = role if role in _SYSTEM_ROLES else "user"
+    return _aligned(_content_parts(message), units, lambda run: _new_items(run, system))
+
+
+def _unchanged(message: Mapping[str, Any], originals: list[Any]) -> bool:
+    """True when ``message`` is exactly what its originals convert to (private keys aside)."""
+    role = message.get("role")
+    if role == "assistant":
+        derived = model_turn(originals)
+    else:
+        first = originals[0]
+        derived = _message_from(first, _kind(first, "item"), leading=role in _SYSTEM_ROLES)
+    return all(message.get(k) == v for k, v in derived.items() if k != ITEMS_KEY) and all(
+        k in derived or k.startswith("_") for k in message
+    )
+
+
+def _tool_item(
+    message: Mapping[str, Any], original: Mapping[str, Any] | None, custom: set[str]
+) -> Item:
+    call_id = str(message.get("tool_call_id", ""))
+    output = _parts_to(message.get("content"))
+    if output is None:
+        output = ""
+    if original is not None and original.get("type") in _OUTPUTS:
+        base = {k: v for k, v in original.items() if k != "id"}
+        return {**base, "call_id": call_id, "output": output}
+    kind = "custom_tool_call_output" if call_id in custom else "function_call_output"
+    return {"type": kind, "call_id": call_id, "output": output}
+
+
+def _content_parts(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def _rebuild_turn(message: Mapping[str, Any], originals: list[Any]) -> list[Item]:
+    """A changed model turn: kept parts and calls from their originals (without ids), the
+    rest anew; reasoning is dropped (see the module doc)."""
+    units: list[tuple[list[Any], Item]] = []
+    for item in originals:
+        kind = item.get("type", "message")
+        if kind == "message":
+            own = _content_parts(model_turn([item]))
+            units.append((own, {k: v for k, v in item.items() if k != "id"}))
+        elif kind not in _CALLS and kind != "reasoning":
+            units.append(([_opaque(item)], item))
+    out = _aligned(_content_parts(message), units, lambda run: _new_items(run, "assistant"))
+    calls = {item.get("call_id"): item for item in originals if item.get("type") in _CALLS}
+    for call in message.get("tool_calls") or ():
+        out.append(_call_item(call, calls.get(call.get("id"))))
+    return out
+
+
+def _aligned(parts: list[Any], units: list[tuple[list[Any], Item]], new: Any) -> list[Item]:
+    """Each unit's item where its parts occur (in order) in ``parts``; the parts no unit
+    accounts for become ``new(run)`` items in their place."""
+    out: list[Item] = []
+    cursor = 0
+    for own, item in units:
+        at = _find(parts, own, cursor)
+        if at is None:
+            continue
+        out.extend(new(parts[cursor:at]))
+        out.append(item)
+        cursor = at + len(own)
+    out.extend(new(parts[cursor:]))
+    return out
+
+
+def _find(parts: list[Any], own: list[Any], start: int) -> int | None:
+    if not own:
+        return None
+    for at in range(start, len(parts) - len(own) + 1):
+        if parts[at : at + len(own)] == own:
+            return at
+    return None
+
+
+def _new_items(parts: list[Any], role: str) -> list[Item]:
+    """Runs of ordinary parts as new messages of ``role``, opaque parts as their own items."""
+    out: list[Item] = []
+    run: list[Any] = []
+    for part in [*parts, None]:
+        if part is not None and not (isinstance(part, Mapping) and part.get("type") == OPAQUE_PART):
+            run.append(part)
+            continue
+        if run:
+            out.append(_new_message(run, role))
+            run = []
+        if part is not None:
+            out.append(part["item"])
+    return out
+
+
+def _new_message(parts: list[Any], role: str) -> Item:
+    if role == "assistant":  # the plain form: a string is valid for every assistant turn
+        return {"type": "message", "role": role, "content": content_text(parts)}
+    return {"type": "message", "role": role, "content": _parts_to(parts)}
+
+
+def _call_item(call: Mapping[str, Any], original: Mapping[str, Any] | None) -> Item:
+    function = call.get("function")
+    function = function if isinstance(function, Mapping) else {}
+    name, arguments = function.get("name", ""), function.get("arguments", "")
+    if original is not None:
+        base = {k: v for k, v in original.items() if k != "id"}
+        payload = "input" if original.get("type") == "custom_tool_call" else "arguments"
+        return {**base, "name": name, payload: arguments}
+    return {"type": "function_call", "call_id": call.get("id"), "name": name,
+            "arguments": arguments}  # fmt: skip
+
+
+def _parts_to(content: object) -> Any:
+    """Canonical content as Responses content: strings stay, parts are converted."""
+    if not isinstance(content, list):
+        return content
+    return [_part_to(part) for part in content]
+
+
+def _part_to(part: Any) -> Any:
+    if isinstance(part, str):
+        return {"type": "input_text", "text": part}
+    if not isinstance(part, Mapping):
+        return part
+    kind = part.get("type")
+    if kind == "text":
+        return {**part, "type": "input_text"}
+    if kind == "image_url":
+        value = part.get("image_url")
+        url = value.get("url") if isinstance(value, Mapping) else value
+        detail = value.get("detail") if isinstance(value, Mapping) else None
+        return {"type": "input_image", "image_url": url, "detail": detail or "auto"}
+    if kind == OPAQUE_PART:
+        return part.get("item")
+    return dict(part)
+
+
+def item_count(message: Mapping[str, Any]) -> int:
+    """How many input items a canonical message made by :func:`from_responses` stands for
+    (0 for the instructions message)."""
+    originals = message.get(ITEMS_KEY)
+    return len(originals) if isinstance(originals, list) else 0

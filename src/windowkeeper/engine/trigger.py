@@ -1,0 +1,74 @@
+"""When automatic compaction fires (SPEC §3, §6): the trigger of a model and window, the
+decision for a token count, and the words a skipped compaction is explained with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.config import (
+    CompressionConfig,
+    apply_threshold_cap,
+    compute_threshold_tokens,
+    resolve_model_threshold,
+)
+from ..core.report import Reason
+from ..summary.feasibility import check_feasibility
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether automatic compaction should run now, and why not."""
+
+    compress: bool
+    tokens: int
+    threshold: int
+    reason: Reason | None = None
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """The trigger in tokens and the warnings that lowered it (a small summary model)."""
+
+    tokens: int
+    warnings: tuple[str, ...] = ()
+
+
+def trigger_tokens(
+    config: CompressionConfig,
+    context_length: int,
+    max_tokens: object,
+    model: str | None,
+    provider: str | None,
+    summary_context_length: int | None,
+) -> Trigger:
+    """The trigger of SPEC §3 (per-model ratio, output reservation, cap), lowered when an
+    LLM summary model could not read what it must summarize (SPEC §6)."""
+    ratio = resolve_model_threshold(model, config.model_thresholds, config.threshold, provider)
+    trigger = compute_threshold_tokens(context_length, ratio, max_tokens)
+    trigger = apply_threshold_cap(trigger, config.threshold_tokens_cap, context_length)
+    if summary_context_length is None:
+        return Trigger(trigger)
+    feasible = check_feasibility(
+        context_length,
+        summary_context_length,
+        trigger,
+        allow_small=config.allow_small_summary_model,
+        target_ratio=config.target_ratio,
+    )
+    return Trigger(feasible.threshold_tokens, feasible.warnings)
+
+
+_DETAILS = {
+    Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
+    Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
+    Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
+    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
+    Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
+    "compacting (the system prompt and tool schemas may exceed it)",
+    Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
+}
+
+
+def detail_of(reason: Reason) -> str:
+    """The one line a skipped or blocked compaction reports."""
+    return _DETAILS.get(reason, reason.value)

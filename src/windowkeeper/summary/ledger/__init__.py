@@ -1,1 +1,0 @@
-"""The state ledger: files, commands, errors and identifiers, extracted mechanically."""

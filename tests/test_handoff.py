@@ -1,0 +1,369 @@
+"""Handoff v2: what the extractive summary says, how it merges, and its text round trip."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import date
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from realdata import real_session_paths
+from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.analysis.events import Analysis
+from windowkeeper.core.tokens import estimate_tokens
+from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
+from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
+from windowkeeper.summary.handoff.fit import fitted
+from windowkeeper.summary.handoff.model import (
+    Command,
+    HandoffState,
+    OpenError,
+    Quote,
+    WorkState,
+)
+from windowkeeper.summary.handoff.parse import parse_state, split_sections
+from windowkeeper.summary.handoff.text import TITLES, render, shown_command
+from windowkeeper.summary.protocol import Summarizer, SummaryRequest
+
+Message = dict[str, Any]
+TODAY = date(2025, 3, 14)
+NEW = Placement(task_in_head=False, user_in_tail=False)
+
+
+def user(text: Any) -> Message:
+    return {"role": "user", "content": text}
+
+
+def say(text: str | None) -> Message:
+    return {"role": "assistant", "content": text}
+
+
+def tool_round(cid: str, name: str, args: dict[str, Any] | str, output: Any) -> list[Message]:
+    arguments = args if isinstance(args, str) else json.dumps(args)
+    function = {"name": name, "arguments": arguments}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": cid, "function": function}]},
+        {"role": "tool", "tool_call_id": cid, "content": output},
+    ]
+
+
+def bash(cid: str, command: str, output: str) -> list[Message]:
+    return tool_round(cid, "bash", {"command": command}, output)
+
+
+def state_of(turns: list[Message], previous: str | None = None, **placement: Any) -> HandoffState:
+    where = Placement(**{**NEW.__dict__, **placement})
+    return extract_state(Analysis(turns), previous_state(previous), where)
+
+
+def body_of(turns: list[Message], previous: str | None = None, budget: int = 6_000) -> str:
+    state = state_of(turns, previous)
+    return render(state, fitted(state, budget))
+
+
+def section(body: str, title: str) -> str:
+    return "\n".join(split_sections(body).get(title, []))
+
+
+def coding_session() -> list[Message]:
+    return [
+        user(
+            "Fix the failing refund test in payments/refunds.py. Never push to main. "
+            "Use port 8080 and Python 3.11."
+        ),
+        say("I'll use the existing fixtures because they already mock the gateway."),
+        *bash("c1", "cd /srv/app && git checkout -b fix/refunds", ""),
+        *tool_round("c2", "Read", {"file_path": "/srv/app/payments/refunds.py"}, "1→def refund()"),
+        *bash(
+            "c3",
+            "pytest -x tests/test_refunds.py",
+            "<returncode>1</returncode>\n<output>\nE       assert 10 == 12\n"
+            "FAILED tests/test_refunds.py::test_partial - assert 10 == 12\n1 failed\n</output>",
+        ),
+        *tool_round("c4", "Edit", {"file_path": "/srv/app/payments/refunds.py"}, "ok"),
+        *bash(
+            "c5", "pytest -x tests/test_refunds.py", "<returncode>0</returncode>\n5 passed in 0.2s"
+        ),
+        *bash("c6", "grep -rn rounding payments", "<returncode>1</returncode>\n"),
+        user("Does the refund path handle currency rounding?"),
+        say("Yes. It rounds half-even before storing the amount. Next I will run flake8."),
+    ]
+
+
+# --- the summarizer --------------------------------------------------------------------
+
+
+def test_is_a_deterministic_summarizer_that_never_mutates() -> None:
+    turns = coding_session()
+    snapshot = copy.deepcopy(turns)
+    request = SummaryRequest(turns, None, None, 4_000, TODAY, None, True)
+    first = ExtractiveSummarizer().summarize(request)
+    assert isinstance(ExtractiveSummarizer(), Summarizer)
+    assert first.body == ExtractiveSummarizer().summarize(request).body
+    assert first.failure is None and first.summarizer == "extractive"
+    assert turns == snapshot
+
+
+def test_sections_in_order_and_the_body_reads_back_exactly() -> None:
+    state = state_of(coding_session())
+    body = render(state)
+    titles = [line[3:] for line in body.splitlines() if line.startswith("## ")]
+    assert titles == [t for t in TITLES if t in titles] and "Task" in titles
+    assert parse_state(body) == state
+
+
+def test_every_fact_of_the_session_is_in_its_section() -> None:
+    body = body_of(coding_session())
+    task = section(body, "Task")
+    assert "Fix the failing refund test in payments/refunds.py. Never push to main." in task
+    assert "Does the refund path handle currency rounding?" in task
+    assert "- Never push to main." in section(body, "Constraints & Preferences")
+    work = section(body, "Work State")
+    assert "Edited /srv/app/payments/refunds.py" in work or "Edited payments/refunds.py" in work
+    # The failure was fixed by a later run: it is not open, and the fix says what it fixed.
+    assert "resolves the earlier failure: FAILED tests/test_refunds.py" in work
+    assert "Working directory: /srv/app" in work and "Git branch: fix/refunds" in work
+    assert "## Open Errors" not in body  # grep without a match is not an error
+    assert "Modified: payments/refunds.py" in section(body, "Files")
+    assert "Root: /srv/app/" in section(body, "Files")
+    assert "8080" in section(body, "Critical Values")
+    assert "Next I will run flake8." in section(body, "Next Step")
+    assert "Read-only commands (counted): grep 1" in section(body, "State Ledger")
+    assert "omitted for space" not in body and "-> exit ?" not in body
+
+
+def test_the_task_is_verbatim_with_its_indentation_and_markdown() -> None:
+    task = (
+        "Fix this:\n\n```python\ndef f():\n    return 1\n```\n## Not a heading of ours\n~~~~ tildes"
+    )
+    body = body_of([user(task), say("ok"), *bash("b1", "make", "<returncode>0</returncode>")])
+    assert task in body
+    assert parse_state(body) is not None and parse_state(body).task.text == task  # type: ignore[union-attr]
+
+
+def test_the_task_and_user_messages_survive_repeated_compactions() -> None:
+    task = "Port the billing module to the new API.\n  Keep the old endpoints working."
+    body = body_of([user(task), say("Starting."), *bash("a", "make", "ok")])
+    said = []
+    for round_ in range(12):
+        said.append(f"Round {round_}: also keep the log format stable, id ABC-{100 + round_}.")
+        turns = [user(said[-1]), say("Noted."), *bash(f"r{round_}", "make test", "ok")]
+        body = body_of(turns, previous=body, budget=2_000)
+    assert task in body
+    for text in said:  # every user message, verbatim or (oldest) by its first line
+        assert text in body
+
+
+def test_synthetic_user_messages_are_not_user_messages() -> None:
+    turns = [
+        user("Implement the exporter."),
+        say("On it."),
+        user(
+            "<task-notification>\n<task-id>b1</task-id>\n</task-notification>\nRead the output "
+            "file to retrieve the result: /tmp/x.output"
+        ),
+        user("[Request interrupted by user] use CSV, not JSON."),
+        user(
+            "This session is being continued from a previous conversation that ran out of "
+            "context. The summary below covers the earlier portion."
+        ),
+        say("Switching to CSV."),
+    ]
+    state = state_of(turns)
+    assert state.task is not None and state.task.text == "Implement the exporter."
+    assert [u.text for u in state.users] == []
+    assert state.request is not None and state.request.text == "use CSV, not JSON."
+    assert "/tmp/x.output" not in " ".join(state.constraints)
+
+
+def test_constraints_of_every_kind_are_pinned() -> None:
+    stated = [
+        "I prefer tabs over spaces in this repo.",
+        "The staging database port is 54329.",
+        "Never run migrations against production.",
+        "We'll use Redis for the cache because the team already runs it.",
+    ]
+    body = body_of([user("Start the refactor."), say("ok"), *bash("s", "ls", "a")])
+    for index, fact in enumerate(stated):
+        body = body_of([user(fact), say("Understood.")], previous=body, budget=2_000)
+        for later in range(6):  # later compactions with lots of other material
+            noise = [user(f"Next chunk {index}.{later}: keep going.")] + [
+                m for k in range(8) for m in bash(f"n{index}{later}{k}", f"make step{k}", "x" * 900)
+            ]
+            body = body_of(noise, previous=body, budget=2_000)
+    constraints = section(body, "Constraints & Preferences")
+    for fact in stated:
+        assert fact in constraints
+
+
+def test_work_state_comes_from_a_todo_list_and_checks_evidence() -> None:
+    todos = [
+        {"content": "Write the parser", "status": "completed"},
+        {"content": "Add tests", "status": "in_progress"},
+        {"content": "Update docs", "status": "pending"},
+    ]
+    start = [{"content": t["content"], "status": "pending"} for t in todos]
+    turns = [
+        user("Do the three steps."),
+        *tool_round("t1", "TodoWrite", {"todos": start}, "ok"),
+        *tool_round("w1", "Write", {"file_path": "src/parser.py", "content": "x"}, "File created"),
+        *tool_round("t2", "TodoWrite", {"todos": todos}, "ok"),
+    ]
+    work = state_of(turns).work
+    assert "Write the parser" in work.done
+    assert work.in_progress == ("Add tests",) and work.pending == ("Update docs",)
+    no_evidence = [user("Do it."), *tool_round("t3", "TodoWrite", {"todos": todos}, "ok")]
+    assert any("Write the parser" in item for item in state_of(no_evidence).work.unverified)
+
+
+def test_a_failure_is_resolved_by_running_the_step_that_failed_again() -> None:
+    turns = [
+        user("Make the script pass."),
+        *bash(
+            "f1",
+            "cat > t.py << 'EOF'\nimport missing\nEOF\npython t.py",
+            "Traceback (most recent call last):\nModuleNotFoundError: No module named 'missing'"
+            "\n<returncode>1</returncode>",
+        ),
+        *bash("f2", "pip install missing", "<returncode>0</returncode>"),
+        *bash("f3", "python t.py", "<returncode>0</returncode>"),
+    ]
+    state = state_of(turns)
+    assert state.errors == ()
+    assert any("resolves the earlier failure" in d for d in state.work.done)
+
+
+def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:
+    failing = [
+        user("Fix the build."),
+        *bash("b1", "make build", "error: bad\n<returncode>2</returncode>"),
+    ]
+    first = body_of(failing)
+    assert "`make build` -> exit 2" in section(first, "Open Errors")
+    still = body_of([say("Looking."), *bash("l", "ls", "Makefile")], previous=first)
+    assert "`make build` -> exit 2" in section(still, "Open Errors")
+    fixed = body_of([*bash("b2", "make build", "<returncode>0</returncode>")], previous=still)
+    assert "## Open Errors" not in fixed
+
+
+def test_files_edited_through_the_shell_are_modified_and_reads_are_not() -> None:
+    turns = [
+        user("Fix it."),
+        *bash("r1", "cd /repo && cat src/a.py src/b.py", "code"),
+        *bash("e1", "cd /repo && sed -i 's/x/y/' src/a.py", ""),
+        *bash(
+            "e2",
+            "cd /repo && python - << 'EOF'\nopen('src/c.py', 'w').write('z')\nEOF",
+            "<returncode>0</returncode>",
+        ),
+        *bash("e3", "cd /repo && cp src/d.py.bak src/d.py", ""),
+        *tool_round("e4", "str_replace_editor", {"command": "view", "path": "/repo/src/e.py"}, "1"),
+        *bash("g1", "cd /repo && git status", "On branch main\n\tmodified:   src/f.py\n"),
+    ]
+    files = dict(state_of(turns).files)
+    for name in ("a", "c", "d", "f"):
+        assert files[f"/repo/src/{name}.py"] == "modified", name
+    assert files["/repo/src/e.py"] == "read"
+    assert "/repo/src/b.py" not in files or files["/repo/src/b.py"] == "read"
+
+
+def test_the_budget_is_kept_and_the_task_never_dropped() -> None:
+    turns = [user("Refactor everything; never touch vendor/.")]
+    for k in range(300):
+        turns += bash(f"c{k}", f"python step_{k}.py --flag {k}", f"E   AssertionError: {k}\nexit 1")
+        turns.append(say(f"I decided to use approach {k} instead of {k - 1}."))
+    for budget in (400, 1_000, 3_000):
+        body = body_of(turns, budget=budget)
+        assert estimate_tokens(body) <= budget, budget
+        assert "Refactor everything; never touch vendor/." in body
+        assert "omitted for space" not in body
+
+
+def test_focus_topic_keeps_its_decisions_longest() -> None:
+    turns = [user("Tune the service.")]
+    for k in range(40):
+        turns.append(say(f"I decided to keep setting {k} instead of changing it."))
+    turns.append(say("I decided to use gzip instead of brotli for the cache layer."))
+    turns += [say(f"I decided to keep knob {k} instead of tweaking it.") for k in range(40)]
+    request = SummaryRequest(turns, None, "cache", 900, TODAY, None, True)
+    body = ExtractiveSummarizer().summarize(request).body or ""
+    assert "gzip instead of brotli" in body
+
+
+def test_another_summarizers_text_is_kept_as_notes() -> None:
+    body = body_of([user("Go on."), say("ok")], previous="Free-form notes from another tool.")
+    assert "Free-form notes from another tool." in section(body, "Notes")
+
+
+def test_odd_messages_are_tolerated() -> None:
+    turns = [
+        user(None), user([]), user([{"type": "image_url", "image_url": {"url": "x"}}]),
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {}}]},
+        {"role": "tool", "tool_call_id": "orphan", "content": [{"type": "text", "text": "hi"}]},
+        *tool_round("n1", "bash", "not json at all", "ok"), say(""),
+    ]  # fmt: skip
+    body = body_of(turns)
+    assert parse_state(body) is not None
+
+
+@pytest.mark.real_sessions
+def test_real_sessions_keep_the_budget_and_read_back() -> None:
+    sessions = real_session_paths()
+    if not sessions:
+        pytest.skip("the real sessions are not here")
+    for path in sessions:
+        turns = load_conversation(path).messages
+        state = extract_state(Analysis(turns), HandoffState(), NEW)
+        for budget in (2_000, 6_000):
+            body = render(state, fitted(state, budget))
+            pinned = estimate_tokens(
+                render(HandoffState(task=state.task, constraints=state.constraints))
+            )
+            assert estimate_tokens(body) <= max(budget, pinned + 50), (path.name, budget)
+            reread = parse_state(body)
+            assert reread is not None and render(reread) == body, path.name
+
+
+# --- the text round trip ----------------------------------------------------------------
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+_LINE = _TEXT.map(lambda s: " ".join(s.split())).filter(bool)
+_QUOTE = st.builds(Quote, _TEXT.filter(lambda s: s.strip()), st.just("wk0123456789"), st.booleans())
+_PATH = st.from_regex(r"/[a-z]{1,8}(/[a-z_]{1,8}){0,3}\.(py|md|txt)", fullmatch=True)
+
+
+def _grouped(files: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    order = ("created", "modified", "deleted", "read")
+    return [f for status in order for f in files if f[1] == status]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    task=st.one_of(st.none(), _QUOTE), users=st.lists(_QUOTE, max_size=4),
+    constraints=st.lists(_LINE, max_size=4), done=st.lists(_LINE, max_size=4),
+    files=st.lists(st.tuples(_PATH, st.sampled_from(["created", "modified", "deleted", "read"])),
+                   max_size=6, unique_by=lambda f: f[0]).map(_grouped),
+    values=st.lists(_LINE, max_size=5), commands=st.lists(_LINE, max_size=4),
+    codes=st.lists(st.one_of(st.none(), st.integers(-2, 255)), min_size=4, max_size=4),
+    errors=st.lists(_LINE, max_size=3), decisions=st.lists(_LINE, max_size=3),
+)  # fmt: skip
+def test_render_then_parse_is_the_identity(
+    task: Quote | None, users: list[Quote], constraints: list[str], done: list[str],
+    files: list[tuple[str, str]], values: list[str], commands: list[str], codes: list[int | None],
+    errors: list[str], decisions: list[str],
+) -> None:  # fmt: skip
+    state = HandoffState(
+        task=task, users=tuple(users), constraints=tuple(constraints),
+        work=WorkState(done=tuple(done), earlier=(("ran", 3),)),
+        errors=tuple(OpenError(shown_command(c), (c,), 1, c) for c in commands[:2]),
+        decisions=tuple(decisions), files=tuple(files), values=tuple(dict.fromkeys(values)),
+        commands=tuple(Command(c, code) for c, code in zip(commands, codes, strict=False)),
+        read_only=(("grep", 2),), error_lines=tuple(errors), next_step="Run the tests.",
+    )  # fmt: skip
+    reread = parse_state(render(state))
+    assert reread is not None
+    assert reread == state
