@@ -16,49 +16,16 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from common import markdown_table, session_paths
 from windowkeeper import (
-    ContextCompressor,
-    ContextManager,
     estimate_request_tokens,
     parse_conversation,
 )
-from windowkeeper.core.errors import WindowkeeperError
 from windowkeeper.core.messages import Message, ToolSchema
-from windowkeeper.provider_sim import WORDINGS, LimitedProvider, ProviderRejection, Wording
+from windowkeeper.provider_sim import WORDINGS, LimitedProvider, Wording, replay_limited
 
 MISMATCHES = (0.85, 1.0, 1.15)
-
-
-@dataclass(frozen=True)
-class Run:
-    completed: bool
-    requests: int
-    rejections: int
-    failure: str = ""
-
-
-def replay_with_limit(
-    messages: Sequence[Message],
-    tools: list[ToolSchema] | None,
-    window: int,
-    provider: LimitedProvider,
-) -> Run:
-    """Replay ``messages`` through a manager configured for ``window`` against ``provider``."""
-    manager = ContextManager(ContextCompressor(context_length=window, tools=tools), tools=tools)
-    working: list[Message] = []
-    requests = 0
-    for message in messages:
-        if message.get("role") == "assistant" and working:
-            requests += 1
-            try:
-                working = manager.run(provider, working).messages
-            except (WindowkeeperError, ProviderRejection) as exc:
-                return Run(False, requests, provider.rejections, f"{type(exc).__name__}: {exc}")
-        working.append(message)
-    return Run(True, requests, provider.rejections)
 
 
 def _window(choice: str, messages: Sequence[Message], tools: list[ToolSchema] | None) -> int:
@@ -94,7 +61,7 @@ def main() -> None:
                     window = _window(choice, conversation.messages, conversation.tools)
                     limit = int(window * args.limit_share)
                     provider = LimitedProvider(limit, wording, mismatch, conversation.tools)
-                    run = replay_with_limit(
+                    run = replay_limited(
                         conversation.messages, conversation.tools, window, provider
                     )
                     done += run.completed

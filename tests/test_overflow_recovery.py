@@ -18,11 +18,11 @@ import pytest
 from factories import assistant, call, long_session, system, tool, user
 from realdata import real_session_paths
 from windowkeeper import ContextCompressor, ContextManager, parse_conversation
-from windowkeeper.core.errors import CompressionExhaustedError, WindowkeeperError
+from windowkeeper.core.errors import CompressionExhaustedError
 from windowkeeper.core.messages import Message, ToolSchema
 from windowkeeper.loop.overflow import OverflowKind, classify
 from windowkeeper.loop.recovery import Attempt, exhausted_error, target_tokens
-from windowkeeper.provider_sim import WORDINGS, LimitedProvider, ProviderRejection, Wording
+from windowkeeper.provider_sim import WORDINGS, LimitedProvider, Wording, replay_limited
 
 MISMATCHES = (0.85, 1.0, 1.15)
 LIMIT_SHARE = 0.6
@@ -35,19 +35,8 @@ def _replay(
 ) -> tuple[int, int, str]:  # fmt: skip
     """(requests answered, requests, failure) of a replay against the limited provider."""
     provider = LimitedProvider(int(window * LIMIT_SHARE), wording, mismatch, tools)
-    manager = ContextManager(ContextCompressor(context_length=window, tools=tools), tools=tools)
-    working: list[Message] = []
-    answered = requests = 0
-    for message in messages:
-        if message.get("role") == "assistant" and working:
-            requests += 1
-            try:
-                working = manager.run(provider, working).messages
-            except (WindowkeeperError, ProviderRejection) as exc:
-                return answered, requests, f"{type(exc).__name__}: {exc}"
-            answered += 1
-        working.append(message)
-    return answered, requests, ""
+    run = replay_limited(messages, tools, window, provider)
+    return run.answered, run.requests, run.failure
 
 
 def _jumpy_session() -> list[Message]:

@@ -16,10 +16,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .core.errors import WindowkeeperError
 from .core.messages import Message, ToolSchema
 from .core.tokens import message_tokens, tool_schema_tokens
+from .engine.compressor import ContextCompressor
+from .loop.manager import ContextManager
 
-__all__ = ("WORDINGS", "LimitedProvider", "ProviderRejection", "Wording")
+__all__ = (
+    "WORDINGS",
+    "LimitedProvider",
+    "LimitedReplay",
+    "ProviderRejection",
+    "Wording",
+    "replay_limited",
+)
 
 
 @dataclass(frozen=True)
@@ -118,3 +128,43 @@ class LimitedProvider:
         error: dict[str, Any] = {"message": message, "type": "invalid_request_error"}
         error |= {k: int(v.format(**figures)) for k, v in self.wording.extra.items()}
         return ProviderRejection(self.wording.status, message, {"error": error})
+
+
+@dataclass(frozen=True)
+class LimitedReplay:
+    """How a replay against a :class:`LimitedProvider` went."""
+
+    answered: int
+    requests: int
+    rejections: int
+    failure: str = ""
+
+    @property
+    def completed(self) -> bool:
+        return self.answered == self.requests
+
+
+def replay_limited(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSchema] | None,
+    window: int,
+    provider: LimitedProvider,
+) -> LimitedReplay:
+    """Replay ``messages`` as the agent sent them (each assistant message is one request
+    carrying everything before it) through a manager configured for ``window``; stops
+    at the first request that fails (its error in ``failure``)."""
+    schemas = list(tools) if tools else None
+    manager = ContextManager(ContextCompressor(context_length=window, tools=schemas), tools=schemas)
+    working: list[Message] = []
+    answered = requests = 0
+    for message in messages:
+        if message.get("role") == "assistant" and working:
+            requests += 1
+            try:
+                working = manager.run(provider, working).messages
+            except (WindowkeeperError, ProviderRejection) as exc:
+                failure = f"{type(exc).__name__}: {exc}"
+                return LimitedReplay(answered, requests, provider.rejections, failure)
+            answered += 1
+        working.append(message)
+    return LimitedReplay(answered, requests, provider.rejections)
