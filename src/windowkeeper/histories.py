@@ -179,7 +179,7 @@ def fuzz_case(seed: int, store: SessionStore | None = None) -> FuzzCase:
     except Exception as exc:  # the fuzz records every failure, whatever it is
         return replace(case, exception=f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
     after = estimate_request_tokens(result.messages)
-    over = after > usable_window(window) and result.messages is not messages
+    over = after > usable_window(window)  # compacted or not (a no-op must say so too)
     reported = any("window" in warning for warning in result.report.warnings)
     floor = _floor(messages)
     return replace(
