@@ -120,10 +120,10 @@ def test_without_a_limit_the_target_shrinks_geometrically_to_the_floor() -> None
         targets.append(target)
         previous = Attempt(rejected, target, floor, None)
         rejected = target + 1  # the provider rejected what we aimed at as well
-    assert targets[0] < 100_000 * 0.9 and targets[1] < targets[0] and targets[2] == floor
-    ratio_1, ratio_2 = targets[0] / 100_000, targets[1] / targets[0]
-    assert abs(ratio_1 - (4_000 / 100_000) ** (1 / 3)) < 0.01  # geometric steps
-    assert abs(ratio_2 - (4_000 / targets[0]) ** (1 / 2)) < 0.01
+    assert targets[0] <= 100_000 * 0.9 and targets[1] < targets[0] and targets[2] == floor
+    ratio_1, ratio_2 = targets[0] / 100_000, (targets[1] / (targets[0] + 1))
+    assert abs(ratio_1 - (4_000 / 100_000) ** (1 / 9)) < 0.01  # gentle first, then steeper
+    assert abs(ratio_2 - (4_000 / (targets[0] + 1)) ** (1 / 4)) < 0.01
 
 
 def test_a_stated_limit_is_aimed_at_and_calibrated_by_the_providers_count() -> None:

@@ -11,7 +11,8 @@ budget whenever the floor fits:
 * it states nothing (a 413, a bare 400, Bedrock's "Input is too long", llama.cpp's
   "exceeds the available context size"), or it rejects again what we aimed at: the
   target shrinks geometrically from the measured size of the rejected request toward the
-  floor, reaching the floor on the last attempt.
+  floor (gently first: ``(floor/size)^(1/n²)`` with ``n`` attempts left), reaching the
+  floor on the last attempt.
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ def target_tokens(
     upper = min(rejected, window)
     if remaining <= 1 or upper <= floor:
         return max(1, floor)
-    geometric = floor * (upper / floor) ** ((remaining - 1) / remaining)
+    # A step of (floor/upper)^(1/remaining²): gentle first (a window learned too small
+    # costs every later turn extra compactions), the floor itself on the last attempt.
+    geometric = upper * (floor / upper) ** (1 / remaining**2)
     return max(floor, min(int(geometric), int(upper * MIN_STEP)))
 
 
