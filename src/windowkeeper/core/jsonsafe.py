@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .errors import InvalidMessagesError
@@ -107,22 +107,29 @@ def loads_or_none(text: str, *, limit: int = MAX_JSON_DEPTH) -> Any:
     return None if value_depth_exceeds(value, limit) else value
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def value_depth_exceeds(value: object, limit: int = MAX_JSON_DEPTH) -> bool:
     """True when dicts/lists/tuples inside ``value`` nest more than ``limit`` levels.
 
-    Iterative; only containers are visited, so a message of strings costs one step.
+    Iterative, one level at a time; only containers are visited, so a message of strings
+    costs one step.
     """
-    if not isinstance(value, dict | list | tuple):
+    if not isinstance(value, _CONTAINERS):
         return False
-    stack: list[tuple[object, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
+    level: list[Any] = [value]
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        children: Iterable[object] = item.values() if isinstance(item, dict) else item  # type: ignore[assignment]
-        for child in children:
-            if isinstance(child, dict | list | tuple):
-                stack.append((child, depth + 1))
+        below: list[Any] = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, _CONTAINERS):
+                    below.append(child)
+        level = below
+        depth += 1
     return False
 
 

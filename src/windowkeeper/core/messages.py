@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .errors import InvalidMessagesError
-from .jsonsafe import MAX_JSON_DEPTH, check_depth, dumps, loads_or_none
+from .jsonsafe import MAX_JSON_DEPTH, check_depth, dumps, loads_or_none, value_depth_exceeds
 
 Message: TypeAlias = dict[str, Any]
 ToolSchema: TypeAlias = dict[str, Any]
@@ -168,6 +168,10 @@ def validate_message(message: object, where: str) -> Message:
     if not isinstance(message, dict):
         raise InvalidMessagesError(where, f"expected a message object, got {_kind(message)}")
     check_depth(message, where, limit=MAX_JSON_DEPTH)
+    return _validate_shape(message, where)
+
+
+def _validate_shape(message: dict[str, Any], where: str) -> Message:
     role = message.get("role")
     if not isinstance(role, str):
         raise InvalidMessagesError(where, "message has no string 'role'")
@@ -192,11 +196,27 @@ def validate_message(message: object, where: str) -> Message:
     return message
 
 
-def validate_messages(messages: object, *, label: str = "message") -> list[Message]:
-    """Validate a whole message list (``label`` names positions in errors)."""
+def validate_messages(
+    messages: object, *, label: str = "message", bounded_depth: bool = True
+) -> list[Message]:
+    """Validate a whole message list (``label`` names positions in errors).
+
+    ``bounded_depth``: refuse messages nested more than ``MAX_JSON_DEPTH`` levels (one walk
+    over the list, ~1.5 µs a message); pass ``False`` only for messages that came from a
+    parse that bounded the depth already (:func:`windowkeeper.core.jsonsafe.loads`).
+    """
     if not isinstance(messages, list):
         raise InvalidMessagesError("input", f"'messages' must be a list, got {_kind(messages)}")
-    return [validate_message(m, f"{label} {i}") for i, m in enumerate(messages)]
+    if bounded_depth and value_depth_exceeds(messages, MAX_JSON_DEPTH + 1):  # then find which
+        for index, message in enumerate(messages):
+            check_depth(message, f"{label} {index}", limit=MAX_JSON_DEPTH)
+    checked = []
+    for index, message in enumerate(messages):
+        where = f"{label} {index}"
+        if not isinstance(message, dict):
+            raise InvalidMessagesError(where, f"expected a message object, got {_kind(message)}")
+        checked.append(_validate_shape(message, where))
+    return checked
 
 
 _SYSTEM_ROLES = ("system", "developer")
