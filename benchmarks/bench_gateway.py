@@ -1,113 +1,224 @@
-"""Latency the gateway adds per request, over real HTTP on loopback.
+"""Gateway overhead: added latency and CPU per request, over real HTTP on loopback.
 
-Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N]``.
+Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]``.
 
-The upstream is windowkeeper's scripted OpenAI-compatible test server; the gateway runs
-under uvicorn on 127.0.0.1 in a background thread. For each history the same request is
-sent ``N`` times directly to the upstream and ``N`` times through the gateway (one pooled
-httpx client each, after warm-up); the table shows medians and the difference:
+Three processes: the loopback upstream (answers at once), the gateway (``windowkeeper
+serve`` under uvicorn) and this load generator (a lean keep-alive client, so the client's
+own cost does not hide the gateway's). Every request is the same 100-message, ~220 KiB
+chat history that needs no compaction (the window is far larger), one session per client.
+For 1, 16 and 64 concurrent clients the same number of requests goes to the upstream
+directly and through the gateway; the table shows p50 / p99 latency of both and the
+difference. The gateway's CPU per request (user + system time of its process, from
+/proc, over the concurrency-1 run) is divided by what one ``json.loads`` plus one
+``json.dumps`` of the body costs in this process.
 
-* small: a system prompt and one user message;
-* 2,000 messages: a tool-using session below the trigger (digest, estimate, forward);
-* 2,000 messages, compacted: the same session over the trigger; the first request
-  compacts, every measured one substitutes the stored prefix (the upstream receives the
-  short list, so this row can be faster than the direct call).
+``--variants`` repeats the concurrency-1 CPU figure with orjson patched in for the
+gateway's JSON parsing and/or uvicorn's httptools parser (each only if installed):
+figures for a dependency proposal, not what the product ships.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import socket
+import os
 import statistics
+import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import uvicorn
 
 from common import ROOT, markdown_table
 
 sys.path.insert(0, str(ROOT / "tests"))
-from factories import long_session, system, user
-from windowkeeper.core.tokens import estimate_messages_tokens
-from windowkeeper.gateway import GatewaySettings, create_app
-from windowkeeper.testing import OpenAITestServer, Step
+from factories import long_session
+from windowkeeper.gateway.client import Pool
+from windowkeeper.testing import unused_port
+
+UPSTREAM = """
+import sys
+from windowkeeper.loopback import LoopbackUpstream, Reply
+delay = float(sys.argv[1])
+answer = Reply.delay(delay, Reply.turn("ok")) if delay else Reply.turn("ok")
+with LoopbackUpstream(default=answer, record=False, fast=True) as server:
+    print(server.port, flush=True)
+    sys.stdin.read()
+"""
+GATEWAY = """
+import sys
+from windowkeeper.cli.serve import serve_command
+if "orjson" in sys.argv[1:]:
+    import orjson
+    from windowkeeper.gateway import service
+    service.loads = orjson.loads  # the gateway's parsing of request bodies only
+import uvicorn
+run = uvicorn.run
+parser = "httptools" if "httptools" in sys.argv[1:] else "h11"  # h11: what the extra installs
+uvicorn.run = lambda *a, **k: run(*a, **{**k, "http": parser})
+serve_command(upstream=sys.argv[1], port=int(sys.argv[2]), context_length=10_000_000,
+              log_level="warning")
+"""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def body() -> bytes:
+    messages = long_session(rounds=25, output_chars=8_600)[:100]
+    return json.dumps({"model": "bench", "messages": messages}).encode()
 
 
 @contextmanager
-def running_gateway(settings: GatewaySettings) -> Iterator[str]:
-    port = free_port()
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
+def process(code: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        yield f"http://127.0.0.1:{port}/v1"
+        yield child
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+        child.terminate()
+        child.wait(timeout=30)
 
 
-def median_ms(client: httpx.Client, url: str, body: dict[str, Any], requests: int) -> float:
-    payload = json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", "X-Windowkeeper-Session": "bench"}
-    samples = []
-    for _ in range(requests):
-        started = time.perf_counter()
-        response = client.post(url + "/chat/completions", content=payload, headers=headers)
-        samples.append(time.perf_counter() - started)
-        response.raise_for_status()
-    return statistics.median(samples) * 1000
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(name: str, messages: list[dict[str, Any]], window: int, requests: int) -> list[Any]:
-    body = {"model": "bench", "messages": messages}
-    with OpenAITestServer() as upstream:
-        upstream.script(*[Step.completion("ok") for _ in range(2 * requests + 10)])
-        settings = GatewaySettings(
-            upstream_base_url=upstream.base_url, context_lengths={"bench": window}
-        )
-        with running_gateway(settings) as gateway_url, httpx.Client(timeout=30) as client:
-            median_ms(client, upstream.base_url, body, 3)  # warm-up
-            direct = median_ms(client, upstream.base_url, body, requests)
-            median_ms(client, gateway_url, body, 3)  # warm-up (and the one compaction)
-            via = median_ms(client, gateway_url, body, requests)
-            sent = len(upstream.chat_requests[-1].body["messages"])
-    size = len(json.dumps(body)) // 1024
-    return [name, len(messages), f"{size} KiB", sent, f"{direct:.2f}", f"{via:.2f}",
-            f"{via - direct:+.2f}"]  # fmt: skip
+def wait_up(url: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise SystemExit(f"{url} did not come up")
+
+
+async def load(base: str, payload: bytes, clients: int, requests: int) -> list[float]:
+    """Latencies (s) of ``requests`` POSTs from ``clients`` concurrent keep-alive clients."""
+    pool = Pool(base, timeout=120, connect_timeout=10, max_idle=clients)
+    samples: list[float] = []
+    per_client = max(1, requests // clients)
+
+    async def client(number: int) -> None:
+        headers = [("content-type", "application/json"),
+                   ("x-windowkeeper-session", f"bench-{number}")]  # fmt: skip
+        for _ in range(per_client):
+            started = time.perf_counter()
+            response = await pool.request("POST", pool.path("/chat/completions"), headers, payload)
+            await response.read()
+            samples.append(time.perf_counter() - started)
+            if response.status != 200:
+                raise SystemExit(f"HTTP {response.status}")
+
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    await pool.aclose()
+    return samples
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def json_baseline(payload: bytes, repeat: int = 40) -> float:
+    """CPU seconds of one json.loads plus one json.dumps of the body (one batch)."""
+    started = time.process_time()
+    for _ in range(repeat):
+        json.dumps(json.loads(payload))
+    return (time.process_time() - started) / repeat
+
+
+ROUNDS = 8
+
+
+def level(upstream: str, gateway_url: str, pid: int, payload: bytes, clients: int,
+          requests: int) -> tuple[list[float], list[float], list[float], list[float]]:  # fmt: skip
+    """``ROUNDS`` alternating batches direct / through the gateway (a shared machine drifts;
+    alternating spreads the drift over both paths): latencies of both, the gateway's CPU
+    per request of each round, and each round's json baseline."""
+    batch = max(clients, requests // ROUNDS)
+    asyncio.run(load(upstream, payload, clients, batch))  # warm-up
+    asyncio.run(load(gateway_url, payload, clients, batch))
+    direct: list[float] = []
+    via: list[float] = []
+    cpus, baselines = [], []
+    for _ in range(ROUNDS):
+        direct += asyncio.run(load(upstream, payload, clients, batch))
+        before = cpu_seconds(pid)
+        samples = asyncio.run(load(gateway_url, payload, clients, batch))
+        cpus.append((cpu_seconds(pid) - before) / len(samples))
+        baselines.append(json_baseline(payload))
+        via += samples
+    return direct, via, cpus, baselines
+
+
+def measure(upstream: str, payload: bytes, requests: int, flags: tuple[str, ...],
+            levels: tuple[int, ...]) -> tuple[list[list[Any]], float]:  # fmt: skip
+    """Table rows per level and the first level's gateway CPU ÷ json.loads+dumps (the
+    median over rounds of the per-round ratio)."""
+    port = unused_port()
+    rows = []
+    ratio = 0.0
+    with process(GATEWAY, upstream, str(port), *flags) as gateway:
+        wait_up(f"http://127.0.0.1:{port}/healthz")
+        for clients in levels:
+            direct, via, cpus, baselines = level(
+                upstream, f"http://127.0.0.1:{port}/v1", gateway.pid, payload, clients, requests
+            )
+            if not ratio:
+                ratio = statistics.median(c / b for c, b in zip(cpus, baselines, strict=True))
+            rows.append([clients, len(via), f"{pct(direct, .5):.2f}", f"{pct(via, .5):.2f}",
+                         f"{pct(via, .5) - pct(direct, .5):+.2f}", f"{pct(direct, .99):.2f}",
+                         f"{pct(via, .99):.2f}", f"{pct(via, .99) - pct(direct, .99):+.2f}",
+                         f"{statistics.median(cpus) * 1000:.2f}"])  # fmt: skip
+    return rows, ratio
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--requests", type=int, default=640)
+    parser.add_argument("--variants", action="store_true")
+    parser.add_argument("--model-latency", type=float, default=0.0,
+                        help="seconds the upstream waits before each answer (a model)")  # fmt: skip
     args = parser.parse_args()
-    small = [system(), user("Say hello.")]
-    session = long_session(rounds=500, output_chars=300)[:2000]
-    session.append(user("What changed?"))
-    tokens = estimate_messages_tokens(session)
-    rows = [
-        measure("small", small, 128_000, args.requests),
-        measure("2,000 messages", session, tokens * 10, args.requests),
-        measure("2,000 messages, compacted", session, int(tokens / 0.9), args.requests),
-    ]
-    header = ["history", "messages", "body", "upstream got", "direct ms", "gateway ms", "added"]
-    print(markdown_table(header, rows))
+    payload = body()
+    baseline = statistics.median(json_baseline(payload) for _ in range(5))
+    with process(UPSTREAM, str(args.model_latency)) as upstream:
+        assert upstream.stdout is not None
+        upstream_url = f"http://127.0.0.1:{upstream.stdout.readline().strip()}/v1"
+        rows, ratio = measure(upstream_url, payload, args.requests, (), (1, 16, 64))
+        header = ["clients", "requests", "direct p50 ms", "gateway p50 ms", "added p50",
+                  "direct p99 ms", "gateway p99 ms", "added p99", "gateway CPU ms/req"]  # fmt: skip
+        print(f"body: {len(payload) / 1024:.0f} KiB, 100 messages; upstream latency "
+              f"{args.model_latency * 1000:.0f} ms; json.loads+json.dumps {baseline * 1000:.2f} "
+              f"ms; gateway CPU per request / that = {ratio:.2f}x\n")  # fmt: skip
+        print(markdown_table(header, rows))
+        if args.variants:
+            print()
+            print(variants(upstream_url, payload, args.requests // 2))
+
+
+def variants(upstream: str, payload: bytes, requests: int) -> str:
+    """The concurrency-1 figures with orjson and/or httptools patched in (when installed)."""
+    chosen: list[tuple[str, tuple[str, ...]]] = [("stdlib json, h11", ())]
+    for flags in (("orjson",), ("httptools",), ("orjson", "httptools")):
+        try:
+            for name in flags:
+                __import__(name)
+        except ImportError:
+            continue
+        chosen.append((" + ".join(flags), flags))
+    table = []
+    for name, flags in chosen:
+        cells, ratio = measure(upstream, payload, requests, flags, (1,))
+        table.append([name, cells[0][8], cells[0][4], f"{ratio:.2f}x"])
+    return markdown_table(["gateway variant", "CPU ms/req", "added p50 ms", "CPU ÷ loads+dumps"],
+                          table)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ name appears; other facts must appear verbatim. Run:
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -83,13 +84,20 @@ def found(items: set[str], text: str, *, basename: bool = False) -> int:
     return sum(1 for item in items if (Path(item).name if basename else item) in text)
 
 
-def compress_prefix(prefix: list[dict[str, Any]], budget: int) -> tuple[str, str]:
-    """Our handoff text and whole output text for the prefix, handoff within ``budget``."""
+def compress_prefix(prefix: list[dict[str, Any]], budget: int, window: int) -> tuple[str, str]:
+    """Our handoff text and whole output text for the prefix, handoff within ``budget``.
+
+    Pruning alone would be enough for most prefixes in a 200K window (tier 1, no handoff);
+    the comparison is of handoffs, so ``prune_only_ratio`` is set low enough that the
+    summary tier always runs.
+    """
     frame = estimate_tokens(render_handoff(""))
     config = CompressionConfig(
-        summary_max_tokens=budget - frame, summary_min_tokens=min(2_000, budget - frame)
+        summary_max_tokens=budget - frame,
+        summary_min_tokens=min(2_000, budget - frame),
+        prune_only_ratio=0.01,
     )
-    comp = ContextCompressor(config, context_length=200_000)
+    comp = ContextCompressor(config, context_length=window)
     result = comp.compress(prefix, force=True)
     handoff = "\n".join(content_text(m.get("content")) for m in result.messages if is_handoff(m))
     everything = "\n".join(
@@ -100,6 +108,9 @@ def compress_prefix(prefix: list[dict[str, Any]], budget: int) -> tuple[str, str
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--window", type=int, default=200_000, help="context window")
+    window = parser.parse_args().window
     rows = []
     totals = [0] * 9
     for path in session_paths("cc_spotter_"):
@@ -112,7 +123,7 @@ def main() -> None:
         theirs = content_text(messages[cut]["content"])
         facts = extract_facts(messages[:cut])
         budget = estimate_tokens(theirs)
-        handoff, output = compress_prefix(messages[:cut], budget)
+        handoff, output = compress_prefix(messages[:cut], budget, window)
         counts = []
         for text in (theirs, handoff, output):
             counts.append(
@@ -144,6 +155,7 @@ def main() -> None:
         "errors CC", "errors ours", "ids CC", "ids ours", "retained CC", "retained handoff",
         "retained output", "CC tokens", "our handoff tokens",
     ]  # fmt: skip
+    print(f"window {window:,}\n")
     print(markdown_table(header, rows))
     print(
         f"\ntotal facts {totals[0]}: Claude Code retained {totals[1]}, our handoff {totals[2]}, "

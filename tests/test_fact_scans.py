@@ -23,7 +23,8 @@ from windowkeeper.summary.handoff.work import MAX_DECISIONS, decisions
 _PIECES = [
     " ", "\n", "\t", "-", ".", ":", "#", "/", "_", "=", "'", "x", "A", "é", "ı", "ſ", "İ",
     "K", "1a2b3c4", "deadbeef42", "abc-def-0123-4567-89ab-cdef01234567", "ABC-12", "UTF-8",
-    "spotter-gqc.4", "python-3.11", "#123", "commit ", "agent_id: ", "id=", "sha ",
+    "spotter-gqc.4", "spotter-3r6", "a1b", "-10s", "node-v18", "python-3.11", "#123",
+    "commit ", "agent_id: ", "id=", "sha ",
     "https://x.io/a", "Error", "ValueError: bad", "error: x", "E   assert 1", "FAILED t.py",
     "npm ERR! x", "bash: x: command not found", "** (Foo) x", "Caused by: y", "--- FAIL: t",
     "x.py:3: error", "Traceback (most recent call last)", "fatal: no", "pytest", "go test",
@@ -35,6 +36,10 @@ _texts = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
 # The plain patterns (before the shortcuts), as the reference.
 _TICKET = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,9})-\d{1,6}(?![\w-])")
 _SLUG = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
+_HASH = re.compile(
+    r"(?<![\w./-])[a-z][a-z0-9]{1,20}-(?=[a-z]{0,7}\d)(?=\d{0,7}[a-z])[a-z0-9]{3,8}(?![\w-]|\.\w)"
+)
+_NOT_HASH = re.compile(r"\d+(?:s|th|st|nd|rd|px|em|ms|kb|mb|gb|bit|k|m)|v?\d+[a-z]?")
 _ISSUE = re.compile(r"(?<![\w&#/])#\d{1,6}\b")
 _SHA = re.compile(r"(?<![\w-])(?=[0-9a-f]{0,39}\d)(?=[0-9a-f]{0,39}[a-f])[0-9a-f]{7,40}(?![\w-])")
 _UUID = re.compile(r"(?<![\w-])[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])")
@@ -74,6 +79,8 @@ def _identifiers(text: str, *, uuids: bool, shas: bool) -> list[str]:
     tickets = _TICKET.finditer(text)
     found = [(m.start(), m.group(0)) for m in tickets if m.group(1) not in _NOT_TICKETS]
     found += [(m.start(), m.group(0)) for m in _SLUG.finditer(text) if _slug(m.group(0))]
+    hashed = (m for m in _HASH.finditer(text) if not _NOT_HASH.fullmatch(m.group(0).split("-")[1]))
+    found += [(m.start(), m.group(0)) for m in hashed]
     found += [(m.start(), m.group(0)) for m in _ISSUE.finditer(text)]
     if shas:
         found += [(m.start(), m.group(0)) for m in _SHA.finditer(text)]

@@ -237,6 +237,36 @@ def test_a_failure_is_resolved_by_running_the_step_that_failed_again() -> None:
     assert any("resolves the earlier failure" in d for d in state.work.done)
 
 
+def test_a_repeated_pair_of_steps_is_counted_not_listed() -> None:
+    turns = [user("Tune the script.")]
+    for n in range(4):
+        edit = {"path": "/w/run.py", "old_str": f"a{n}", "new_str": f"b{n}"}
+        turns += tool_round(f"e{n}", "str_replace_editor", {"command": "str_replace", **edit}, "ok")
+        turns += bash(f"r{n}", "python /w/run.py", "done\n<returncode>0</returncode>")
+    done = state_of(turns).work.done
+    assert done == ("Edited /w/run.py (str_replace_editor ok) ×4",
+                    "Ran `python /w/run.py` (exit 0) ×4")  # fmt: skip
+
+
+def test_the_same_operation_over_what_failed_resolves_it() -> None:
+    ok, fail = "<returncode>0</returncode>", "fatal: no upstream\n<returncode>128</returncode>"
+    lint = "a.ex: nesting too deep\n<returncode>2</returncode>"
+
+    def open_after(*steps: tuple[str, str]) -> list[str]:
+        turns = [user("Ship it.")]
+        for n, (command, output) in enumerate(steps):
+            turns += bash(f"s{n}", command, output)
+        return [e.command for e in state_of(turns).errors]
+
+    assert open_after(("git push", fail), ("git push --set-upstream origin main", ok)) == []
+    assert open_after(("git push", fail), ("cd /repo && git push -u origin x", ok)) == []
+    # A narrower run, or another script, does not show the failure fixed.
+    narrower = open_after(("mix credo a.ex b.ex", lint), ("mix credo a.ex", ok))
+    assert narrower == ["mix credo a.ex b.ex"]
+    assert open_after(("python a.py", lint), ("python b.py", ok)) == ["python a.py"]
+    assert open_after(("git push", fail), ("git status", ok)) == ["git push"]
+
+
 def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:
     failing = [
         user("Fix the build."),

@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway", "integrations"),
     ("cli",),
     ("__main__",),
-    ("testing", "provider_sim", "histories"),
+    ("testing", "loopback", "provider_sim", "histories"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

@@ -20,7 +20,7 @@ import pytest
 from factories import assistant, call, image_part, long_session, system, tool, user
 from windowkeeper.core.errors import CompressionExhaustedError
 from windowkeeper.core.messages import Message
-from windowkeeper.core.report import CompressionReport, CompressionResult, Outcome, Reason
+from windowkeeper.core.report import CompressionReport, CompressionResult, Outcome, Reason, Tier
 from windowkeeper.core.tokens import estimate_messages_tokens
 from windowkeeper.engine.base import ContextEngine
 from windowkeeper.engine.compressor import ContextCompressor
@@ -484,3 +484,11 @@ def test_cheap_gate_does_not_underestimate_dense_scripts() -> None:
     sent = manager.preflight(messages)
     assert sent is not messages
     assert manager.estimate(sent) < manager.window
+
+
+def test_a_finished_compaction_event_names_its_tier() -> None:
+    events: list[Event] = []
+    manager = ContextManager(ContextCompressor(context_length=32_000), on_event=events.append)
+    manager.preflight(long_session(rounds=40))
+    (finished,) = [e for e in events if e.kind is EventKind.COMPACTION_FINISHED]
+    assert finished.tier is Tier.PRUNE and "no summary" in finished.message

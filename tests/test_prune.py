@@ -63,6 +63,26 @@ def test_common_tool_shapes() -> None:
     assert all("\n" not in line for line in lines)
 
 
+def test_a_stub_keeps_the_gist_of_its_result() -> None:
+    sha = "4f2c9e1"
+    failing = "collecting\n" + "." * 300 + "\nE   AssertionError: refund total 90 != 100\n"
+    failing += "FAILED tests/test_refund.py::test_total - AssertionError\n1 failed, 9 passed\n"
+    messages = _conv(
+        ("bash", {"command": "pytest tests/test_refund.py"}, failing + "[exit code 1]"),
+        ("bash", {"command": "git commit -am 'Fix'"}, f"[main {sha}] Fix\n" + "x" * 300),
+        ("bash", {"command": "bd ready"}, "1. proj-3r6: Fix login\n" + "y" * 300),
+        ("Read", {"file_path": "/home/me/projects/shop/services/billing/refunds.py"}, "z" * 900),
+    )  # fmt: skip
+    pruned = summarize_tool_outputs(messages, PruneSettings(0, len(messages))).messages
+    lines = [str(m["content"]) for m in pruned if m["role"] == "tool"]
+    assert "-> exit 1" in lines[0] and "tests: 1 failed, 9 passed" in lines[0]
+    assert "AssertionError: refund total 90 != 100" in lines[0]
+    assert sha in lines[1]
+    assert "proj-3r6" in lines[2] and "exit ?" not in lines[2]  # no exit code: none shown
+    assert "…/billing/refunds.py" in lines[3]  # the call beside it holds the whole path
+    assert all(line.endswith(")") and "(ref wk" in line and "\n" not in line for line in lines)
+
+
 def test_short_outputs_and_protected_region_are_left_alone() -> None:
     messages = _conv(
         ("bash", {"command": "ls"}, "a.py\nb.py"), ("bash", {"command": "cat x"}, "y" * 999)

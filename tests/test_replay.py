@@ -46,6 +46,11 @@ def test_replay_compacts_and_saves_prompt_tokens() -> None:
     assert report.peak_tokens < 32_000
     assert report.cumulative_tokens < report.cumulative_baseline_tokens
     assert all(c.after_tokens < c.before_tokens for c in report.compactions)
+    # Each compaction says which tier ran: big tool outputs prune away first.
+    assert {c.tier for c in report.compactions} <= {"prune", "summary"}
+    assert report.compactions[0].tier == "prune"
+    prose = replay(long_session(rounds=150, output_chars=150), context_length=16_000)
+    assert "summary" in {c.tier for c in prose.compactions}  # little to prune: summaries
 
 
 def test_replay_without_pressure_changes_nothing() -> None:

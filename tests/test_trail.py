@@ -299,3 +299,45 @@ def test_tricky_items_read_back(item: str) -> None:
         constraints=(item,),
     )
     assert parse_state(render(state)) == state
+
+
+def test_tracker_ids_made_of_a_word_and_a_short_hash() -> None:
+    turns = rounds(("b1", "Bash", {"command": "bd ready"}, "1. [P1] proj-3r6: Fix login\n"))
+    values = trail([user("Then close proj-a0f. Ignore the top-10s and mid-90s."), *turns]).values
+    assert "proj-3r6" in values and "proj-a0f" in values
+    assert not any(v in values for v in ("top-10s", "mid-90s"))
+
+
+def test_paths_git_printed_relative_join_the_directory_they_are_relative_to() -> None:
+    root = "/home/me/work/app/"
+    status = "On branch main\n\tmodified:   lib/app/core.ex\n\tmodified:   test/core_test.exs\n"
+    turns = rounds(
+        ("e1", "Edit", {"file_path": root + "lib/app/core.ex", "old_string": "a"}, "ok"),
+        ("r1", "Read", {"file_path": root + "lib/app/util.ex"}, "x"),
+        ("g1", "Bash", {"command": "git status"}, status),
+    )
+    state = trail(turns)
+    assert files(state, "modified") == (root + "lib/app/core.ex", root + "test/core_test.exs")
+    assert state.root == root  # the repository, not lib/ where most files are
+
+
+def test_the_root_is_the_parent_of_a_source_directory() -> None:
+    src = "/srv/repo/src/"
+    turns = rounds(
+        *((f"r{n}", "Read", {"file_path": f"{src}shop/m{n}.py"}, "x") for n in range(3)),
+        ("e1", "Edit", {"file_path": f"{src}shop/m0.py", "old_string": "a"}, "ok"),
+    )
+    assert trail(turns).root == "/srv/repo/src/shop/"
+    others = ((f"o{n}", "Read", {"file_path": f"{src}other/z{n}.py"}, "x") for n in range(3))
+    turns += rounds(*others)
+    assert trail(turns).root == "/srv/repo/"
+
+
+def test_pruned_head_output_feeds_the_handoff_trail() -> None:
+    head = [user("Look around first."), *rounds(
+        ("h1", "Bash", {"command": "git log --oneline -3"}, "a1b2c3d fix one\n9f8e7d6 add two\n")
+    )]  # fmt: skip
+    middle = rounds(("m1", "Bash", {"command": "make"}, "built"))
+    state = extract_state(Analysis(middle), HandoffState(), NEW, head=Analysis(head))
+    assert "a1b2c3d" in state.values and "9f8e7d6" in state.values
+    assert not state.users  # the head's user words stay verbatim in the head

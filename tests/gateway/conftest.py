@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from windowkeeper.loopback import LoopbackUpstream
 from windowkeeper.testing import OpenAITestServer
 
 if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
@@ -29,4 +30,17 @@ def upstream() -> Iterator[OpenAITestServer]:
     with OpenAITestServer(models=[{"id": "listed-model", "context_length": 50_000}]) as server:
         yield server
     leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not leftover, f"threads left running: {leftover}"
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackUpstream]:
+    """The three-protocol loopback upstream (checked for leftover threads)."""
+    before = set(threading.enumerate())
+    with LoopbackUpstream(models=[{"id": "listed-model", "context_length": 50_000}]) as server:
+        yield server
+    leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    for thread in leftover:  # a server thread or its idle workers may still be winding down
+        thread.join(timeout=5)
+    leftover = [t for t in leftover if t.is_alive()]
     assert not leftover, f"threads left running: {leftover}"

@@ -35,7 +35,7 @@ async def gateway(
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A client of a fresh gateway app (lifespan started and shut down around it)."""
     app = create_app(settings, store=store)
-    async with app.router.lifespan_context(app):
+    async with app.lifespan():
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
             yield client

@@ -86,7 +86,7 @@ async def test_an_edited_history_starts_over(upstream: OpenAITestServer) -> None
         status = (await client.get(f"/v1/windowkeeper/sessions/{key}")).json()
     assert second.headers["x-windowkeeper-session"] == first.headers["x-windowkeeper-session"]
     assert sent(upstream) == edited  # the client's own list, not the old prefix
-    assert status["restarts"] == 1 and status["covered_messages"] == 0
+    assert status["forks"] == 1 and status["covered_messages"] == 0
 
 
 @pytest.mark.parametrize("error", [overflow(413, "too_large"), overflow(400)])

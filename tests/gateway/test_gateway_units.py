@@ -14,38 +14,80 @@ from windowkeeper.cli.serve import serve_command
 from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.errors import ConfigError
 from windowkeeper.core.settings import Settings
-from windowkeeper.gateway.sessions import Prefix, prefix_digests, session_key, substitute
+from windowkeeper.gateway.auth import authenticate
+from windowkeeper.gateway.history import common_prefix, convert, digest_of
+from windowkeeper.gateway.protocols import CHAT, RESPONSES
+from windowkeeper.gateway.protocols.sse import EventSplitter
+from windowkeeper.gateway.sessions import public_id, session_key
 from windowkeeper.gateway.settings import GatewaySettings, gateway_settings, parse_model_context
-from windowkeeper.gateway.streaming import UsageTap
 from windowkeeper.gateway.upstream import forward_request_headers, forward_response_headers
 
 
-def test_digests_ignore_key_order_and_respect_boundaries() -> None:
+def test_digests_ignore_key_order() -> None:
     a = [{"role": "user", "content": "ab"}, {"role": "user", "content": "c"}]
     b = [{"content": "ab", "role": "user"}, {"content": "c", "role": "user"}]
     c = [{"role": "user", "content": "a"}, {"role": "user", "content": "bc"}]
-    assert prefix_digests(a, [2]) == prefix_digests(b, [2])
-    assert prefix_digests(a, [2]) != prefix_digests(c, [2])
-    both = prefix_digests(a, [1, 2, 5])
-    assert set(both) == {1, 2} and both[1] == prefix_digests(a[:1], [1])[1]
+    assert digest_of(a) == digest_of(b) != digest_of(c)
+    assert common_prefix(a, b) == 2 and common_prefix(a, c) == 0 and common_prefix(a, a[:1]) == 1
 
 
-def test_substitute_all_or_nothing() -> None:
-    client = [system(), user("one"), assistant("two"), user("three")]
-    digest = prefix_digests(client, [3])[3]
-    prefix = Prefix(3, digest, ({"role": "user", "content": "[summary]"},))
-    assert substitute(Prefix(), client, None) is client
-    assert substitute(prefix, client, digest) == [*prefix.messages, client[3]]
-    assert substitute(prefix, client, "other") is None
-    assert substitute(prefix, client[:2], digest) is None
+def _parsed(protocol: object, body: dict[str, object]) -> object:
+    raw = json.dumps(body).encode()
+    return protocol.parse(raw, json.loads(raw))  # type: ignore[attr-defined]
 
 
-def test_session_key_header_or_fingerprint() -> None:
-    opening = [system("S"), user("first")]
-    assert session_key(opening, " agent-1 ") == "agent-1"
-    longer = [*opening, assistant("x"), user("y")]
-    assert session_key(opening, None) == session_key(longer, None)
-    assert session_key([system("S"), user("other")], None) != session_key(opening, None)
+def test_conversion_reuses_the_agreeing_messages_as_the_same_objects() -> None:
+    history = [system(), user("one"), assistant("two"), user("three")]
+    first = _parsed(CHAT, {"model": "m", "messages": history})
+    _, seen = convert(CHAT, first, None)  # type: ignore[arg-type]
+    longer = _parsed(CHAT, {"model": "m", "messages": [*history, assistant("four"), user("5")]})
+    reused, again = convert(CHAT, longer, seen)  # type: ignore[arg-type]
+    assert reused == 4 and all(a is b for a, b in zip(again.messages, seen.messages, strict=False))
+    items = {"model": "m", "instructions": "sys", "input": [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+    ]}  # fmt: skip
+    _, responses = convert(RESPONSES, _parsed(RESPONSES, items), None)  # type: ignore[arg-type]
+    more = {
+        **items,
+        "input": [
+            *items["input"],
+            {
+                "type": "function_call",
+                "call_id": "d",  # type: ignore[list-item]
+                "name": "f",
+                "arguments": "{}",
+            },
+        ],
+    }
+    reused, merged = convert(RESPONSES, _parsed(RESPONSES, more), responses)  # type: ignore[arg-type]
+    # The model turn at the end may take the new call: it is converted again, not reused.
+    assert reused == 2 and len(merged.messages) == 3
+    assert [c["id"] for c in merged.messages[-1]["tool_calls"]] == ["c", "d"]
+
+
+def test_session_key_header_or_fingerprint_and_scope() -> None:
+    texts = ("S", "first")
+    assert public_id(session_key("k1", "chat", texts, " agent-1 ")) == "agent-1"
+    assert session_key("k1", "chat", texts, None) == session_key("k1", "chat", texts, None)
+    assert session_key("k1", "chat", texts, None) != session_key("k2", "chat", texts, None)
+    assert session_key("k1", "chat", texts, None) != session_key("k1", "responses", texts, None)
+    assert session_key("k1", "chat", ("S", "other"), None) != session_key("k1", "chat", texts, None)
+
+
+def test_gateway_keys_and_scopes() -> None:
+    keys = frozenset({"gw-key-1", "gw-key-2"})
+    assert authenticate({}, keys) is None
+    assert authenticate({"authorization": "Bearer wrong"}, keys) is None
+    bearer = authenticate({"authorization": "Bearer gw-key-1"}, keys)
+    header = authenticate({"x-api-key": "gw-key-1"}, keys)
+    own = authenticate({"x-windowkeeper-key": "gw-key-2", "authorization": "Bearer sk-up"}, keys)
+    assert bearer and header and own
+    assert bearer.scope == header.scope != own.scope and "gw-key" not in bearer.scope
+    assert bearer.drop == {"authorization"} and own.drop == {"x-windowkeeper-key"}
+    open_a = authenticate({"authorization": "Bearer a"}, frozenset())
+    open_b = authenticate({"authorization": "Bearer b"}, frozenset())
+    assert open_a and open_b and open_a.scope != open_b.scope
 
 
 def _event(chunk: dict[str, object]) -> bytes:
@@ -56,12 +98,12 @@ def test_usage_tap_splits_events_and_drops_the_usage_only_chunk() -> None:
     content = _event({"choices": [{"delta": {"content": "hi"}}]})
     usage = _event({"choices": [], "usage": {"prompt_tokens": 77}})
     stream = content + usage + b"data: [DONE]\r\n\r\n"
-    tap = UsageTap(forward_usage_chunks=False)
-    out = b"".join(tap.feed(stream[i : i + 7]) for i in range(0, len(stream), 7)) + tap.flush()
-    assert out == content + b"data: [DONE]\r\n\r\n"
+    parsed = _parsed(CHAT, {"model": "m", "messages": [], "stream": True})
+    tap = CHAT.tap(parsed)  # type: ignore[arg-type]
+    splitter = EventSplitter()
+    events = [e for i in range(0, len(stream), 7) for e in splitter.feed(stream[i : i + 7])]
+    assert b"".join(e for e in events if tap.keep(e)) == content + b"data: [DONE]\r\n\r\n"
     assert tap.usage == {"prompt_tokens": 77}
-    keep = UsageTap(forward_usage_chunks=True)
-    assert keep.feed(stream) == stream
 
 
 def test_settings_validate_and_match_models() -> None:
@@ -78,6 +120,10 @@ def test_settings_validate_and_match_models() -> None:
     assert settings.configured_context_length("gpt-4o") == 128_000
     assert settings.configured_context_length("llama") == 8_000
     assert settings.compressor_config().threshold == 0.85
+    with pytest.raises(ConfigError, match="no upstream"):
+        GatewaySettings()
+    anthropic_only = GatewaySettings(anthropic_base_url="https://api.anthropic.com/")
+    assert anthropic_only.anthropic_base_url == "https://api.anthropic.com"
 
 
 def test_gateway_settings_from_the_config_file_values() -> None:
@@ -86,8 +132,15 @@ def test_gateway_settings_from_the_config_file_values() -> None:
          "compression": {"hygiene_threshold": 0.7, "hygiene_hard_message_limit": 300}}
     )  # fmt: skip
     built = gateway_settings(
-        "http://x/v1", file_settings, context_length=16_000, model_context_lengths={"n": 9}
-    )
+        "http://x/v1", file_settings, context_length=16_000, model_context_lengths={"n": 9},
+        env={"WINDOWKEEPER_GATEWAY_KEYS": " k1 , k2,"},
+    )  # fmt: skip
+    assert built.api_keys == {"k1", "k2"} and built.max_body_bytes == 32 * 1024 * 1024
+    with_keys = Settings.model_validate({"gateway": {"api_keys": ["from-file"], "max_body_mib": 1}})
+    from_file = gateway_settings("http://x/v1", with_keys, env={})
+    assert from_file.api_keys == {"from-file"} and from_file.max_body_bytes == 1024 * 1024
+    shown = {e.key: e.value for e in with_keys.entries()}
+    assert shown["gateway.api_keys"] == ["***"]  # `windowkeeper config` never prints a key
     assert dict(built.context_lengths) == {"m": 32_000, "*": 16_000, "n": 9}
     assert built.hygiene_threshold == 0.7 and built.hard_message_limit == 300
     assert isinstance(built.compression, CompressionConfig)
@@ -97,15 +150,26 @@ def test_gateway_settings_from_the_config_file_values() -> None:
 
 
 def test_header_filters() -> None:
-    headers = {"Authorization": "Bearer c", "Host": "gw", "Connection": "close, X-Hop",
-               "X-Hop": "1", "X-Windowkeeper-Session": "s", "Accept": "*/*"}  # fmt: skip
-    assert forward_request_headers(headers, None) == {"Authorization": "Bearer c", "Accept": "*/*"}
-    assert forward_request_headers(headers, "k")["Authorization"] == "Bearer k"
-    upstream = {"Content-Type": "application/json", "Transfer-Encoding": "chunked",
-                "Content-Encoding": "gzip", "X-Request-Id": "r1"}  # fmt: skip
-    assert forward_response_headers(upstream) == {
-        "Content-Type": "application/json", "X-Request-Id": "r1",
-    }  # fmt: skip
+    headers = {"authorization": "Bearer c", "host": "gw", "connection": "close, x-hop",
+               "x-hop": "1", "x-windowkeeper-session": "s", "accept": "*/*"}  # fmt: skip
+    json_type = ("content-type", "application/json")
+    assert forward_request_headers(headers, "openai", None, frozenset()) == [
+        ("authorization", "Bearer c"), ("accept", "*/*"), json_type,
+    ]  # fmt: skip
+    replaced = forward_request_headers(headers, "openai", "k", frozenset())
+    assert ("authorization", "Bearer k") in replaced and (
+        "authorization",
+        "Bearer c",
+    ) not in replaced
+    anthropic = forward_request_headers({"x-api-key": "client"}, "anthropic", "srv", frozenset())
+    assert anthropic == [("x-api-key", "srv"), json_type]
+    dropped = forward_request_headers(headers, "openai", None, frozenset({"authorization"}))
+    assert all(k != "authorization" for k, _ in dropped)
+    upstream = [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked"),
+                ("Content-Encoding", "gzip"), ("X-Request-Id", "r1")]  # fmt: skip
+    assert forward_response_headers(upstream) == [
+        ("Content-Type", "application/json"), ("X-Request-Id", "r1"),
+    ]  # fmt: skip
 
 
 def _serve_app() -> typer.Typer:
@@ -139,7 +203,7 @@ def test_serve_rejects_bad_options_before_starting() -> None:
 def test_serve_takes_the_upstream_from_the_config(tmp_path: Path) -> None:
     runner = CliRunner()
     missing = runner.invoke(_serve_app(), ["serve"])
-    assert missing.exit_code == 2 and "gateway.upstream" in missing.output
+    assert missing.exit_code == 2 and "--anthropic-upstream" in missing.output
     config = tmp_path / "wk.yaml"
     config.write_text("gateway:\n  upstream: ftp://nope\n")
     bad = runner.invoke(_serve_app(), ["serve", "--config", str(config)])

@@ -27,6 +27,11 @@ Mapping:
 - Anthropic requires alternating roles: consecutive same-role turns are merged (tool
   results first in a user turn, thinking first in an assistant turn); messages with
   nothing to send (empty text, no calls) are skipped, as are empty text blocks.
+- With ``keep_originals=True`` (the gateway) the first canonical message made from each
+  Anthropic message, and the system message, keep the original under the private
+  :data:`SOURCE_KEY`; :func:`to_anthropic` sends that original object itself while the
+  messages made from it are unchanged, so unknown fields and blocks survive byte for
+  byte. A changed message is converted as above.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ AnthropicSystem: TypeAlias = str | list[dict[str, Any]] | None
 Block: TypeAlias = dict[str, Any]
 
 THINKING_KEY = "_anthropic_thinking"
+SOURCE_KEY = "_anthropic_source"
+"""Private key: ``{"message": original, "span": n}`` (n canonical messages were made from
+it), or ``{"system": original}`` on the system message."""
 IS_ERROR_KEY = "_anthropic_is_error"
 CACHE_KEY = "cache_control"
 
@@ -54,29 +62,40 @@ _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 # --- Anthropic -> canonical -------------------------------------------------------------
 
 
-def from_anthropic(system: object, messages: Sequence[Mapping[str, Any]]) -> list[Message]:
-    """Canonical messages for an Anthropic ``system`` parameter and ``messages`` list."""
+def from_anthropic(
+    system: object, messages: Sequence[Mapping[str, Any]], *, keep_originals: bool = False
+) -> list[Message]:
+    """Canonical messages for an Anthropic ``system`` parameter and ``messages`` list
+    (``keep_originals``: remember each original for an exact way back, see the module doc)."""
     out: list[Message] = []
     if system is not None:
         out.append({"role": "system", "content": _system_content(system)})
+        if keep_originals:
+            out[0][SOURCE_KEY] = {"system": system}
     if not isinstance(messages, Sequence) or isinstance(messages, str):
         raise InvalidMessagesError("input", "'messages' must be a list")
     for index, message in enumerate(messages):
-        where = f"message {index}"
-        if not isinstance(message, Mapping):
-            raise InvalidMessagesError(where, "expected a message object")
-        content = message.get("content")
-        if not isinstance(content, str | list):
-            raise InvalidMessagesError(where, "content must be a string or a list of blocks")
-        blocks = content if isinstance(content, str) else _checked_blocks(content, where)
-        role = message.get("role")
-        if role == "user":
-            out.extend(_user_from(blocks, where))
-        elif role == "assistant":
-            out.append(_assistant_from(blocks, where))
-        else:
-            raise InvalidMessagesError(where, f"Anthropic role must be user or assistant: {role!r}")
+        derived = message_from_anthropic(message, f"message {index}")
+        if keep_originals and derived:
+            derived[0][SOURCE_KEY] = {"message": message, "span": len(derived)}
+        out.extend(derived)
     return out
+
+
+def message_from_anthropic(message: object, where: str) -> list[Message]:
+    """The canonical messages for one Anthropic message (validated)."""
+    if not isinstance(message, Mapping):
+        raise InvalidMessagesError(where, "expected a message object")
+    content = message.get("content")
+    if not isinstance(content, str | list):
+        raise InvalidMessagesError(where, "content must be a string or a list of blocks")
+    blocks = content if isinstance(content, str) else _checked_blocks(content, where)
+    role = message.get("role")
+    if role == "user":
+        return _user_from(blocks, where)
+    if role == "assistant":
+        return [_assistant_from(blocks, where)]
+    raise InvalidMessagesError(where, f"Anthropic role must be user or assistant: {role!r}")
 
 
 def _system_content(system: object) -> str | list[Block]:
@@ -188,10 +207,18 @@ def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[AnthropicSystem
     ``messages`` list for canonical messages. Input messages are never modified."""
     systems: list[Mapping[str, Any]] = []
     out: list[Block] = []
-    for message in messages:
+    index = 0
+    while index < len(messages):
+        message = messages[index]
         role = message.get("role")
         if role in ("system", "developer") and not out:
             systems.append(message)
+            index += 1
+            continue
+        original, span = _original(messages, index)
+        if original is not None:
+            _append(out, str(original["role"]), original["content"], original)
+            index += span
             continue
         if role == "assistant":
             content = _assistant_to(message)
@@ -201,10 +228,37 @@ def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[AnthropicSystem
             content = _with_marker(_content_to(message.get("content")), message)
         if content:
             _append(out, "assistant" if role == "assistant" else "user", content)
+        index += 1
     return _system_to(systems), out
 
 
+def _original(messages: Sequence[Mapping[str, Any]], index: int) -> tuple[Any, int]:
+    """The kept original at ``index`` and its span, when the messages made from it are
+    still exactly what it converts to; ``(None, 0)`` otherwise."""
+    source = messages[index].get(SOURCE_KEY)
+    if not isinstance(source, Mapping) or "message" not in source:
+        return None, 0
+    original, span = source["message"], source.get("span")
+    if not isinstance(span, int) or index + span > len(messages):
+        return None, 0
+    derived = message_from_anthropic(original, "source")
+    current = [_without_source(m) for m in messages[index : index + span]]
+    return (original, span) if current == derived else (None, 0)
+
+
+def _without_source(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (
+        {k: v for k, v in message.items() if k != SOURCE_KEY} if SOURCE_KEY in message else message
+    )
+
+
 def _system_to(systems: list[Mapping[str, Any]]) -> AnthropicSystem:
+    if len(systems) == 1:
+        source = systems[0].get(SOURCE_KEY)
+        if isinstance(source, Mapping) and "system" in source:
+            original = source["system"]
+            if systems[0].get("content") == _system_content(original):
+                return original  # type: ignore[no-any-return]
     contents = [_with_marker(_content_to(m.get("content")), m) for m in systems]
     contents = [content for content in contents if content]
     if not contents:
@@ -333,10 +387,13 @@ def _safe_id(identifier: str) -> str:
     return _BAD_ID_CHARS.sub("_", identifier) or "call"
 
 
-def _append(out: list[Block], role: str, content: str | list[Block]) -> None:
-    """Append a turn, merging it into the previous one when the roles are equal."""
+def _append(
+    out: list[Block], role: str, content: str | list[Block], original: Block | None = None
+) -> None:
+    """Append a turn (the ``original`` message object itself when given), merging it into
+    the previous one when the roles are equal."""
     if not out or out[-1]["role"] != role:
-        out.append({"role": role, "content": content})
+        out.append(original if original is not None else {"role": role, "content": content})
         return
     merged = _as_blocks(out[-1]["content"]) + _as_blocks(content)
     # Stable partition: tool results lead a user turn, thinking leads an assistant turn.

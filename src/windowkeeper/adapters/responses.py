@@ -1,19 +1,14 @@
 """OpenAI Responses API items <-> canonical OpenAI chat messages (SPEC §1, §12).
 
-:func:`from_responses` turns a Responses request's ``input`` (a string or a list of items)
-and ``instructions`` into canonical messages; :func:`to_responses` turns canonical
-messages back into ``(instructions, items)``. The OpenAI Agents SDK's
-``TResponseInputItem`` dicts are the same items, so its model-input filter and sessions
-use the same two functions.
-
-Lossless for what is not compacted: each canonical message keeps the items it was made
-from — the caller's own objects, never copied or modified — under the private
-:data:`ITEMS_KEY` (SPEC §1: ``_`` keys never reach a provider). :func:`to_responses`
-emits those very objects whenever the message still says what they say, so unknown item
-types and fields, reasoning items with ``encrypted_content``, ids, ``phase``,
-annotations, ``status``… survive unchanged. Only a message a compaction changed is
-rebuilt. For any input, ``to_responses(from_responses(input, instructions))`` gives back
-``instructions`` and the items themselves (a string input as one user item).
+:func:`from_responses` turns a Responses ``input`` (a string or a list of items, e.g. the
+OpenAI Agents SDK's ``TResponseInputItem`` dicts) and ``instructions`` into canonical
+messages; :func:`to_responses` gives back ``(instructions, items)``. Lossless for what is
+not compacted: each message keeps the caller's own item objects under the private
+:data:`ITEMS_KEY` (never copied or modified; ``_`` keys never reach a provider, SPEC §1),
+and :func:`to_responses` emits those very objects while the message still says what they
+say — unknown types and fields, reasoning with ``encrypted_content``, ids, ``phase``…
+survive unchanged; ``to_responses(from_responses(input, instructions))`` returns
+``instructions`` and the items themselves.
 
 Mapping (one canonical message per item, except a model turn):
 
@@ -43,6 +38,10 @@ from typing import Any, TypeAlias
 
 from ..core.errors import InvalidMessagesError
 from ..core.messages import Message, content_text
+from .responses_items import CALLS as _CALLS
+from .responses_items import OUTPUTS as _OUTPUTS
+from .responses_items import SYSTEM_ROLES as _SYSTEM_ROLES
+from .responses_items import checked_item, item_kind
 
 Item: TypeAlias = dict[str, Any]
 
@@ -53,65 +52,7 @@ INSTRUCTIONS_KEY = "_responses_instructions"
 OPAQUE_PART = "responses_item"
 """Content part type wrapping an item with no canonical meaning: ``{"type", "item"}``."""
 
-_SYSTEM_ROLES = frozenset({"system", "developer"})
-_CALLS = frozenset({"function_call", "custom_tool_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-
-
-# --- item kinds ---------------------------------------------------------------------------
-
-
-def _kind(item: Mapping[str, Any], where: str) -> str:
-    """``system`` / ``user`` / ``model`` / ``output`` / ``input``: what an item is."""
-    kind = item.get("type", "message")
-    if not isinstance(kind, str):
-        raise InvalidMessagesError(where, "an item's 'type' must be a string")
-    if kind == "message":
-        role = item.get("role")
-        if role == "assistant":
-            return "model"
-        if role in _SYSTEM_ROLES:
-            return "system"
-        if role == "user":
-            return "user"
-        raise InvalidMessagesError(where, f"message role must be user, assistant, system or "
-                                   f"developer, got {role!r}")  # fmt: skip
-    if kind in _OUTPUTS:
-        return "output" if isinstance(item.get("call_id"), str) else "input"
-    if kind == "item_reference" or kind.endswith(("_output", "_response")):
-        return "input"
-    return "model"  # reasoning, calls, and whatever else a model emits
-
-
-def _checked(item: object, where: str) -> Mapping[str, Any]:
-    if not isinstance(item, Mapping):
-        raise InvalidMessagesError(where, "expected an item object")
-    kind = item.get("type")
-    if kind in _CALLS:
-        payload = "arguments" if kind == "function_call" else "input"
-        if not (_nonempty(item.get("call_id")) and isinstance(item.get("name"), str)
-                and isinstance(item.get(payload), str)):  # fmt: skip
-            raise InvalidMessagesError(
-                where, f"a {kind} needs a string 'call_id', 'name' and '{payload}'"
-            )
-    elif kind in _OUTPUTS:
-        if "call_id" in item and not _nonempty(item.get("call_id")):
-            raise InvalidMessagesError(where, f"a {kind} needs a non-empty string 'call_id'")
-        if not isinstance(item.get("output"), str | list):
-            raise InvalidMessagesError(where, f"a {kind} needs an 'output' string or list")
-    elif kind in (None, "message"):
-        content = item.get("content")
-        if not isinstance(content, str | list):
-            raise InvalidMessagesError(where, "message content must be a string or a list")
-        for number, part in enumerate(content if isinstance(content, list) else ()):
-            if not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
-                raise InvalidMessagesError(where, f"content part {number} needs a string 'type'")
-    return item
-
-
-def _nonempty(value: object) -> bool:
-    return isinstance(value, str) and bool(value)
 
 
 # --- Responses -> canonical -----------------------------------------------------------------
@@ -137,21 +78,37 @@ def from_responses(
         return [*out, _message_from({"role": "user", "content": input}, "user", leading=False)]
     if not isinstance(input, Sequence):
         raise InvalidMessagesError("input", "must be a string or a list of items")
+    items: Sequence[Mapping[str, Any]] = input  # type: ignore[assignment]  # str returned above
+    messages, _ = from_items(items, leading=True)
+    return out + messages
+
+
+def from_items(
+    items: Sequence[Mapping[str, Any]], start: int = 0, *, leading: bool = True
+) -> tuple[list[Message], list[int]]:
+    """Canonical messages for ``items[start:]`` and, for each, the index after its last
+    item (for converting a history incrementally); ``leading``: only system messages
+    precede ``items[start]``."""
+    out: list[Message] = []
+    ends: list[int] = []
     run: list[Mapping[str, Any]] = []
-    for index, raw in enumerate(input):
-        item = _checked(raw, f"item {index}")
-        kind = _kind(item, f"item {index}")
+    for index in range(start, len(items)):
+        item = checked_item(items[index], f"item {index}")
+        kind = item_kind(item, f"item {index}")
         if kind == "model":
             run.append(item)
             continue
         if run:
             out.append(model_turn(run))
+            ends.append(index)
             run = []
-        leading = all(m.get("role") in _SYSTEM_ROLES for m in out)
+        leading = leading and all(m.get("role") in _SYSTEM_ROLES for m in out)
         out.append(_message_from(item, kind, leading=leading))
+        ends.append(index + 1)
     if run:
         out.append(model_turn(run))
-    return out
+        ends.append(len(items))
+    return out, ends
 
 
 def _message_from(item: Mapping[str, Any], kind: str, *, leading: bool) -> Message:
@@ -277,7 +234,7 @@ def _unchanged(message: Mapping[str, Any], originals: list[Any]) -> bool:
         derived = model_turn(originals)
     else:
         first = originals[0]
-        derived = _message_from(first, _kind(first, "item"), leading=role in _SYSTEM_ROLES)
+        derived = _message_from(first, item_kind(first, "item"), leading=role in _SYSTEM_ROLES)
     return all(message.get(k) == v for k, v in derived.items() if k != ITEMS_KEY) and all(
         k in derived or k.startswith("_") for k in message
     )

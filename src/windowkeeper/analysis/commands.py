@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
 SCAN_CHARS = 20_000
@@ -52,11 +52,20 @@ _GIT_READ_ONLY = frozenset({
 })  # fmt: skip
 
 
-def lines_of(command: str) -> tuple[list[str], list[str]]:
-    """(command lines, heredoc bodies) of a command line, heredoc bodies set aside."""
+Lines = tuple[str, ...]
+Steps = tuple[tuple[str, ...], ...]
+
+
+@functools.lru_cache(maxsize=4_096)
+def lines_of(command: str) -> tuple[Lines, Lines]:
+    """(command lines, heredoc bodies) of a command line, heredoc bodies set aside.
+
+    Remembered: every reader of a command (files touched and read, read-only, steps,
+    program) starts here, and agents re-run the same commands.
+    """
     text = command[:SCAN_CHARS]
     if "<<" not in text:
-        return [line for line in text.split("\n") if line.strip()], []
+        return tuple(line for line in text.split("\n") if line.strip()), ()
     lines: list[str] = []
     bodies: list[str] = []
     rows = text.split("\n")
@@ -74,7 +83,7 @@ def lines_of(command: str) -> tuple[list[str], list[str]]:
                 index += 1
             index += 1
             bodies.append("\n".join(body))
-    return lines, bodies
+    return tuple(lines), tuple(bodies)
 
 
 # A shell word (quoted parts, escapes and plain characters glued together) or an operator.
@@ -100,11 +109,13 @@ def _unquoted(word: str) -> str:
     return _QUOTED.sub(plain, word)
 
 
-def steps_of(line: str) -> list[list[str]]:
+@functools.lru_cache(maxsize=4_096)
+def steps_of(line: str) -> Steps:
     """The steps of one command line, each as its words (quotes removed).
 
     A regular-expression tokenizer, close to ``shlex`` for what is recognized here (and
     much faster): operators split steps even without spaces, ``#`` starts a comment.
+    Remembered, as :func:`lines_of`.
     """
     steps: list[list[str]] = [[]]
     for operator, word in _WORD.findall(line):
@@ -114,7 +125,7 @@ def steps_of(line: str) -> list[list[str]]:
             break
         else:
             steps[-1].append(_unquoted(word))
-    return [step for step in steps if step]
+    return tuple(tuple(step) for step in steps if step)
 
 
 @functools.lru_cache(maxsize=2_048)
@@ -125,17 +136,9 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     """
     lines, bodies = lines_of(command)
     touched: list[Touch] = []
-    here = cwd
-    for line in lines:
-        may_touch = _MAY_TOUCH.search(line) is not None
-        if not may_touch and "cd " not in line:
-            continue
-        for tokens in steps_of(line):
-            here = _step_cwd(tokens, here)
-            if may_touch:
-                touched.extend(
-                    (_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p)
-                )
+    for tokens, here in _gated_steps(lines, cwd, _MAY_TOUCH):
+        touched.extend((_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
+    here = _final_cwd(lines, cwd)
     scripts = list(bodies)
     if "python" in command[:SCAN_CHARS] and ("open(" in command or "write_" in command):
         scripts.append("\n".join(lines))
@@ -146,7 +149,65 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     return tuple(dict.fromkeys(touched))
 
 
-def _step_cwd(tokens: list[str], cwd: str | None) -> str | None:
+_MAY_READ = re.compile(r"\b(?:cat|head|tail|nl|less|more|wc|grep|egrep|fgrep|rg|sed|awk)\b")
+_VIEWERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc"})
+_SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
+"""Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
+
+
+def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
+    """(path, READ) of every file a viewer or search in the command reads (``cat x.py``,
+    ``sed -n 1,40p x.py``, ``grep -n foo x.py``), in order; writes are
+    :func:`command_touches`' business."""
+    lines, _ = lines_of(command)
+    found = [
+        (_joined(p, here), READ)
+        for tokens, here in _gated_steps(lines, cwd, _MAY_READ)
+        for p in _step_reads(tokens)
+    ]
+    return tuple(dict.fromkeys(found))
+
+
+def _gated_steps(
+    lines: Sequence[str], cwd: str | None, gate: re.Pattern[str]
+) -> Iterator[tuple[Sequence[str], str | None]]:
+    """(step, working directory) of each step on a line ``gate`` matches, following
+    ``cd`` through every line (a line without ``gate`` or ``cd`` is not tokenized)."""
+    here = cwd
+    for line in lines:
+        gated = gate.search(line) is not None
+        if not gated and "cd " not in line:
+            continue
+        for tokens in steps_of(line):
+            here = _step_cwd(tokens, here)
+            if gated:
+                yield tokens, here
+
+
+def _final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
+    """The working directory after ``lines`` (their ``cd`` steps followed)."""
+    here = cwd
+    for line in lines:
+        if "cd " in line:
+            for tokens in steps_of(line):
+                here = _step_cwd(tokens, here)
+    return here
+
+
+def _step_reads(tokens: Sequence[str]) -> list[str]:
+    words = [t for t in tokens if not _is_assignment(t)]
+    head = words[0].rsplit("/", 1)[-1] if words else ""
+    if head not in _VIEWERS and head not in _SCRIPT_FIRST:
+        return []
+    if head in ("sed", "perl") and any(_in_place(t, head) for t in words[1:]):
+        return []  # an in-place edit: a write
+    operands = _operands(_until_redirect(words[1:]))
+    if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
+        operands = operands[1:]
+    return [p for p in operands if _path_like(p) and _looks_like_file(p)]
+
+
+def _step_cwd(tokens: Sequence[str], cwd: str | None) -> str | None:
     if len(tokens) == 2 and tokens[0] == "cd":
         return _joined(tokens[1], cwd)
     return cwd
@@ -158,7 +219,7 @@ def _joined(path: str, cwd: str | None) -> str:
     return posixpath.normpath(posixpath.join(cwd, path))
 
 
-def _step_touches(tokens: list[str]) -> Iterator[Touch]:
+def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
     for index, token in enumerate(tokens):
         if token in {">", ">>"} and index + 1 < len(tokens):
             yield tokens[index + 1], MODIFIED
@@ -201,11 +262,11 @@ def _is_assignment(token: str) -> bool:
     return bool(sep) and name.isidentifier()
 
 
-def _operands(tokens: list[str]) -> list[str]:
+def _operands(tokens: Sequence[str]) -> list[str]:
     return [t for t in tokens if not t.startswith("-") and t not in {"<", ">", ">>", "2>&1"}]
 
 
-def _until_redirect(tokens: list[str]) -> list[str]:
+def _until_redirect(tokens: Sequence[str]) -> list[str]:
     found = []
     for token in tokens:
         if token.startswith((">", "2>", "&>")):
@@ -220,7 +281,7 @@ def _in_place(token: str, program: str) -> bool:
     return token.startswith("-") and not token.startswith("--") and "i" in token
 
 
-def _applies_patch(lines: list[str]) -> bool:
+def _applies_patch(lines: Sequence[str]) -> bool:
     return any("git apply" in line or re.search(r"\bpatch\b", line) for line in lines)
 
 
@@ -297,7 +358,7 @@ def _all_touches(line: str) -> Iterator[Touch]:
 _REDIRECT = re.compile(r"^\d*(?:>>?|<)&?\S*$")
 
 
-def _reads_only(tokens: list[str]) -> bool:
+def _reads_only(tokens: Sequence[str]) -> bool:
     words = [t for t in tokens if not _is_assignment(t) and not _REDIRECT.match(t)]
     if not words:
         return True

@@ -123,7 +123,7 @@ def _pair(facts: Sequence[MessageFacts]) -> list[ToolEvent]:
     for position, record in enumerate(facts):
         for call in record.calls:
             called.add(call.id)
-            events.append(_event(position, call, results.get(call.id) if call.id else None))
+            events.append(tool_event(call, results.get(call.id) if call.id else None, position))
         if record.role == "tool":
             tid = record.message.get("tool_call_id")
             if isinstance(tid, str) and tid not in called:
@@ -134,13 +134,18 @@ def _pair(facts: Sequence[MessageFacts]) -> list[ToolEvent]:
     return events
 
 
-def _event(position: int, call: CallFacts, result: MessageFacts | None) -> ToolEvent:
+def tool_event(call: CallFacts, result: MessageFacts | None, position: int = 0) -> ToolEvent:
+    """The event of ``call`` and its ``result``; facts derived from it are shared with
+    every other event of the same call and result."""
     if result is None:
         return ToolEvent(position, call.action, call.args, None, None, False)
     text = result.text
     code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
-    memo: dict[str, Any] = result.remember(("event", call.action), dict)
-    return ToolEvent(position, call.action, call.args, text, code, failed(code, text), memo=memo)
+    # The result's own memo holds the event's facts (a result answers one call; the
+    # event keys never collide with the record's own).
+    return ToolEvent(
+        position, call.action, call.args, text, code, failed(code, text), memo=result.memo
+    )
 
 
 def _users(facts: Sequence[MessageFacts]) -> list[tuple[int, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .events import ToolEvent
+from .events import ToolEvent, remembered
 from .facts import URL, dedupe, hinted_matches, window
 from .toolshapes import ToolKind, shorten
 
@@ -37,6 +37,14 @@ _NOT_TICKETS = frozenset({"UTF", "SHA", "ISO", "GPT", "TLS", "SSL", "AES", "RSA"
 # hyphen must hold a letter (checked after matching, which keeps the pattern linear).
 _SLUG_HINT = re.compile(r"-(?=[a-z0-9]*[a-z])[a-z0-9]*\.\d")
 _SLUG_ID = re.compile(r"[a-z](?<![\w./-][a-z])[a-z0-9]*(?:-[a-z0-9]+)+(?:\.\d+)+(?![\w-]|\.\w)")
+# ``spotter-3r6``: a word and a short hash of letters and digits (tracker ids such as
+# beads' ``prefix-a1b``); an ordinal or unit suffix (``top-10s``, ``mid-90s``) is not one.
+_HASH_HINT = re.compile(r"-(?=[a-z]{0,7}\d)(?=\d{0,7}[a-z])[a-z0-9]{3,8}\b")
+_HASH_ID = re.compile(
+    r"[a-z](?<![\w./-][a-z])[a-z0-9]{1,20}-(?=[a-z]{0,7}\d)(?=\d{0,7}[a-z])[a-z0-9]{3,8}"
+    r"(?![\w-]|\.\w)"
+)
+_NOT_HASH = re.compile(r"\d+(?:s|th|st|nd|rd|px|em|ms|kb|mb|gb|bit|k|m)|v?\d+[a-z]?")
 _ISSUE = re.compile(r"#(?<![\w&#/]#)\d{1,6}\b")
 # SHAs: hex runs of 7-40 characters with at least one digit and one letter, not part of a
 # longer word.
@@ -65,6 +73,10 @@ def _is_sha(value: str) -> bool:
 def _slug(value: str) -> bool:
     parts = value.split(".", 1)[0].split("-")[1:]
     return all(any(c.isalpha() for c in part) for part in parts)
+
+
+def _hashed(value: str) -> bool:
+    return _NOT_HASH.fullmatch(value.rsplit("-", 1)[1]) is None
 
 
 def _shas(text: str) -> Found:
@@ -132,6 +144,8 @@ def _hyphenated(text: str, *, uuids: bool) -> Found:
             found.append((match.start(), match.group(0)))
     slugs = hinted_matches(_SLUG_ID, _SLUG_HINT, text)
     found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
+    hashed = hinted_matches(_HASH_ID, _HASH_HINT, text)
+    found.extend((m.start(), m.group(0)) for m in hashed if _hashed(m.group(0)))
     if uuids:
         found.extend((m.start(), m.group(0)) for m in hinted_matches(_UUID, _UUID_HINT, text))
     return found
@@ -147,13 +161,24 @@ def event_identifiers(event: ToolEvent) -> list[str]:
         found = text_identifiers(_arguments_text(event))
     else:
         found = text_identifiers(action.url or "")
-    result = event.result
+    output = output_identifiers(event)
+    return dedupe([*found, *output]) if output else found
+
+
+def output_identifiers(event: ToolEvent) -> list[str]:
+    """Identifiers a tool's output names (not a file's content), computed once per event."""
+    found: list[str] = remembered(event, "output_ids", _output_identifiers)
+    return found
+
+
+def _output_identifiers(event: ToolEvent) -> list[str]:
+    action, result = event.action, event.result
     if not result or action.kind not in (ToolKind.SHELL, ToolKind.OTHER, ToolKind.FETCH):
-        return found
+        return []
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).
     output = window(result, OUTPUT_SCAN_CHARS)
-    found.extend(text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS))
+    found = text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS)
     if "-" in output:
         uuids = hinted_matches(_UUID, _UUID_HINT, output)
         found.extend(dedupe(m.group(0) for m in uuids)[:MAX_UUIDS])

@@ -40,6 +40,8 @@ class CallFacts(NamedTuple):
     args: Mapping[str, Any]
     action: ToolAction
     json_object: bool
+    raw_arguments: str = ""
+    """The arguments as sent (a handle of the original call hashes them)."""
 
 
 class MessageFacts(NamedTuple):
@@ -95,7 +97,7 @@ def parse_call(call: Mapping[str, Any]) -> CallFacts:
     if not args and action.kind is ToolKind.SHELL and raw.strip():
         args = {"command": raw.strip()}
         action = classify_call(name, args)
-    return CallFacts(call_id(call), name, args, action, json_object)
+    return CallFacts(call_id(call), name, args, action, json_object, raw)
 
 
 def _parsed(raw: str) -> dict[str, Any] | None:

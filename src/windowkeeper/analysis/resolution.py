@@ -2,8 +2,10 @@
 
 A failed tool call stays open until the same call (same kind and target) runs again, or,
 for a shell command, until a later successful shell call shows it is fixed: it re-ran the
-failing command as one of its steps, or it ran a test run that covers it (same runner,
-and either the whole suite or paths containing every failing target).
+failing command as one of its steps, or it ran the same operation over what failed: a
+test run with the same runner, or another command with the same program and subcommand
+(``git push`` after ``git push`` failed, whatever the options), over either no paths or
+paths containing every failing target.
 
 What must hold: the cost is linear in the events. Open failures are indexed by their
 normalized command and, for test runs, by their runner, so a success only looks at the
@@ -24,15 +26,18 @@ from .outputs import error_lines, is_test_command
 from .toolshapes import ToolKind
 
 Key = tuple[ToolKind, str]
+_ENV_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)+(?=\S)")
+_SUBCOMMAND = re.compile(r"[A-Za-z][\w-]*")
 _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 
 def segments(command: str) -> list[str]:
     """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
-    bodies are not steps), each normalized."""
+    bodies are not steps), each normalized: words collapsed, leading environment
+    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``)."""
     lines = lines_of(command)[0] if "<<" in command else [command]
     return [
-        " ".join(part.split())
+        _ENV_PREFIX.sub("", " ".join(part.split()))
         for line in lines
         for part in _STEP_SEPARATORS.split(line)
         if part.strip()
@@ -75,6 +80,7 @@ class OpenFailures:
         key = event_key(event)
         rerun = self._open.pop(key, None)
         if counts_as_failure(event):
+            self._supersede(event)
             self._open[key] = event
             self._index(key, event)
             return []
@@ -95,10 +101,21 @@ class OpenFailures:
         steps = segments(command)
         if steps and steps[-1] != failed:  # re-running the step that failed resolves it
             self._by_command.setdefault(steps[-1], []).append((key, event))
-        if is_test_command(failed):
-            runner, targets = positional(failed)
+        last = steps[-1] if steps else failed
+        family, targets = operation(last)
+        if family:
             paths = tuple(t for t in targets if is_path(t))
-            self._by_runner.setdefault(runner, []).append((key, _Open(event, paths)))
+            self._by_runner.setdefault(family, []).append((key, _Open(event, paths)))
+
+    def _supersede(self, event: ToolEvent) -> None:
+        """A step that fails again replaces its older failure: the newer error is the
+        current state (an older one under other options or in another chain is gone)."""
+        if event.action.kind is not ToolKind.SHELL:
+            return
+        steps = segments(event.action.command or "")
+        for key, older in self._by_command.pop(steps[-1], ()) if steps else ():
+            if self._open.get(key) is older:
+                del self._open[key]
 
     def _close(self, key: Key, event: ToolEvent, resolved: list[ToolEvent]) -> None:
         if self._open.get(key) is event:  # stale index entries are skipped
@@ -110,15 +127,14 @@ class OpenFailures:
         for step in segments(command):
             for key, event in self._by_command.pop(step, ()):
                 self._close(key, event, resolved)
-            if is_test_command(step):
-                self._cover(step, resolved)
+            self._cover(step, resolved)
         # The success keeps the original order of what it resolved.
         order = {id(e): e.position for e in resolved}
         return sorted(resolved, key=lambda e: order[id(e)])
 
     def _cover(self, step: str, resolved: list[ToolEvent]) -> None:
-        runner, targets = positional(step)
-        entries = self._by_runner.get(runner)
+        family, targets = operation(step)
+        entries = self._by_runner.get(family) if family else None
         if not entries:
             return
         paths = [t for t in targets if is_path(t)]
@@ -130,7 +146,20 @@ class OpenFailures:
                 self._close(key, entry.event, resolved)
             else:
                 kept.append((key, entry))
-        self._by_runner[runner] = kept
+        self._by_runner[family] = kept
+
+
+def operation(step: str) -> tuple[str, list[str]]:
+    """The family of a command step (``test pytest``, ``run git push``) and the rest of
+    its non-option arguments; ``""`` for a step no other step can stand in for (a bare
+    program, or one whose first argument is a path: ``python a.py`` is not ``python
+    b.py``)."""
+    program, words = positional(step)
+    if is_test_command(step):
+        return f"test {program}", words
+    if not words or is_path(words[0]) or not _SUBCOMMAND.fullmatch(words[0]):
+        return "", words
+    return f"run {program} {words[0]}", words[1:]
 
 
 def counts_as_failure(event: ToolEvent) -> bool:

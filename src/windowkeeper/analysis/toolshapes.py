@@ -166,20 +166,32 @@ def line_count(text: str) -> int:
     return text.count("\n") + 1 if text.strip() else 0
 
 
+def short_path(path: str, limit: int = 40) -> str:
+    """A long path as its last two components (``…/services/parser.ex``): the call's own
+    arguments, kept beside a stub, hold the whole path."""
+    if len(path) <= limit or "/" not in path.rstrip("/"):
+        return path
+    parts = path.rstrip("/").rsplit("/", 2)
+    return shorten("…/" + "/".join(parts[-2:]), limit)
+
+
 def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = ...) -> str:
     """An informative one-line description of a tool call and its result.
 
     ``code``: the shell result's exit code when already known (found by :func:`exit_code`
-    otherwise).
+    otherwise); an unknown one is left out rather than printed as a placeholder.
     """
     size = f"{len(result):,} chars"
     label = f"[{action.name}]"
     # Masked before it is cut: a key cut in half can no longer be recognized as one.
-    target = shorten(" ".join(redact(action.target).split()), 80)
+    target = " ".join(redact(action.target).split())
+    if action.kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT):
+        target = short_path(target)
+    target = shorten(target, 80)
     if action.kind is ToolKind.SHELL:
         code = exit_code(result) if isinstance(code, EllipsisType) else code
-        status = "?" if code is None else str(code)
-        return f"{label} ran `{target}` -> exit {status}, {line_count(result)} lines output"
+        status = "," if code is None else f" -> exit {code},"
+        return f"{label} ran `{target}`{status} {line_count(result)} lines output"
     if action.kind is ToolKind.READ:
         start = action.line if action.line is not None else 1
         return f"{label} read {target} from line {start} ({size})"
@@ -188,8 +200,9 @@ def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = 
     if action.kind is ToolKind.EDIT:
         return f"{label} edited {target} ({size} result)"
     if action.kind is ToolKind.SEARCH:
-        where = f" in {action.path}" if action.path else ""
-        return f"{label} searched '{target}'{where} -> {line_count(result)} lines ({size})"
+        where = f" in {short_path(action.path)}" if action.path else ""
+        lines = line_count(result)
+        return f"{label} searched '{shorten(target, 60)}'{where} -> {lines} lines ({size})"
     if action.kind is ToolKind.FETCH:
         return f"{label} fetched {target} ({size})"
     if action.kind is ToolKind.WEB_SEARCH:

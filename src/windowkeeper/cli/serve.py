@@ -1,24 +1,30 @@
-"""``windowkeeper serve``: run the transparent gateway (SPEC §9) with uvicorn.
+"""``windowkeeper serve``: run the transparent gateway (SPEC §12) with uvicorn.
 
 Mounted by the main app with ``app.command("serve")(serve_command)``. Listens on
-127.0.0.1 by default: the gateway has no authentication of its own, and with
-``--upstream-api-key-env`` it spends the configured key for anyone who can reach it.
+127.0.0.1 by default. Without gateway keys (``gateway.api_keys`` or
+``$WINDOWKEEPER_GATEWAY_KEYS``) anyone who can reach it may use it, and with
+``--upstream-api-key-env`` spend the configured key; keys are never taken on the
+command line (other users could read them in the process list).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..core.errors import ConfigError
-from ..core.settings import load_settings
+from ..core.settings import Settings, load_settings
 from .common import fail, user_errors
+
+if TYPE_CHECKING:
+    from ..gateway.settings import GatewaySettings
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -30,6 +36,12 @@ UpstreamOpt = Annotated[
     str | None,
     typer.Option("--upstream", help="The upstream OpenAI-compatible base URL, e.g. "
                  "https://api.openai.com/v1 (else the config's gateway.upstream)."),
+]  # fmt: skip
+AnthropicOpt = Annotated[
+    str | None,
+    typer.Option("--anthropic-upstream", help="The upstream Anthropic base URL without /v1, "
+                 "e.g. https://api.anthropic.com (else gateway.anthropic_upstream); serves "
+                 "/v1/messages."),
 ]  # fmt: skip
 HostOpt = Annotated[
     str | None, typer.Option(help="Interface to listen on [config gateway.host, 127.0.0.1].")
@@ -59,11 +71,17 @@ ApiKeyEnvOpt = Annotated[
                  "the upstream API key (default: pass the client's Authorization header "
                  "through)."),
 ]  # fmt: skip
+AnthropicKeyEnvOpt = Annotated[
+    str | None,
+    typer.Option("--anthropic-api-key-env", help="Name of the environment variable holding "
+                 "the Anthropic API key (default: pass the client's x-api-key through)."),
+]  # fmt: skip
 LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
 
 
 def serve_command(
     upstream: UpstreamOpt = None,
+    anthropic_upstream: AnthropicOpt = None,
     host: HostOpt = None,
     port: PortOpt = None,
     context_length: ContextOpt = None,
@@ -71,9 +89,11 @@ def serve_command(
     config: ConfigOpt = None,
     store: StoreUrlOpt = None,
     api_key_env: ApiKeyEnvOpt = None,
+    anthropic_api_key_env: AnthropicKeyEnvOpt = None,
     log_level: LogLevelOpt = "info",
 ) -> None:
-    """Run the OpenAI-compatible gateway that compacts each session's history."""
+    """Run the gateway (OpenAI Chat Completions and Responses, Anthropic Messages) that
+    compacts each session's history."""
     try:
         import uvicorn  # noqa: F401  (checked here: the extra may be missing)
 
@@ -83,32 +103,24 @@ def serve_command(
             f"the gateway needs the gateway extra ({exc.name} is missing): "
             "pip install 'windowkeeper[gateway]'"
         ) from None
-    from ..gateway.settings import gateway_settings, parse_model_context
     from ..store import open_store
 
     with user_errors():
         settings = load_settings(config)
         section = settings.gateway
-        upstream = upstream or section.upstream
-        if not upstream:
-            raise ConfigError("no upstream: pass --upstream URL or set gateway.upstream")
-        host = host or section.host
-        port = port or section.port
-        api_key = _api_key(api_key_env or section.upstream_api_key_env)
-        lengths = {**section.model_context_lengths, **parse_model_context(model_context or [])}
-        gateway = gateway_settings(
-            upstream, settings, context_length=context_length,
-            model_context_lengths=lengths, api_key=api_key,
-        )  # fmt: skip
+        host, port = host or section.host, port or section.port
+        gateway = _settings(settings, upstream, anthropic_upstream, context_length,
+                            model_context, api_key_env, anthropic_api_key_env)  # fmt: skip
         if not 0 < port < 65_536:
             raise ConfigError(f"--port must be between 1 and 65535, got {port}")
         if log_level not in LOG_LEVELS:
             raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
         url = store or settings.store.url
         opened = open_store(url) if url else None
-    if host not in LOOPBACK:
+    if host not in LOOPBACK and not gateway.api_keys:
         typer.echo(
-            f"warning: listening on {host}: the gateway has no authentication of its own",
+            f"warning: listening on {host} without gateway keys: anyone who can reach it may "
+            "use it (set gateway.api_keys or WINDOWKEEPER_GATEWAY_KEYS)",
             err=True,
         )
     try:
@@ -116,6 +128,35 @@ def serve_command(
     finally:
         if opened is not None:
             opened.close()
+
+
+def _settings(
+    settings: Settings,
+    upstream: str | None,
+    anthropic: str | None,
+    context_length: int | None,
+    model_context: list[str] | None,
+    api_key_env: str | None,
+    anthropic_api_key_env: str | None,
+) -> GatewaySettings:
+    """The gateway's settings: command-line values over the config's ``gateway`` section."""
+    from ..gateway.settings import gateway_settings, parse_model_context
+
+    section = settings.gateway
+    upstream = upstream or section.upstream
+    anthropic = anthropic or section.anthropic_upstream
+    if not upstream and not anthropic:
+        raise ConfigError(
+            "no upstream: pass --upstream URL (OpenAI-style) and/or --anthropic-upstream "
+            "URL, or set gateway.upstream / gateway.anthropic_upstream"
+        )
+    lengths = {**section.model_context_lengths, **parse_model_context(model_context or [])}
+    return gateway_settings(
+        upstream, settings, context_length=context_length, model_context_lengths=lengths,
+        api_key=_api_key(api_key_env or section.upstream_api_key_env),
+        anthropic_upstream=anthropic,
+        anthropic_api_key=_api_key(anthropic_api_key_env or section.anthropic_api_key_env),
+    )  # fmt: skip
 
 
 def _run(app: Any, host: str, port: int, log_level: str) -> None:
@@ -127,12 +168,31 @@ def _run(app: Any, host: str, port: int, log_level: str) -> None:
     previous = signal.signal(signal.SIGTERM, _exit_quietly) if main else None
     try:
         uvicorn.run(
-            app, host=host, port=port, log_level=log_level,
+            app, host=host, port=port, log_level=log_level, log_config=log_config(log_level),
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )  # fmt: skip
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
+
+
+def log_config(log_level: str) -> dict[str, Any]:
+    """uvicorn's logging, plus windowkeeper's loggers (one line per compaction at INFO)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    level = "DEBUG" if log_level == "trace" else log_level.upper()
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["windowkeeper"] = {
+        "()": "uvicorn.logging.DefaultFormatter",
+        "fmt": "%(levelprefix)s %(name)s: %(message)s",
+    }
+    config["handlers"]["windowkeeper"] = {
+        "formatter": "windowkeeper", "class": "logging.StreamHandler", "stream": "ext://sys.stderr",
+    }  # fmt: skip
+    config["loggers"]["windowkeeper"] = {
+        "handlers": ["windowkeeper"], "level": level, "propagate": False,
+    }  # fmt: skip
+    return config
 
 
 def _exit_quietly(signum: int, frame: FrameType | None) -> None:

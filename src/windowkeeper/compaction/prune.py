@@ -8,13 +8,15 @@ replacement text carries.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.events import result_exit_code
+from ..analysis.events import result_exit_code, tool_event
+from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
 from ..analysis.toolshapes import ToolKind, one_line
 from ..core.jsonsafe import dumps, loads_or_none
@@ -28,7 +30,6 @@ from ..core.secrets import redact
 from ..core.templates import template
 
 IMAGE_PLACEHOLDER = "[image removed from an old tool result]"
-_DUPLICATE_TAG = "[duplicate output"
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,14 @@ def make_handle(text: str) -> str:
     return "wk" + hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=5).hexdigest()
 
 
-def _calls_by_id(messages: list[Message], analyzer: Analyzer) -> dict[str, CallFacts]:
-    return {call.id: call for m in messages for call in analyzer.facts(m).calls}
-
-
-def is_stub(text: str) -> bool:
-    return text.startswith(_DUPLICATE_TAG) or (
-        text.startswith("[") and "(ref wk" in text and "\n" not in text
-    )
+def _calls_by_id(messages: list[Message], analyzer: Analyzer, end: int) -> dict[str, CallFacts]:
+    """The calls made before ``end`` (a result follows its call), by id."""
+    return {
+        call.id: call
+        for m in messages[:end]
+        if m.get("tool_calls")
+        for call in analyzer.facts(m).calls
+    }
 
 
 def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[int]:
@@ -108,7 +109,7 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
         out = out if out is not None else list(messages)
         out[index] = {
             **message,
-            "content": f"{_DUPLICATE_TAG} (ref {handle}): identical to a later result, "
+            "content": f"{DUPLICATE_TAG} (ref {handle}): identical to a later result, "
             f"which is kept in full]",
         }
         archived.append(ArchivedItem(handle, "tool_output", index, message))
@@ -122,7 +123,8 @@ def _describe(call: CallFacts | None, name: str, result: MessageFacts) -> str:
     if call is None:
         return f"[{name}] ({len(content):,} chars result)"
     shell = call.action.kind is ToolKind.SHELL
-    return one_line(call.action, content, result_exit_code(result) if shell else None)
+    line = one_line(call.action, content, result_exit_code(result) if shell else None)
+    return line + gist(tool_event(call, result))
 
 
 def _strip_images(content: list[Any]) -> list[Any] | None:
@@ -134,7 +136,7 @@ def _strip_images(content: list[Any]) -> list[Any] | None:
 def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
     """Pass 2: long old tool results become one informative line; old images become text."""
     analyzer = settings.analyzer or Analyzer()
-    calls = _calls_by_id(messages, analyzer)
+    calls = _calls_by_id(messages, analyzer, settings.end)
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
     for index in range(settings.start, min(settings.end, len(messages))):
@@ -215,31 +217,44 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
     analyzer = settings.analyzer or Analyzer()
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
+    key = ("shortened_calls", settings.args_over, settings.args_head)
     for index in range(settings.start, min(settings.end, len(messages))):
         message = messages[index]
-        calls = tool_calls(message)
-        if not calls:
+        if not message.get("tool_calls"):
             continue
-        new_calls = []
-        for call, facts in zip(calls, analyzer.facts(message).calls, strict=True):
-            function = call.get("function")
-            args = function.get("arguments") if isinstance(function, dict) else None
-            long_args = isinstance(args, str) and len(args) > settings.args_over
-            if isinstance(function, dict) and isinstance(args, str) and long_args:
-                parsed = facts.args if facts.json_object else None
-                short = truncate_arguments(args, settings.args_head, parsed)
-                if short is not args:
-                    call = {**call, "function": {**function, "arguments": short}}
-            new_calls.append(call)
-        if all(a is b for a, b in zip(new_calls, calls, strict=True)):
+        record = analyzer.facts(message)
+        shorten = functools.partial(_shortened_calls, message, record, settings)
+        new_calls: list[Any] | None = record.remember(key, shorten)
+        if new_calls is None:
             continue
         out = out if out is not None else list(messages)
         out[index] = {**message, "tool_calls": new_calls}
-        handle = make_handle(json.dumps(calls, ensure_ascii=False))
-        archived.append(ArchivedItem(handle, "tool_arguments", index, message))
+        raw = "\x00".join(call.raw_arguments for call in record.calls)
+        archived.append(ArchivedItem(make_handle(raw), "tool_arguments", index, message))
     if out is None:
         return PassResult(messages)
     return PassResult(out, 0, tuple(archived))
+
+
+def _shortened_calls(
+    message: Message, record: MessageFacts, settings: PruneSettings
+) -> list[Any] | None:
+    """The message's tool calls with long arguments shortened; ``None`` when none was
+    (computed once per message: pruning and the must-fit rungs both ask)."""
+    calls = tool_calls(message)
+    new_calls = []
+    for call, facts in zip(calls, record.calls, strict=True):
+        function = call.get("function")
+        args = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(function, dict) and isinstance(args, str) and len(args) > settings.args_over:
+            parsed = facts.args if facts.json_object else None
+            short = truncate_arguments(args, settings.args_head, parsed)
+            if short is not args:
+                call = {**call, "function": {**function, "arguments": short}}
+        new_calls.append(call)
+    if all(a is b for a, b in zip(new_calls, calls, strict=True)):
+        return None
+    return new_calls
 
 
 PASSES: tuple[Pass, ...] = (dedupe_tool_outputs, summarize_tool_outputs, truncate_tool_arguments)

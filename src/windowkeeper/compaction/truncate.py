@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..analysis.record import Analyzer
 from ..core.config import CompressionConfig
 from ..core.messages import Message
 from .prune import PruneSettings, truncate_tool_arguments
@@ -84,14 +85,16 @@ def _shorten_content(content: Any, cap: int) -> Any:
 
 
 def truncate_call_arguments(
-    messages: list[Message], config: CompressionConfig
+    messages: list[Message], config: CompressionConfig, analyzer: Analyzer | None = None
 ) -> tuple[list[Message], int]:
     """The rung after :func:`truncate_tool_results`: shorten long tool-call arguments
     (file bodies of writes and edits) everywhere, staying valid JSON. Returns the
-    messages (the input list itself when nothing was cut) and how many calls changed."""
+    messages (the input list itself when nothing was cut) and how many calls changed.
+    ``analyzer``: the session's records (pruning may have shortened the same calls)."""
     settings = PruneSettings(
-        0, len(messages), args_over=config.args_truncate_over, args_head=config.args_head_chars
-    )
+        0, len(messages), args_over=config.args_truncate_over, args_head=config.args_head_chars,
+        analyzer=analyzer,
+    )  # fmt: skip
     result = truncate_tool_arguments(messages, settings)
     return result.messages, len(result.archived)
 
@@ -112,6 +115,7 @@ def last_rungs(
     window: int,
     config: CompressionConfig,
     estimate: Callable[[list[Message]], int],
+    analyzer: Analyzer | None = None,
 ) -> tuple[list[Message], int, tuple[Cut, ...]]:
     """The end of the overflow ladder, after compaction could not fit ``window``: shorten
     the largest tool results, then long call arguments, each only while still over."""
@@ -122,7 +126,7 @@ def last_rungs(
         if what == "tool result":
             shorter, count = truncate_tool_results(messages, tokens - int(window * 0.9))
         else:
-            shorter, count = truncate_call_arguments(messages, config)
+            shorter, count = truncate_call_arguments(messages, config, analyzer)
         after = estimate(shorter) if count else tokens
         if after < tokens:  # a rung that does not help is not taken
             cuts.append(Cut(what, count, tokens, after))

@@ -30,7 +30,15 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from .config import (
     CompressionConfig,
@@ -137,13 +145,26 @@ class SettingEntry(NamedTuple):
 
 
 class GatewaySection(_Section):
-    """``gateway``: defaults of ``windowkeeper serve`` (its command-line options win)."""
+    """``gateway``: defaults of ``windowkeeper serve`` (its command-line options win).
+
+    ``api_keys`` are the keys clients must present (shown masked by ``config``); they are
+    also read from ``WINDOWKEEPER_GATEWAY_KEYS`` (comma-separated) by ``serve``.
+    """
 
     upstream: str | None = None
+    anthropic_upstream: str | None = None
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65_535)] = 8787
     model_context_lengths: dict[str, Positive] = Field(default_factory=dict)
     upstream_api_key_env: str | None = None
+    anthropic_api_key_env: str | None = None
+    api_keys: list[str] = Field(default_factory=list)
+    max_body_mib: Annotated[float, Field(gt=0)] = 32.0
+    recall_rounds: Annotated[int, Field(ge=0, le=8)] = 2
+
+    @field_serializer("api_keys")
+    def _masked(self, keys: list[str]) -> list[str]:
+        return ["***"] * len(keys)
 
 
 class Settings(_Section):

@@ -25,7 +25,6 @@ from ..compaction.plan import (
     CompactionPlan,
     archive_turns,
     assemble,
-    fitting_plan,
     make_plan,
     summarized_turns,
 )
@@ -37,7 +36,6 @@ from ..core.config import (
 )
 from ..core.messages import Message, ToolSchema
 from ..core.report import (
-    CompressionReport,
     CompressionResult,
     Outcome,
     Reason,
@@ -63,9 +61,13 @@ from .pipeline import (
     Job,
     can_prune,
     fitted,
+    make_job,
     over_window_warning,
+    prune_head,
     prune_outside_tail,
+    tier1_out_of_reach,
     tier1_target,
+    tokens_of,
 )
 from .summarize import run_summary
 from .trigger import Decision, detail_of, trigger_tokens
@@ -273,32 +275,33 @@ class ContextCompressor(ContextEngine):
             if block is not None:
                 return self._unchanged(job, started, Outcome.SKIPPED, Reason(block))
         self.previous_summary = job.plan.previous_summary
-        pruned = prune_outside_tail(job, self.config, self.analyzer)
-        if focus_topic is None or not job.plan.compressible:
+        plan, config = job.plan, self.config
+        pruned = None
+        tier1 = focus_topic is None or not plan.compressible
+        if tier1 and not (
+            plan.compressible and tier1_out_of_reach(job, config, self.threshold_tokens)
+        ):
+            pruned = prune_outside_tail(job, config, self.analyzer)
             result = self._prune_tier(job, pruned, started)
             if result is not None:
                 return result
-        if not job.plan.compressible:
+        if not plan.compressible:
             self.guard = on_structural_noop(self.guard, self._clock())
             return self._unchanged(job, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS)
+        if pruned is None:
+            # Tier 2 keeps the head and the tail: only the head's stubs are kept, so only
+            # the head is pruned; the middle's long outputs leave with the summarized turns.
+            head = prune_head(job, config, self.analyzer)
+            pruned = replace(head, changed=head.changed + len(plan.prune_indices))
         return self._summary_tier(job, pruned, started)
 
     def _job(self, messages: list[Message], force: bool, focus: str | None) -> Job:
         facts = self.analyzer.analyze(messages)
         extra = tool_schema_tokens(self.tools)
-        before = sum(f.tokens for f in facts) + extra
-        base = CompressionReport(
-            Outcome.NOOP, before_tokens=before, after_tokens=before,
-            before_messages=len(messages), after_messages=len(messages),
-        )  # fmt: skip
-        room = usable_window(self.context_length, self.max_tokens) - extra
         plan = self._plan(messages, facts)
-        if force:
-            costs = [f.tokens for f in facts]
-            plan = fitting_plan(
-                messages, costs, plan, self.config, self.context_length, room, facts
-            )
-        return Job(messages, facts, plan, base, extra, room, force, focus)
+        room = usable_window(self.context_length, self.max_tokens) - extra
+        return make_job(messages, facts, plan, extra, room, self.config, self.context_length,
+                        force=force, focus=focus)  # fmt: skip
 
     def _unchanged(
         self,
@@ -327,8 +330,11 @@ class ContextCompressor(ContextEngine):
         """Tier 1 alone, when it is enough (or when nothing else can be done)."""
         if pruned.messages is job.messages:
             return None
-        out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
         target = tier1_target(job, self.config, self.threshold_tokens)
+        if job.plan.compressible and job.extra + tokens_of(pruned.messages, self.analyzer) > target:
+            # Fitting aims at the window, far above the target: it cannot make tier 1 enough.
+            return None
+        out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
         if job.plan.compressible and after > target:
             return None
         if after >= job.base.before_tokens:

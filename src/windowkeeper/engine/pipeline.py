@@ -12,15 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.boundaries import system_end
-from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPlan
-from ..compaction.prune import PassResult, PruneSettings, is_stub, prune
+from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPlan, fitting_plan
+from ..compaction.prune import PassResult, PruneSettings, prune
 from ..compaction.truncate import Cut, last_rungs
 from ..core.config import CompressionConfig
 from ..core.invariants import align_back
 from ..core.messages import Message
-from ..core.report import CompressionReport
+from ..core.report import CompressionReport, Outcome
+from ..core.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,30 @@ class Job:
     focus: str | None
 
 
+def make_job(
+    messages: list[Message],
+    facts: Sequence[MessageFacts],
+    plan: CompactionPlan,
+    extra: int,
+    room: int,
+    config: CompressionConfig,
+    context_length: int,
+    *,
+    force: bool,
+    focus: str | None,
+) -> Job:
+    """One compaction's job; a must-fit (forced) one takes the tight plan that fits."""
+    before = sum(f.tokens for f in facts) + extra
+    base = CompressionReport(
+        Outcome.NOOP, before_tokens=before, after_tokens=before,
+        before_messages=len(messages), after_messages=len(messages),
+    )  # fmt: skip
+    if force:
+        costs = [f.tokens for f in facts]
+        plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
+    return Job(messages, facts, plan, base, extra, room, force, focus)
+
+
 def prune_end(job: Job, config: CompressionConfig) -> int:
     """Where the protected tail starts for pruning: the plan's tail, and never less than
     the minimum tail (a plan with nothing to summarize may put its tail at the end)."""
@@ -52,6 +78,45 @@ def prune_outside_tail(job: Job, config: CompressionConfig, analyzer: Analyzer) 
         config.args_truncate_over, config.args_head_chars, analyzer,
     )  # fmt: skip
     return prune(job.messages, settings)
+
+
+def prune_head(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassResult:
+    """The prune passes over the protected head alone: what tier 2 keeps besides the
+    handoff and the tail (the middle's outputs are summarized, not stubbed)."""
+    settings = PruneSettings(
+        system_end(job.messages), job.plan.head_end, config.prune_min_chars,
+        config.args_truncate_over, config.args_head_chars, analyzer,
+    )  # fmt: skip
+    return prune(job.messages, settings)
+
+
+STUB_TOKENS = 24
+"""About the least a stub or duplicate marker costs (label, size, handle)."""
+ARGS_TOKENS = 120
+"""About the least a shortened call's arguments cost."""
+
+
+def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> bool:
+    """Whether no pruning can bring the request to tier 1's target: what pruning never
+    shortens (every text, the tail) with each output at about its smallest stub and each
+    long call at its shortest already exceeds it. It spares a compaction that must
+    summarize stubbing the outputs its handoff replaces."""
+    target = tier1_target(job, config, threshold)
+    start, end = system_end(job.messages), prune_end(job, config)
+    floor = job.extra
+    for index, record in enumerate(job.facts):
+        if not start <= index < end or record.role not in ("tool", "assistant"):
+            floor += record.tokens
+        elif record.role == "tool":
+            floor += min(record.tokens, STUB_TOKENS)
+        elif record.message.get("tool_calls"):
+            text = estimate_tokens(record.text)  # its arguments may be shortened
+            floor += text + min(record.tokens - text, ARGS_TOKENS)
+        else:
+            floor += record.tokens
+        if floor > target:
+            return True
+    return False
 
 
 def can_prune(job: Job, config: CompressionConfig) -> bool:
@@ -81,13 +146,14 @@ def fit_room(
     room: int,
     config: CompressionConfig,
     estimate: Callable[[list[Message]], int],
+    analyzer: Analyzer | None = None,
 ) -> tuple[list[Message], int, tuple[Cut, ...]]:
     """A must-fit result over ``room``: the largest tool results (the tail's, typically),
     then long call arguments, are shortened until it fits; the handoff and the user's
     messages are left alone."""
     if tokens < room:
         return messages, tokens, ()
-    return last_rungs(messages, tokens, room, config, estimate)
+    return last_rungs(messages, tokens, room, config, estimate, analyzer)
 
 
 def floor_breakdown(
@@ -143,7 +209,7 @@ def fitted(
     def estimate(candidate: list[Message]) -> int:
         return job.extra + tokens_of(candidate, analyzer)
 
-    out, after, cuts = fit_room(messages, tokens, job.room + job.extra, config, estimate)
+    out, after, cuts = fit_room(messages, tokens, job.room + job.extra, config, estimate, analyzer)
     notes = tuple(
         f"shortened {c.count} {c.what}{'s' if c.count != 1 else ''} to fit the window "
         f"(~{c.before:,} -> ~{c.after:,} tokens)"

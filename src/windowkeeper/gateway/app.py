@@ -1,8 +1,8 @@
-"""HTTP routes of the gateway: thin adapters from Starlette requests to :class:`Gateway`.
+"""The admin endpoints (FastAPI) behind the lean model path of :mod:`.asgi`.
 
-No business logic here: every route hands the raw body and headers to the gateway and
-returns its response. The interactive docs are off (the gateway is not an API to browse,
-and the schema would describe only the proxy's envelope).
+``/healthz`` and ``/metrics`` need no key (they carry no session data);
+``/v1/windowkeeper/sessions/{id}`` shows a session's counts to the caller that owns it only
+(the lean layer authenticated the caller). The interactive docs are off.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
+from .asgi import GatewayApp, state_caller
+from .metrics import CONTENT_TYPE
+from .protocols import CHAT
 from .service import Gateway
-from .upstream import error_body
 
 
-def build_app(gateway: Gateway) -> FastAPI:
-    """The FastAPI app around ``gateway``; its lifespan closes the upstream client."""
+def build_app(gateway: Gateway) -> GatewayApp:
+    """The gateway's ASGI app; its lifespan closes the upstream pools."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -28,33 +30,27 @@ def build_app(gateway: Gateway) -> FastAPI:
         finally:
             await gateway.aclose()
 
-    app = FastAPI(
-        title="windowkeeper gateway",
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
+    admin = FastAPI(
+        title="windowkeeper gateway", docs_url=None, redoc_url=None, openapi_url=None,
         lifespan=lifespan,
-    )
-    app.state.gateway = gateway
+    )  # fmt: skip
+    admin.state.gateway = gateway
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Response:
-        return await gateway.chat(await request.body(), request.headers)
-
-    @app.get("/v1/models")
-    async def models(request: Request) -> Response:
-        return await gateway.models(request.headers)
-
-    @app.get("/healthz")
+    @admin.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "sessions": len(gateway.sessions)}
+        return gateway.health()
 
-    @app.get("/v1/windowkeeper/sessions/{session_id}")
-    async def session_status(session_id: str) -> Response:
-        status = await gateway.status(session_id)
+    @admin.get("/metrics")
+    async def metrics() -> Response:
+        gateway.metrics.sessions.set(len(gateway.sessions))
+        return Response(gateway.metrics.render(), media_type=CONTENT_TYPE)
+
+    @admin.get("/v1/windowkeeper/sessions/{session_id}")
+    async def session_status(session_id: str, request: Request) -> Response:
+        status = await gateway.status(session_id, state_caller(request.state))
         if status is None:
-            body = error_body(f"no session {session_id!r}", "not_found_error", "not_found")
+            body = CHAT.error_body(404, f"no session {session_id!r}", "not_found")
             return JSONResponse(body, 404)
         return JSONResponse(status)
 
-    return app
+    return GatewayApp(gateway, admin)

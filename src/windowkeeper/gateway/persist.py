@@ -1,145 +1,232 @@
-"""Persisting gateway sessions in a :class:`~windowkeeper.store.SessionStore` (SPEC §8).
+"""Persisting gateway branches in a keyed store (SPEC §8), so several gateways can share one.
 
-The store's own model carries the prefix, so nothing gateway-specific is stored:
+Each branch is one keyed store session (lookup key = the branch key, scoped per client):
 
-* every client message is appended once (origin ``append``), in the client's order;
-* a compaction archives the active rows and inserts ``C`` (origin ``compaction``);
-* hence, on restore, the archived ``append`` rows are exactly the covered client
-  messages ``[0, L)``, the active ``compaction`` rows are ``C``, and all ``append`` rows
-  are the client messages stored so far. The guard state and previous summary are the
-  session's own fields; the archive keeps the compacted originals for recall.
+* every client message is appended once, **by position** with its content digest, so
+  two gateways serving one session alternately never duplicate or lose a row;
+* a compaction archives the covered rows up to the *position* it covers (not up to the
+  newest row another gateway may just have appended) and inserts ``C``; it commits
+  against the generation this gateway last saw, so at most one of two racing
+  compactions lands and the other gateway reloads;
+* the guard state, previous summary and a window learned from an overflow error are the
+  session's own fields, so a restart neither re-seeds nor relearns.
 
-A gateway session is found by its title (``windowkeeper-gateway:<key>``; the most recently
-updated one wins). When the client's history diverges from what is stored (an edit, a
-new conversation under the same key) a new store session is seeded from the current
-state, with the old one as its parent when the prefix still held. Store failures are
-logged and never fail a request that the upstream already answered.
+Before using a branch it holds in memory, a gateway checks the store's generation and
+position count (one indexed read) and reloads when another gateway moved on. Store
+failures are logged and never fail a request that the upstream already answered.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from ..core.errors import StoreError
 from ..core.messages import Message
-from ..store import Compaction, SessionStore, restore_state, save_state
+from ..store import Compaction, KeyedRecord, KeyedSessions, SessionStore, restore_state
 from ..store.session import archive_records
-from .sessions import GatewaySession, Prefix, Prepared, prefix_digests
+from .history import Seen, common_prefix
+from .protocols import Parsed
+from .sessions import Branch, GatewaySession, Prefix, Prepared, public_id
 
 log = logging.getLogger("windowkeeper.gateway")
 
 TITLE_PREFIX = "windowkeeper-gateway:"
-SCAN_LIMIT = 100_000
+DISCOVER_LIMIT = 16
 
 
 class SessionPersistence:
-    """Reads and writes gateway sessions through the store's public API (blocking: call
-    it from a worker thread, under the session's lock)."""
+    """Blocking store access for the gateway: call it from a worker thread, under the
+    session's lock."""
 
     def __init__(self, store: SessionStore) -> None:
+        if not isinstance(store, KeyedSessions):
+            raise StoreError(f"{type(store).__name__} cannot serve the gateway (no keyed sessions)")
         self.store = store
-        self._ids: dict[str, str] = {}
+        self.keyed: KeyedSessions = store
 
-    def find(self, key: str) -> str | None:
-        """The store session of ``key`` (cached; a miss rescans, as another gateway
-        process sharing the store may have created it)."""
-        known = self._ids.get(key)
-        if known is not None:
-            return known
-        title = TITLE_PREFIX + key
-        for record in self.store.list_sessions(limit=SCAN_LIMIT):
-            if record.title == title and record.ended_at is None:
-                self._ids[key] = record.id
-                return record.id
-        return None
+    # --- reading -------------------------------------------------------------------------
 
-    def restore(self, session: GatewaySession) -> None:
-        """Load the prefix, the stored client messages and the guard state of ``session``."""
+    def refresh(self, session: GatewaySession, branch: Branch) -> bool:
+        """Reload ``branch`` when another gateway changed it in the store; True if it did."""
         try:
-            store_id = self.find(session.key)
-            if store_id is None:
-                return
-            snapshot = self.store.load(store_id, include_archived=True)
+            record = self.keyed.find_keyed(branch.key)
+            if record is None or _current(branch, record):
+                return False
+            self.restore(session, branch, record)
         except StoreError as exc:
-            log.warning("session %s: could not restore from the store: %s", session.key, exc)
-            return
-        client = [row.message for row in snapshot.rows if row.origin == "append"]
-        covered = sum(1 for row in snapshot.rows if row.origin == "append" and not row.active)
-        compacted = [r.message for r in snapshot.rows if r.origin == "compaction" and r.active]
-        digests = prefix_digests(client, (covered, len(client)))
-        if covered:
-            session.prefix = Prefix(covered, digests[covered], tuple(compacted))
-        session.store_id, session.stored = store_id, len(client)
-        session.stored_digest = digests[len(client)]
-        restore_state(session.compressor, snapshot.session)
+            log.warning("session %s: could not read the store: %s", _name(branch), exc)
+            return False
+        return True
 
-    def save(self, session: GatewaySession, prepared: Prepared, compacted: bool) -> None:
-        """Append the client's new messages and commit this request's compaction."""
+    def discover(self, session: GatewaySession, parsed: Parsed, history: Seen) -> None:
+        """Load the stored branch of ``session`` that agrees longest with this request,
+        when it agrees longer than every branch in memory."""
+        try:
+            records = self.keyed.list_keyed(session.key + "/", limit=DISCOVER_LIMIT)
+        except StoreError as exc:
+            log.warning(
+                "session %s: could not list stored branches: %s", public_id(session.key), exc
+            )
+            return
+        best: tuple[int, KeyedRecord] | None = None
+        for record in records:
+            known = session.branches.get(record.key)
+            if known is not None and _current(known, record):
+                continue
+            agreed = self._agreement(record, history)
+            if agreed and (best is None or agreed > best[0]):
+                best = (agreed, record)
+        if best is None:
+            return
+        _, record = best
+        branch = session.branches.get(record.key) or Branch(
+            record.key, session, session.default_window, parsed.model
+        )
+        try:
+            self.restore(session, branch, record)
+        except StoreError as exc:
+            log.warning("session %s: could not restore: %s", public_id(session.key), exc)
+            return
+        session.add(branch)
+
+    def _agreement(self, record: KeyedRecord, history: Seen) -> int:
+        """How many leading client messages the stored branch shares with ``history``."""
+        try:
+            stored = self.keyed.client_digests(record.id)
+        except StoreError:
+            return 0
+        n = min(len(stored), len(history.messages))
+        return common_prefix(stored[:n], [history.digest(i) for i in range(n)])
+
+    def restore(self, session: GatewaySession, branch: Branch, record: KeyedRecord) -> None:
+        """Load a branch's client history, prefix, guard state and learned window."""
+        snapshot = self.store.load(record.id, include_archived=True)
+        rows = snapshot.rows
+        client = [row.message for row in rows if row.origin == "append"]
+        covered = sum(1 for row in rows if row.origin == "append" and not row.active)
+        compacted = tuple(r.message for r in rows if r.origin == "compaction" and r.active)
+        branch.prefix = Prefix(covered, compacted) if covered else Prefix()
+        system, units, ends = session.protocol.units_of(client)
+        branch.seen = Seen(system, units, client, ends)
+        restore_state(branch.compressor, record.record)
+        if record.window is not None and record.window != branch.compressor.context_length:
+            branch.compressor.update_model(context_length=record.window)
+        branch.store_id, branch.stored = record.id, record.positions
+        branch.generation, branch.committed = record.record.generation, covered
+        branch.saved_guard, branch.saved_window = record.record.guard_state, record.window
+        branch.has_archive = covered > 0 and bool(self.store.archived(record.id))
+        branch.compactions = record.record.compactions
+
+    # --- writing -------------------------------------------------------------------------
+
+    def save(self, branch: Branch, prepared: Prepared) -> None:
+        """Append this request's new client messages and commit its compaction."""
+        try:
+            self._save(branch, prepared)
+        except StoreError as exc:
+            log.warning("session %s: could not save to the store: %s", _name(branch), exc)
+            branch.generation = -1  # the next request reloads from the store
+
+    def _save(self, branch: Branch, prepared: Prepared) -> None:
+        history = branch.seen
+        if history is None:
+            return
         client = prepared.client
-        stored = session.stored
-        digests = prepared.digest(stored, len(client)) if stored <= len(client) else {}
-        extends = (
-            session.store_id is not None
-            and stored <= len(client)
-            and digests.get(stored) == session.stored_digest
-        )
-        try:
-            if extends and session.store_id is not None:
-                extended = self._extend(session, session.store_id, client, compacted)
-                if not extended:
-                    self._seed(session, client, parent=session.store_id)
-            else:
-                self._seed(session, client, parent=session.store_id)
-        except StoreError as exc:
-            log.warning("session %s: could not save to the store: %s", session.key, exc)
-            session.store_id = None  # the next request seeds a fresh copy
-            return
-        session.stored = len(client)
-        session.stored_digest = prepared.digest(len(client))[len(client)]
+        if branch.store_id is None:
+            record = self.keyed.open_keyed(branch.key, title=TITLE_PREFIX + _name(branch))
+            branch.store_id, branch.generation = record.id, record.record.generation
+            branch.stored = min(record.positions, len(client))
+        store_id = branch.store_id
+        covered = branch.prefix.covered
+        if branch.committed != covered and covered <= len(client):
+            seq = self._append(branch, history, client, covered)
+            if seq is None or not self._commit(branch, prepared, store_id, seq):
+                return
+        self._append(branch, history, client, len(client))
+        self._save_state(branch, store_id)
 
-    def _extend(
-        self, session: GatewaySession, store_id: str, client: list[Message], compacted: bool
-    ) -> bool:
-        """Append and commit on the existing store session; False when another writer
-        committed a compaction meanwhile (the caller then seeds a new session)."""
-        if len(client) > session.stored:
-            self.store.append_messages(store_id, client[session.stored :])
-        if not compacted:
-            save_state(self.store, store_id, session.compressor)
-            return True
-        return self._commit(session, store_id)
+    def _append(self, branch: Branch, history: Seen, client: list[Message], end: int) -> int | None:
+        """Store client positions ``[stored, end)``; the row seq of position ``end - 1``."""
+        assert branch.store_id is not None
+        start = min(branch.stored, end)
+        digests = [history.digest(i) for i in range(start, end)]
+        outcome = self.keyed.append_at(branch.store_id, start, client[start:end], digests)
+        if not outcome.ok:
+            log.warning(
+                "session %s: the client history differs from the stored one at "
+                "message %s; not stored",
+                _name(branch),
+                outcome.conflict,
+            )
+            branch.generation = -1
+            return None
+        branch.stored = max(branch.stored, outcome.positions)
+        return outcome.last_seq
 
-    def _seed(self, session: GatewaySession, client: list[Message], parent: str | None) -> None:
-        """A new store session holding the client's messages and the current prefix."""
-        covered = session.prefix.covered
-        first = client[:covered] if covered else client
-        record = self.store.create_session(
-            first, parent_id=parent, title=TITLE_PREFIX + session.key
-        )
-        session.store_id = record.id
-        self._ids[session.key] = record.id
-        if not covered:
-            save_state(self.store, record.id, session.compressor)
-            return
-        if not self._commit(session, record.id):
-            raise StoreError("a new session was compacted by another writer")
-        if len(client) > covered:
-            self.store.append_messages(record.id, client[covered:])
-
-    def _commit(self, session: GatewaySession, store_id: str) -> bool:
-        record = self.store.get_session(store_id)
-        compressor = session.compressor
-        archive = tuple(
+    def _commit(self, branch: Branch, prepared: Prepared, store_id: str, watermark: int) -> bool:
+        compressor = branch.compressor
+        archive: tuple[tuple[str, str, str, Message], ...] = tuple(
             entry
-            for inputs, result in compressor.compacted
+            for inputs, result in prepared.compactions
             for entry in archive_records(inputs, result.archived)
         )
         compaction = Compaction(
-            generation=record.generation,
-            watermark=record.last_seq,
-            messages=session.prefix.messages,
+            generation=branch.generation,
+            watermark=watermark,
+            messages=branch.prefix.messages,
             archive=archive,
             guard_state=compressor.guard.to_json(),
             previous_summary=compressor.previous_summary,
         )
-        return self.store.commit_compaction(store_id, compaction).committed
+        outcome = self.store.commit_compaction(store_id, compaction)
+        if not outcome.committed:
+            log.info("session %s: another gateway compacted first; reloading", _name(branch))
+            branch.generation = -1
+            return False
+        branch.generation, branch.committed = outcome.generation, branch.prefix.covered
+        branch.saved_guard = compaction.guard_state
+        return True
+
+    def _save_state(self, branch: Branch, store_id: str) -> None:
+        compressor = branch.compressor
+        guard = compressor.guard.to_json()
+        if guard != branch.saved_guard:
+            self.store.save_state(
+                store_id, guard_state=guard, previous_summary=compressor.previous_summary
+            )
+            branch.saved_guard = guard
+        learned = compressor.context_length if compressor.context_length != branch.window else None
+        if learned != branch.saved_window:
+            self.keyed.set_window(store_id, learned)
+            branch.saved_window = learned
+
+    def status(self, key: str) -> dict[str, Any] | None:
+        """A stored session's counts (its newest branch), or None."""
+        try:
+            records = self.keyed.list_keyed(key + "/", limit=1)
+        except StoreError as exc:
+            log.warning("could not read the store: %s", exc)
+            return None
+        if not records:
+            return None
+        record = records[0].record
+        return {
+            "session": public_id(key),
+            "loaded": False,
+            "store_session_id": record.id,
+            "compactions": record.compactions,
+            "active_messages": record.active_messages,
+        }
+
+
+def _current(branch: Branch, record: KeyedRecord) -> bool:
+    return (
+        branch.store_id == record.id
+        and branch.generation == record.record.generation
+        and branch.stored == record.positions
+    )
+
+
+def _name(branch: Branch) -> str:
+    return public_id(branch.key)

@@ -1,109 +1,84 @@
-"""Per-session compacted prefixes: "client messages [0, L) are represented by list C".
+"""Per-session state: branches, compacted prefixes, and what each client already sent.
 
-Clients resend their whole history with every request. A session remembers the digest of
-the client messages it compacted (``[0, L)``) and the compacted list ``C`` that stands for
-them. A request whose first ``L`` messages have that digest is rewritten to
-``C + client[L:]``; any other request (an edited history, another conversation with the
-same fingerprint) starts over from the client's own list. After a request, a working list
-that is not the object the turn started from is a new compaction of the whole client list,
-so the new prefix covers every client message (``L = len(client)``).
+Clients resend their whole history with every request. A *session* (the client's
+``X-Windowkeeper-Session`` header, else a fingerprint of the system prompt and first user
+message, scoped per client key and protocol) holds *branches*; each branch remembers the
+client history it last saw (:class:`Seen`: units, their canonical messages) and a
+:class:`Prefix`: "client messages ``[0, covered)`` are represented by the compacted list
+``C``". A request is rewritten to ``C + client[covered:]`` when it agrees with the
+branch's history over the covered part.
 
-What must hold: the substitution is all-or-nothing and keyed by content, never by position
-alone; a session is only touched under its ``asyncio.Lock`` (the manager's state machine
-and the prefix are not safe to interleave); nothing here logs message text.
+Two conversations that share a fingerprint diverge at some unit ``k``; the second one
+*forks* a branch keyed by ``k`` and the digest of the units before it (the prefix it
+shares), so the two never reset each other. A fork keeps the parent's compacted prefix
+and state when the agreement covers it, else it starts fresh.
+
+The per-request work is proportional to what changed: the new history is compared with
+the branch's (object equality, in C), the agreeing canonical messages are reused as the
+same objects (so the manager's per-object estimate cache hits), and only new units are
+converted. What must hold: a session is only touched under its lock; substitution is
+all-or-nothing and keyed by content; nothing here logs message text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.messages import Message, ToolSchema, content_text
+from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult
 from ..engine.compressor import ContextCompressor
+from ..engine.guard import GuardState
 from ..loop.events import Event
 from ..loop.manager import ContextManager
+from ..store import MemoryStore
 from ..summary.llm.summarizer import LLMSummarizer
+from .history import Seen, common_prefix, digest_of
+from .protocols import Parsed, Protocol
 from .settings import GatewaySettings
-
-log = logging.getLogger("windowkeeper.gateway")
 
 SESSION_HEADER = "x-windowkeeper-session"
 MAX_SESSION_ID = 200
+MAX_BRANCHES = 4
 MIN_HYGIENE_MESSAGES = 4
+_SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
-# --- fingerprints (pure) ------------------------------------------------------------------
-
-
-# Sorted keys: a client that re-serializes with another key order is the same history.
-# One encoder instance: json.dumps with options would build a new one per message.
-_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _canonical(message: Message) -> bytes:
-    return _ENCODER.encode(message).encode("utf-8", "surrogatepass")
-
-
-def prefix_digests(messages: Sequence[Message], ends: Iterable[int]) -> dict[int, str]:
-    """The digest of ``messages[:end]`` for every ``end`` (one pass over the list)."""
-    wanted = sorted({end for end in ends if 0 <= end <= len(messages)})
-    hasher = hashlib.blake2b(digest_size=16)
-    out: dict[int, str] = {}
-    index = 0
-    for end in wanted:
-        while index < end:
-            hasher.update(_canonical(messages[index]))
-            hasher.update(b"\x1e")  # record separator: [a, bc] and [ab, c] differ
-            index += 1
-        out[end] = hasher.hexdigest()
-    return out
-
-
-def session_key(messages: Sequence[Message], header: str | None) -> str:
-    """The session id: the client's ``X-Windowkeeper-Session`` header, else a stable
-    fingerprint of the first system prompt and the first user message."""
+def session_key(scope: str, protocol: str, texts: tuple[str, str], header: str | None) -> str:
+    """The session key: the header's id, else a fingerprint of (system, first user) texts,
+    scoped by the caller and the protocol."""
     if header and header.strip():
-        return header.strip()[:MAX_SESSION_ID]
-    system = next((m for m in messages if m.get("role") in ("system", "developer")), None)
-    first = next((m for m in messages if m.get("role") == "user"), None)
+        return f"{scope}:{protocol}:{header.strip()[:MAX_SESSION_ID]}"
     hasher = hashlib.blake2b(digest_size=12)
-    for message in (system, first):
-        text = content_text(message.get("content")) if message else ""
+    for text in texts:
         hasher.update(text.encode("utf-8", "replace"))
         hasher.update(b"\x1e")
-    return "fp-" + hasher.hexdigest()
+    return f"{scope}:{protocol}:fp-{hasher.hexdigest()}"
 
 
-@dataclass(frozen=True)
+def public_id(key: str) -> str:
+    """The id a client sees (and may ask about): the key without its scope."""
+    return key.split(":", 2)[2]
+
+
+# --- compaction state -------------------------------------------------------------------
+
+
+@dataclass
 class Prefix:
-    """Client messages ``[0, covered)`` (with ``digest``) are represented by ``messages``."""
+    """Client messages ``[0, covered)`` are represented by ``messages`` (``wire``: their
+    upstream form, computed on first use)."""
 
     covered: int = 0
-    digest: str = ""
     messages: tuple[Message, ...] = ()
+    wire: tuple[Any, list[Any]] | None = None
 
 
-def substitute(prefix: Prefix, client: list[Message], digest: str | None) -> list[Message] | None:
-    """``C + client[L:]`` when ``digest`` (of ``client[:L]``) matches, the client's list
-    itself without a prefix, ``None`` when the client's history no longer matches."""
-    if prefix.covered == 0:
-        return client
-    if len(client) < prefix.covered or digest != prefix.digest:
-        return None
-    return [*prefix.messages, *client[prefix.covered :]]
-
-
-# --- sessions -----------------------------------------------------------------------------
-
-
-class _RecordingCompressor(ContextCompressor):
+class RecordingCompressor(ContextCompressor):
     """The built-in compressor, remembering this request's compactions (input, result)
     so their archived originals can be stored for recall."""
 
@@ -127,29 +102,7 @@ class _RecordingCompressor(ContextCompressor):
         return result
 
 
-@dataclass
-class Prepared:
-    """One request after substitution: the client's list, the list the session stood for
-    before this request (``start``), and what the turn starts from (``working``)."""
-
-    client: list[Message]
-    start: list[Message]
-    working: list[Message]
-    digests: dict[int, str]
-    restarted: bool
-
-    def digest(self, *ends: int) -> dict[int, str]:
-        """Digests of ``client[:end]``, computed on first use (hashing a long history is
-        the gateway's main per-request cost, so only what is needed is hashed)."""
-        missing = [end for end in ends if end not in self.digests]
-        if missing:
-            self.digests.update(prefix_digests(self.client, missing))
-        return self.digests
-
-
-def _log_event(key: str, event: Event) -> None:
-    # Event messages are built from figures only, never from conversation text.
-    log.info("session %s: %s", key, event.message)
+EventSink = Callable[[str, Event, ContextCompressor], None]
 
 
 def new_manager(
@@ -158,14 +111,15 @@ def new_manager(
     window: int,
     model: str | None,
     clock: Callable[[], float],
-) -> tuple[ContextManager, _RecordingCompressor]:
+    sink: EventSink,
+) -> tuple[ContextManager, RecordingCompressor]:
     """A manager around a fresh compressor that triggers at the hygiene threshold."""
     summarizer = (
         LLMSummarizer(replace(settings.summary, fallback_model=model or None))
         if settings.summary is not None
         else None
     )
-    compressor = _RecordingCompressor(
+    compressor = RecordingCompressor(
         settings.compressor_config(),
         context_length=window,
         model=model,
@@ -177,37 +131,66 @@ def new_manager(
         compressor,
         clock=clock,
         max_attempts=settings.compression.max_attempts,
-        on_event=lambda event: _log_event(key, event),
+        on_event=lambda event: sink(public_id(key), event, compressor),
     )
     return manager, compressor
 
 
-class GatewaySession:
-    """The state of one session. Touch it only while holding ``lock``."""
+@dataclass
+class Prepared:
+    """One request after substitution: the client's canonical list, what the session
+    stood for before it (``start``), what the turn starts from (``working``)."""
 
-    def __init__(
-        self,
-        key: str,
-        settings: GatewaySettings,
-        window: int,
-        model: str | None,
-        clock: Callable[[], float],
-    ) -> None:
+    parsed: Parsed
+    branch: Branch
+    client: list[Message]
+    start: list[Message]
+    working: list[Message]
+    substituted: bool
+    version: int
+    private: bool = False
+    prefix_wire: tuple[Any, list[Any]] = (None, [])
+    """The prefix in the upstream's form (when ``substituted``)."""
+    client_units: int = 0
+    """Client units the prefix stands for (the rest are sent as the client sent them)."""
+    installed: list[Message] | None = None
+    """The compaction this request already made the branch's prefix."""
+    compactions: list[tuple[list[Message], CompressionResult]] = field(default_factory=list)
+    """This request's compactions (input, result), for the archive."""
+    archived: int = 0
+    """How many of ``compactions`` are archived already (in memory, without a store)."""
+
+    def collect(self) -> None:
+        """Take the compactions the branch's compressor just recorded (call under the
+        session's lock, after every manager step)."""
+        recorded = self.branch.compressor.compacted
+        self.compactions.extend(recorded)
+        recorded.clear()
+
+
+class Branch:
+    """One conversation of a session. Touch it only under the session's lock."""
+
+    def __init__(self, key: str, session: GatewaySession, window: int, model: str | None) -> None:
         self.key = key
-        self.settings = settings
-        self.clock = clock
+        self.session = session
         self.window = window
-        self.manager, self.compressor = new_manager(settings, key, window, model, clock)
+        self.manager, self.compressor = new_manager(
+            session.settings, key, window, model, session.clock, session.sink
+        )
         self.prefix = Prefix()
-        self.lock = asyncio.Lock()
-        self.requests = self.compactions = self.restarts = 0
-        self.client_messages = self.sent_messages = self.last_estimate = 0
-        # Persistence bookkeeping (store-backed gateways only): the store session, how
-        # many client messages it holds and their digest.
+        self.seen: Seen | None = None
+        self.tools: list[ToolSchema] | None = None
+        self._tools_key: tuple[object, object] = (object(), None)
+        self.version = 0
+        self.compactions = 0
+        self.has_archive = False
+        self.archive: MemoryStore | None = None  # recall without a durable store
+        # Persistence bookkeeping (store-backed gateways only).
         self.store_id: str | None = None
-        self.stored = 0
-        self.stored_digest = ""
-        self.loaded = False  # restored from the store (or found absent there)
+        self.stored = self.generation = self.committed = 0
+        self.saved_guard: str | None = None
+        self.saved_window: int | None = None
 
     def use_model(self, model: str, window: int) -> None:
         """A model switch re-derives the thresholds (a limit learned from an overflow
@@ -216,73 +199,160 @@ class GatewaySession:
             self.window = window
             self.compressor.update_model(model=model, context_length=window)
 
-    def prepare(self, client: list[Message], tools: list[ToolSchema] | None) -> Prepared:
-        """Substitute the compacted prefix (or start over) and apply the message-count
-        hygiene trigger; the token triggers belong to the manager's turn."""
-        self.manager.tools = tools
-        self.compressor.tools = list(tools) if tools else None
+    def adopt(self, parent: Branch) -> None:
+        """Start as a copy of ``parent``'s compaction state (a fork within its prefix)."""
+        self.prefix = parent.prefix
+        self.compressor.guard = GuardState.from_json(parent.compressor.guard.to_json())
+        self.compressor.previous_summary = parent.compressor.previous_summary
+        if parent.compressor.context_length != self.compressor.context_length:
+            self.compressor.update_model(context_length=parent.compressor.context_length)
+        self.has_archive, self.archive = parent.has_archive, parent.archive
+
+    def prepare(self, parsed: Parsed, history: Seen, added: ToolSchema | None = None) -> Prepared:
+        """Substitute the compacted prefix and apply the message-count hygiene trigger;
+        the token triggers are the manager's (SPEC §4). The caller checked that
+        ``history`` agrees with this branch over ``prefix.covered`` messages. ``added``:
+        a tool the gateway adds to the request (counted in every estimate)."""
+        key = (parsed.tools, added)
+        if key != self._tools_key:
+            # Kept while equal: the manager caches the schema estimate per list object.
+            self._tools_key = key
+            tools = [*(parsed.tools or []), *([added] if added else [])]
+            self.tools = tools or None
+            self.compressor.tools = list(tools) if tools else None
+        self.manager.tools = self.tools
         self.compressor.compacted.clear()
+        self.seen = history
+        client = history.messages
         covered = self.prefix.covered
-        digests = prefix_digests(client, (covered,)) if covered else {}
-        start = substitute(self.prefix, client, digests.get(covered))
-        restarted = start is None
-        if start is None:
-            self.restart()
-            start = client
+        substituted = 0 < covered <= len(client)
+        start = [*self.prefix.messages, *client[covered:]] if substituted else client
         working = start
         limit = self.compressor.config.hygiene_hard_message_limit
         if len(working) >= max(limit, MIN_HYGIENE_MESSAGES):
             working = self.manager.compress(working)  # SPEC §4: too many messages
-        self.requests += 1
-        self.client_messages = len(client)
-        return Prepared(client, start, working, digests, restarted)
+        parsed.messages, parsed.ends = client, history.ends
+        prepared = Prepared(
+            parsed, self, client, start, working, substituted, self.version, history.private
+        )
+        if substituted:
+            prepared.prefix_wire = self.wire_prefix(parsed.protocol)
+            prepared.client_units = history.ends[covered - 1]
+        return prepared
 
     def settle(self, prepared: Prepared, final: list[Message]) -> bool:
-        """Record the turn's final working list; True when it is a new compaction, which
-        then stands for every client message of this request."""
-        self.sent_messages = len(final)
-        self.last_estimate = self.manager.estimate(final)
-        if final is prepared.start:
+        """Make ``final`` (a working list of this request) the branch's prefix when it is a
+        new compaction; it then stands for every client message of the request. Called as
+        soon as a compaction is known (right after the preflight, so concurrent requests
+        of the branch reuse it) and when the turn ends. False when nothing changed or
+        another request of the branch installed a compaction meanwhile."""
+        prepared.collect()
+        if final is prepared.start or final is prepared.installed:
             return False
-        client = prepared.client
-        digest = prepared.digest(len(client))[len(client)]
-        self.prefix = Prefix(len(client), digest, tuple(final))
+        if self.version != prepared.version:
+            return False
+        self.prefix = Prefix(len(prepared.client), tuple(final))
+        self.version += 1
+        prepared.version, prepared.installed = self.version, final
         self.compactions += 1
+        self.session.compactions += 1
+        if any(result.archived for _, result in prepared.compactions):
+            self.has_archive = True
         return True
 
-    def restart(self) -> None:
-        """The client's history no longer matches: forget the prefix and the manager's
-        calibration (a fresh compressor, so no guard state leaks between conversations)."""
-        self.prefix = Prefix()
-        self.restarts += 1
-        model = self.compressor.model
-        self.manager, self.compressor = new_manager(
-            self.settings, self.key, self.window, model, self.clock
-        )
-        self.store_id, self.stored, self.stored_digest = None, 0, ""
+    def account(self, final: list[Message], estimate: int) -> None:
+        """The session's figures after a turn."""
+        self.session.sent_messages = len(final)
+        self.session.last_estimate = estimate
+
+    def wire_prefix(self, protocol: Protocol) -> tuple[Any, list[Any]]:
+        prefix = self.prefix
+        if prefix.wire is None:
+            prefix.wire = protocol.wire(prefix.messages)
+        return prefix.wire
+
+
+class GatewaySession:
+    """The branches of one session key. Touch it only while holding ``lock``."""
+
+    def __init__(
+        self,
+        key: str,
+        protocol: Protocol,
+        settings: GatewaySettings,
+        clock: Callable[[], float],
+        sink: EventSink,
+    ) -> None:
+        self.key = key
+        self.protocol = protocol
+        self.settings = settings
+        self.clock = clock
+        self.sink = sink
+        self.lock = asyncio.Lock()
+        self.branches: OrderedDict[str, Branch] = OrderedDict()
+        self.requests = self.compactions = self.forks = self.passthrough = 0
+        self.client_messages = self.sent_messages = self.last_estimate = 0
+        self.last: Branch | None = None
+        self.loaded = False
+        self.default_window = 0
+
+    def add(self, branch: Branch) -> Branch:
+        self.branches[branch.key] = branch
+        self.branches.move_to_end(branch.key)
+        while len(self.branches) > MAX_BRANCHES:
+            self.branches.popitem(last=False)
+        return branch
+
+    def best(self, parsed: Parsed) -> tuple[Branch | None, int]:
+        """The branch whose history agrees longest with ``parsed`` (in units)."""
+        found: Branch | None = None
+        agreed = -1
+        for branch in reversed(self.branches.values()):
+            seen = branch.seen
+            if seen is None or seen.system != parsed.system:
+                length = 0
+            else:
+                length = common_prefix(parsed.units, seen.units)
+            if length > agreed:
+                found, agreed = branch, length
+        return found, max(agreed, 0)
+
+    def root_key(self) -> str:
+        return f"{self.key}/r"
+
+    def fork_key(self, parsed: Parsed, at: int) -> str:
+        """The key of a branch that diverges from the others at unit ``at``: the digest of
+        its history up to and including its first unit of its own."""
+        return f"{self.key}/{at}:{digest_of([parsed.system, *parsed.units[: at + 1]])}"
 
     def status(self) -> dict[str, Any]:
         """Counts, thresholds and compactions; never message text."""
-        compressor = self.compressor
+        branch = self.last
+        compressor = branch.compressor if branch else None
+        manager = branch.manager if branch else None
         return {
-            "session": self.key,
+            "session": public_id(self.key),
+            "protocol": self.protocol.name,
             "requests": self.requests,
             "client_messages": self.client_messages,
-            "covered_messages": self.prefix.covered,
-            "compacted_messages": len(self.prefix.messages),
+            "branches": len(self.branches),
+            "forks": self.forks,
+            "passthrough_requests": self.passthrough,
+            "covered_messages": branch.prefix.covered if branch else 0,
+            "compacted_messages": len(branch.prefix.messages) if branch else 0,
             "sent_messages": self.sent_messages,
             "compactions": self.compactions,
-            "restarts": self.restarts,
-            "context_length": compressor.context_length,
-            "window_tokens": self.manager.window,
-            "threshold_tokens": self.manager.threshold,
-            "hygiene_threshold": compressor.config.hygiene_threshold,
-            "hard_message_limit": compressor.config.hygiene_hard_message_limit,
-            "last_prompt_tokens": max(0, self.manager.last_prompt_tokens),
+            "context_length": compressor.context_length if compressor else None,
+            "window_tokens": manager.window if manager else None,
+            "threshold_tokens": manager.threshold if manager else None,
+            "hygiene_threshold": self.settings.hygiene_threshold,
+            "hard_message_limit": self.settings.hard_message_limit,
+            "last_prompt_tokens": max(0, manager.last_prompt_tokens) if manager else 0,
             "last_estimate_tokens": self.last_estimate,
-            "compression_count": compressor.compression_count,
-            "blocked_reason": compressor.get_status()["blocked_reason"],
-            "store_session_id": self.store_id,
+            "compression_count": compressor.compression_count if compressor else 0,
+            "blocked_reason": compressor.get_status()["blocked_reason"] if compressor else None,
+            "recall_available": bool(branch and branch.has_archive),
+            "store_session_id": branch.store_id if branch else None,
         }
 
 

@@ -1,4 +1,5 @@
-"""Gateway settings: where the upstream is, how big each model's window is, when to compact.
+"""Gateway settings: where the upstreams are, how big each model's window is, when to
+compact, who may call it.
 
 A model's context window is never guessed (SPEC §3): it comes from ``context_lengths``
 (exact model name, else the longest key contained in the name, else the ``"*"`` default),
@@ -20,6 +21,9 @@ from ..summary.llm.config import LLMSummarizerConfig
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+DEFAULT_MAX_BODY = 32 * 1024 * 1024
+KEYS_ENV = "WINDOWKEEPER_GATEWAY_KEYS"
+"""Comma-separated gateway keys (added to ``gateway.api_keys`` of the config)."""
 DEFAULT_KEY = "*"
 """The ``context_lengths`` key that applies to every model without a more specific entry."""
 
@@ -30,9 +34,18 @@ class GatewaySettings:
 
     Attributes:
         upstream_base_url: the OpenAI-compatible API, e.g. ``https://api.openai.com/v1``
-            (``/chat/completions`` and ``/models`` are appended).
+            (``/chat/completions``, ``/responses`` and ``/models`` are appended); ``None``
+            when only Anthropic is served.
         upstream_api_key: sent as ``Authorization: Bearer …`` upstream; when ``None`` the
             client's own ``Authorization`` header is passed through.
+        anthropic_base_url: the Anthropic API without ``/v1`` (as the Anthropic SDK takes
+            it), e.g. ``https://api.anthropic.com``; ``None`` when not served.
+        anthropic_api_key: sent as ``x-api-key`` to Anthropic; ``None`` passes the client's.
+        api_keys: keys a client must present (``Authorization: Bearer``, ``x-api-key`` or
+            ``X-Windowkeeper-Key``); empty: no gateway authentication.
+        max_body_bytes: larger request bodies are refused with 413.
+        recall_rounds: ``recall`` calls the gateway answers itself per request (0: the
+            tool is never offered).
         context_lengths: model name (or substring, or ``"*"``) → window in tokens.
         hygiene_threshold: compact when a request reaches this share of the window.
         hard_message_limit: compact when the history has at least this many messages.
@@ -46,8 +59,13 @@ class GatewaySettings:
             fallback when a distinct summary model fails.
     """
 
-    upstream_base_url: str
+    upstream_base_url: str | None = None
     upstream_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    anthropic_api_key: str | None = None
+    api_keys: frozenset[str] = frozenset()
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    recall_rounds: int = 2
     context_lengths: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     hygiene_threshold: float = 0.85
     hard_message_limit: int = 5_000
@@ -58,10 +76,12 @@ class GatewaySettings:
     summary: LLMSummarizerConfig | None = None
 
     def __post_init__(self) -> None:
-        base = self.upstream_base_url.strip().rstrip("/")
-        if not base.startswith(("http://", "https://")):
-            raise ConfigError(f"the upstream URL must start with http:// or https://, got {base!r}")
-        object.__setattr__(self, "upstream_base_url", base)
+        for name in ("upstream_base_url", "anthropic_base_url"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _checked_url(value))
+        if self.upstream_base_url is None and self.anthropic_base_url is None:
+            raise ConfigError("no upstream: set the OpenAI-style or the Anthropic upstream URL")
         if not 0.10 <= self.hygiene_threshold <= 0.99:
             raise ConfigError(
                 f"the hygiene threshold must be in [0.10, 0.99], got {self.hygiene_threshold}"
@@ -70,6 +90,10 @@ class GatewaySettings:
             raise ConfigError("the hard message limit must be at least 4 messages")
         if self.max_sessions < 1 or self.timeout <= 0:
             raise ConfigError("max_sessions must be >= 1 and timeout > 0")
+        if self.max_body_bytes < 1024 or not 0 <= self.recall_rounds <= 8:
+            raise ConfigError("max_body_bytes must be >= 1 KiB and recall_rounds in 0..8")
+        keys = frozenset(k.strip() for k in self.api_keys if k.strip())
+        object.__setattr__(self, "api_keys", keys)
         for name, value in self.context_lengths.items():
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"context length of {name!r} must be a positive integer")
@@ -97,23 +121,28 @@ class GatewaySettings:
 
 
 def gateway_settings(
-    upstream: str,
+    upstream: str | None,
     settings: Settings | None = None,
     *,
     context_length: int | None = None,
     model_context_lengths: Mapping[str, int] | None = None,
     api_key: str | None = None,
+    anthropic_upstream: str | None = None,
+    anthropic_api_key: str | None = None,
+    api_keys: frozenset[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> GatewaySettings:
     """:class:`GatewaySettings` from the YAML settings (SPEC §11) plus command-line values.
 
     ``model.context_length`` of the file applies to ``model.name`` when that is set, else
     to every model; ``context_length`` (``--context-length``) is the default for every
     model and wins over the file's default; ``model_context_lengths`` adds per-model keys.
+    Gateway keys are the union of ``api_keys``, the file's ``gateway.api_keys`` and
+    ``$WINDOWKEEPER_GATEWAY_KEYS``.
     """
     lengths: dict[str, int] = {}
-    hygiene = 0.85
-    limit = 5_000
-    compression = CompressionConfig()
+    hygiene, limit, compression = 0.85, 5_000, CompressionConfig()
+    keys, body, rounds = set(api_keys or ()), DEFAULT_MAX_BODY, 2
     if settings is not None:
         compression = settings.compression_config()
         hygiene = settings.compression.hygiene_threshold
@@ -121,18 +150,28 @@ def gateway_settings(
         window = settings.model.context_length
         if window is not None:
             lengths[settings.model.name or DEFAULT_KEY] = window
+        section = settings.gateway
+        keys.update(section.api_keys)
+        body, rounds = int(section.max_body_mib * 1024 * 1024), section.recall_rounds
+        anthropic_upstream = anthropic_upstream or section.anthropic_upstream
+    keys.update((env if env is not None else os.environ).get(KEYS_ENV, "").split(","))
     if context_length is not None:
         lengths[DEFAULT_KEY] = context_length
     lengths.update(model_context_lengths or {})
     return GatewaySettings(
-        upstream_base_url=upstream,
-        upstream_api_key=api_key,
-        context_lengths=lengths,
-        hygiene_threshold=hygiene,
-        hard_message_limit=limit,
-        compression=compression,
-        summary=_summary_config(settings),
-    )
+        upstream_base_url=upstream, upstream_api_key=api_key,
+        anthropic_base_url=anthropic_upstream, anthropic_api_key=anthropic_api_key,
+        api_keys=frozenset(keys), max_body_bytes=body, recall_rounds=rounds,
+        context_lengths=lengths, hygiene_threshold=hygiene, hard_message_limit=limit,
+        compression=compression, summary=_summary_config(settings),
+    )  # fmt: skip
+
+
+def _checked_url(value: str) -> str:
+    base = value.strip().rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise ConfigError(f"the upstream URL must start with http:// or https://, got {base!r}")
+    return base
 
 
 def _summary_config(settings: Settings | None) -> LLMSummarizerConfig | None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.report import CompressionReport
+from ..core.report import CompressionReport, Tier
 
 log = logging.getLogger("windowkeeper.loop.events")
 
@@ -69,6 +69,8 @@ class Event:
     attempt: int | None = None
     count: int | None = None
     duration_ms: float | None = None
+    tier: Tier | None = None
+    """Of a finished compaction: prune-only or with a summary."""
 
 
 EventCallback = Callable[[Event], None]
@@ -137,7 +139,11 @@ class Reporter:
                 f"context compacted: {report.before_tokens:,} -> {report.after_tokens:,} "
                 f"tokens, {report.before_messages} -> {report.after_messages} messages"
             )
-            self.emit(EventKind.COMPACTION_FINISHED, text, trigger, **figures, **fields)
+            if report.tier is Tier.PRUNE:
+                text += " (tool output pruned, no summary)"
+            self.emit(
+                EventKind.COMPACTION_FINISHED, text, trigger, tier=report.tier, **figures, **fields
+            )
             return
         kind = EventKind.COMPACTION_ABORTED if report.aborted else EventKind.COMPACTION_SKIPPED
         reason = report.reason.value if report.reason else report.outcome.value

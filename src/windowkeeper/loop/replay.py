@@ -35,6 +35,8 @@ class ReplayCompaction:
     before_tokens: int
     after_tokens: int
     elapsed_ms: float
+    tier: str = ""
+    """``prune`` (tool output pruned, no summary) or ``summary``."""
 
     @property
     def savings(self) -> float:
@@ -118,6 +120,7 @@ class _Recorder:
                     event.tokens_before or 0,
                     event.tokens_after or 0,
                     event.duration_ms or 0.0,
+                    event.tier.value if event.tier else "",
                 )
             )
         elif event.kind is EventKind.WARNING:
@@ -136,12 +139,14 @@ def replay(
     progress: Callable[[int, int], None] | None = None,
     summarizer: Summarizer | None = None,
     summary_context_length: int | None = None,
+    engine: ContextCompressor | None = None,
 ) -> ReplayReport:
     """Replay ``messages`` (see the module docstring); ``progress(done, total)`` per message.
 
-    ``summarizer`` writes the handoffs (the extractive one when ``None``).
+    ``summarizer`` writes the handoffs (the extractive one when ``None``); ``engine``: a
+    ready compressor to replay with instead (the other engine arguments are then unused).
     """
-    engine = ContextCompressor(
+    engine = engine or ContextCompressor(
         config, context_length=context_length, max_tokens=max_tokens, model=model,
         tools=list(tools) if tools else None, summarizer=summarizer,
         summary_context_length=summary_context_length,

@@ -30,6 +30,7 @@ from .base import (
     StoreMissingError,
     UnknownSessionError,
 )
+from .keyed import AppendOutcome, KeyedRecord, KeyedSessions
 from .memory import MemoryStore
 from .recall import RecallTool
 from .session import (
@@ -45,10 +46,13 @@ from .sqlite import SQLiteStore
 
 __all__ = [
     "LOCK_TTL",
+    "AppendOutcome",
     "ArchiveEntry",
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "KeyedRecord",
+    "KeyedSessions",
     "MemoryStore",
     "Migration",
     "RecallTool",

@@ -32,6 +32,7 @@ from .base import (
     term_score,
 )
 from .lease import lease_is_dead
+from .memkeyed import KeyedMemory
 
 # Nothing to migrate in memory; the list exists so every backend reports the same shape.
 MIGRATIONS: tuple[Migration, ...] = (Migration("m001_initial", ()),)
@@ -44,7 +45,7 @@ class _Session:
     archive: dict[str, ArchiveEntry] = field(default_factory=dict)
 
 
-class MemoryStore(SessionStore):
+class MemoryStore(SessionStore, KeyedMemory):
     """Everything lives in this object; deep copies keep callers from mutating stored rows."""
 
     def __init__(self, *, clock: Clock = time.time) -> None:

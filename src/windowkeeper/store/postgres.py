@@ -21,7 +21,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..core.errors import StoreError
 from ..core.messages import safe_text
 from .base import Clock, Migration, UnknownSessionError
-from .sqlbase import Mode, SQLStore
+from .sqlbase import Mode
+from .sqlkeyed import KEYED_POSTGRES, KeyedSQLStore
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("m001_sessions", (
@@ -62,7 +63,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE TABLE wk_locks (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL,
             expires_at DOUBLE PRECISION NOT NULL)""",
     )),
-    Migration("m006_lease_heartbeat", (
+    KEYED_POSTGRES,
+    Migration("m007_lease_heartbeat", (
         # When the holder took the lease, its last heartbeat, and the interval it promised
         # (NULL: none promised, only the TTL applies): a dead holder is taken over early.
         """ALTER TABLE wk_locks ADD COLUMN acquired_at DOUBLE PRECISION,
@@ -82,7 +84,7 @@ def _text(value: str) -> str:
     return safe_text(value).replace("\x00", "\ufffd")
 
 
-class PostgresStore(SQLStore[Conn]):
+class PostgresStore(KeyedSQLStore[Conn]):
     """A store in one PostgreSQL database, over a small connection pool."""
 
     _MIGRATIONS = MIGRATIONS

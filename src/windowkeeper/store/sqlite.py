@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 from ..core.errors import StoreError
 from .base import Clock, Migration, StoreDamageError, StoreMissingError
-from .sqlbase import Mode, SQLStore
+from .sqlbase import Mode
+from .sqlkeyed import KEYED_SQLITE, KeyedSQLStore
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("m001_sessions", (
@@ -60,7 +61,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         """CREATE TABLE wk_locks (
             session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at REAL NOT NULL)""",
     )),
-    Migration("m006_lease_heartbeat", (
+    KEYED_SQLITE,
+    Migration("m007_lease_heartbeat", (
         # When the holder took the lease, its last heartbeat, and the interval it promised
         # (NULL: none promised, only the TTL applies): a dead holder is taken over early.
         "ALTER TABLE wk_locks ADD COLUMN acquired_at REAL",
@@ -175,7 +177,7 @@ def _mapped(path: str, exc: sqlite3.Error, what: str = "SQLite store") -> StoreE
     return StoreError(f"{what} {path}: {text}")
 
 
-class SQLiteStore(SQLStore[sqlite3.Connection]):
+class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
     """A store in one SQLite file; safe to share between threads and processes."""
 
     _MIGRATIONS = MIGRATIONS

@@ -51,7 +51,10 @@ def summary_request(
     analysis = Analysis(masked) if masked is not turns else analysis or Analysis(turns)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
-    state = extract_state(analysis, previous, placement(facts, plan), focus_topic)
+    tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
+    head = Analysis(messages[: plan.head_end], facts[: plan.head_end])
+    where = placement(facts, plan, messages)
+    state = extract_state(analysis, previous, where, focus_topic, tail, head)
     return SummaryRequest(
         turns=masked,
         previous_summary=plan.previous_summary or None,
@@ -65,13 +68,17 @@ def summary_request(
     )
 
 
-def placement(facts: Sequence[MessageFacts], plan: CompactionPlan) -> Placement:
+def placement(
+    facts: Sequence[MessageFacts], plan: CompactionPlan, messages: Sequence[Message]
+) -> Placement:
     """Where the user's own words stay verbatim after this compaction."""
     written = [i for i, f in enumerate(facts) if f.role == "user" and written_text(f)]
+    restated = restatement(messages, plan)
     return Placement(
         task_in_head=bool(written) and written[0] < plan.head_end,
         user_in_tail=any(i >= plan.tail_start for i in written),
-        restated=plan.restated_user is not None,
+        restated=restated is not None,
+        restated_text=live_text(restated) if restated is not None else "",
     )
 
 

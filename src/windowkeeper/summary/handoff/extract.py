@@ -15,20 +15,21 @@ from ...analysis.events import Analysis
 from .model import HandoffState, Quote
 from .parse import parse_state
 from .trail import (
+    anchored,
     commands_of,
     environment_of,
     error_lines_of,
-    event_files,
     merged_commands,
     merged_counts,
     merged_error_lines,
     merged_files,
     merged_values,
     repository_root,
+    session_touches,
     values_of,
     working_directories,
 )
-from .users import TASK_CHARS, UserTurn, constraints_of, merged_constraints, quoted, user_turns
+from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
 from .work import decisions, focus_words, next_step, open_errors, still_open, work_state
 
 NOTES_CHARS = 3_000
@@ -48,6 +49,9 @@ class Placement:
     task_in_head: bool = False
     user_in_tail: bool = True
     restated: bool = False
+    restated_text: str = ""
+    """The text restated after the handoff (the newest request, and the written request
+    an image-only send continues)."""
 
 
 def previous_state(body: str | None) -> HandoffState:
@@ -68,8 +72,16 @@ def extract_state(
     previous: HandoffState,
     placement: Placement = Placement(),
     focus: str | None = None,
+    tail: Analysis | None = None,
+    head: Analysis | None = None,
 ) -> HandoffState:
-    """The handoff state after these turns (see the module docstring)."""
+    """The handoff state after these turns (see the module docstring).
+
+    ``tail``: the turns kept verbatim after the handoff, whose files join the file map;
+    ``head``: the protected head, whose tool output pruning has just replaced by stubs:
+    its tool events count as the oldest of the summarized ones (its user words stay
+    verbatim there and are not quoted).
+    """
     turns = user_turns(analysis.facts)
     task, in_head, turns = _task(previous, placement, turns)
     request, kept = _request(placement, turns)
@@ -80,15 +92,21 @@ def extract_state(
     users = _deduped([*carried_users, *(quoted(t) for t in turns)])
     new_task = task is not None and task is not previous.task
     stated = constraints_of(([task.text] if new_task and task else []) + texts)
-    facts_texts = ([task.text] if new_task and task else []) + texts
     events = [e for e in analysis.events() if not e.orphan]
+    # The head's pruned tool events are the oldest of the trail; positions are relative
+    # to the summarized turns, so the work state reads those turns' events only.
+    head_events = [e for e in head.events() if not e.orphan] if head is not None else []
+    trail = [*head_events, *events]
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
-    cwds = working_directories(events, dict(previous.environment).get("Working directory"))
-    touches = [t for event, cwd in zip(events, cwds, strict=False) for t in event_files(event, cwd)]
+    cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
+    # The file map covers the turns kept verbatim after the handoff too.
+    kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
+    every = [*trail, *kept_events]
+    touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
     facts_texts = ([task.text] if new_task and task else []) + texts
-    files = merged_files(previous.files, touches)
-    listed, counts = commands_of(events)
+    files, base = anchored(merged_files(previous.files, touches), cwds[-1])
+    listed, counts = commands_of(trail)
     return HandoffState(
         task=task,
         task_in_head=in_head,
@@ -99,17 +117,17 @@ def extract_state(
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
         decisions=decisions(assistant, previous.decisions, focus_words(focus)),
-        root=repository_root(files, cwds[-1]) or previous.root,
+        root=repository_root(files, cwds[-1] or base) or previous.root,
         files=files,
         values=merged_values(
-            previous.values, values_of(events, facts_texts, [t for _, t in assistant])
+            previous.values, values_of(trail, facts_texts, [t for _, t in assistant])
         ),
         next_step=next_step(assistant, events, previous.next_step),
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=merged_error_lines(previous.error_lines, error_lines_of(events, facts_texts)),
+        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, facts_texts)),
         earlier_commands=previous.earlier_commands,
-        environment=environment_of(events, cwds[-1], previous.environment),
+        environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
     )
 
@@ -122,25 +140,26 @@ def _task(
         return previous.task, False, turns
     if placement.task_in_head:
         return None, True, turns
-    if placement.restated and len(turns) == 1:
+    if placement.restated and turns and _is_restated(turns[0], placement):
         return None, False, turns  # the task itself is restated after the handoff
     if turns and (previous.task_in_head or not previous.users):
-        return quoted(turns[0], TASK_CHARS), False, turns[1:]
+        return task_quote(turns[0]), False, turns[1:]
     return None, False, turns
 
 
 def _request(placement: Placement, turns: list[UserTurn]) -> tuple[Quote | None, list[UserTurn]]:
     """The newest user request when no user message is kept after the handoff; a
     request restated after the handoff is left out (it is there verbatim)."""
-    if placement.restated and turns:
-        restated = turns[-1]
-        kept = turns[:-1]
-        if kept and set(restated.text.split()) <= {"[image]"}:
-            kept = kept[:-1]  # an image-only send is restated with the request before it
-        return None, kept
+    if placement.restated:
+        return None, [t for t in turns if not _is_restated(t, placement)]
     if placement.user_in_tail or not turns:
         return None, turns
     return quoted(turns[-1]), turns[:-1]
+
+
+def _is_restated(turn: UserTurn, placement: Placement) -> bool:
+    text = turn.text.replace("[image]", "").strip()
+    return bool(text) and text in placement.restated_text
 
 
 def _deduped(users: Sequence[Quote]) -> tuple[Quote, ...]:

@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 
 from ...analysis.commands import (
+    command_reads,
     command_touches,
     is_read_only,
     program_of,
@@ -93,12 +94,44 @@ def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ..
         return ()
     found = list(command_touches(action.command, cwd))
     if event.result and not event.failed:
+        found.extend(command_reads(action.command, cwd))
         root = cwd or ""
         found.extend(
             (posixpath.join(root, path) if root else path, how)
             for path, how in reported_touches(action.command, event.result)
         )
     return tuple(found)
+
+
+def session_touches(
+    events: Sequence[ToolEvent], cwds: Sequence[str | None]
+) -> list[tuple[str, str]]:
+    """(path, status) of every file the events touched, in order. Editors that work on
+    "the open file" (SWE-agent's ``open``/``edit``, an ``edit`` call without a path)
+    change the file opened last."""
+    found: list[tuple[str, str]] = []
+    current: str | None = None
+    for event, cwd in zip(events, cwds, strict=False):
+        touches = event_files(event, cwd)
+        found.extend(touches)
+        action = event.action
+        if action.kind in (ToolKind.READ, ToolKind.WRITE) and action.path:
+            current = action.path
+            continue
+        command = (action.command or "").lstrip() if action.kind is ToolKind.SHELL else ""
+        verb, _, rest = command.partition(" ")
+        if verb in ("open", "create") and rest.split():
+            current = rest.split()[0].strip("'\"")
+            if verb == "create" and not event.failed:
+                found.append((current, "created"))
+        elif (
+            current
+            and not event.failed
+            and not touches
+            and ((action.kind is ToolKind.EDIT and not action.path) or verb == "edit")
+        ):
+            found.append((current, "modified"))
+    return found
 
 
 def _is_file(path: str) -> bool:
@@ -130,10 +163,50 @@ def merged_files(
     return tuple(f for status in _ORDER for f in kept if f[1] == status and f in keep)
 
 
+def anchored(
+    files: tuple[tuple[str, str], ...], cwd: str | None
+) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """``files`` with the relative paths a tool printed (``git status`` lists paths
+    relative to where it ran) joined to that directory when the working directory was
+    never seen: the directory that turns them into paths the session also used
+    absolute. Returns the files and that directory (``None`` when not found)."""
+    if cwd and cwd.startswith("/"):
+        return files, None
+    relative = [p for p, _ in files if not p.startswith("/") and not p.startswith("~")]
+    if not relative:
+        return files, None
+    bases: dict[str, str] = {}  # "/"-suffix of an absolute path -> the directory before it
+    for path, _ in files:
+        at = path.find("/", 1) if path.startswith("/") else -1
+        while at > 0:
+            bases.setdefault(path[at + 1 :], path[: at + 1])
+            at = path.find("/", at + 1)
+    votes: dict[str, int] = {}
+    for path in relative:
+        base = bases.get(posixpath.normpath(path))
+        if base:
+            votes[base] = votes.get(base, 0) + 1
+    if not votes:
+        return files, None
+    base, count = max(votes.items(), key=lambda kv: (kv[1], len(kv[0])))
+    if count * 2 < min(len(relative), 4):  # too few agree: leave the paths as printed
+        return files, None
+    joined = [
+        (path if path.startswith(("/", "~")) else posixpath.normpath(base + path), how)
+        for path, how in files
+    ]
+    return merged_files((), joined), base
+
+
+# A repository's source and test directories: the root is their parent.
+_SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "app", "pkg", "cmd", "internal"})
+
+
 def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
     """The directory most touched files live under (changed files count double): the
     working directory when it holds most of them, else the deepest directory holding at
-    least 60%; ``""`` when none does."""
+    least 60% (the parent of a source or test directory such as ``src/``); ``""`` when
+    none does."""
     weights = [(p, 2 if s != "read" else 1) for p, s in files if p.startswith("/")]
     total = sum(w for _, w in weights)
     if not total:
@@ -149,7 +222,10 @@ def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
     if here and counts.get(here, 0) * 2 >= total:
         return here
     fitting = [d for d, n in counts.items() if n * 10 >= total * 6 and d.count("/") > 1]
-    return max(fitting, key=lambda d: (d.count("/"), d), default="")
+    root = max(fitting, key=lambda d: (d.count("/"), d), default="")
+    while root.count("/") > 2 and root.rstrip("/").rsplit("/", 1)[-1] in _SOURCE_DIRS:
+        root = root[: root.rstrip("/").rfind("/") + 1]
+    return root
 
 
 # --- values, commands, error lines ---------------------------------------------------------

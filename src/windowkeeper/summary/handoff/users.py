@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ...analysis.facts import clued_items, dedupe, sentences
-from ...analysis.kinds import user_text
+from ...analysis.kinds import live_text, user_text
 from ...analysis.record import MessageFacts
 from ...compaction.plan import message_handle
 from .model import Quote
@@ -36,6 +36,8 @@ class UserTurn:
     position: int
     text: str
     handle: str
+    raw: str = ""
+    """The message's whole text as sent (notification wrappers included)."""
 
 
 def user_turns(facts: Sequence[MessageFacts]) -> list[UserTurn]:
@@ -46,7 +48,8 @@ def user_turns(facts: Sequence[MessageFacts]) -> list[UserTurn]:
             continue
         text = written_text(record)
         if text:
-            found.append(UserTurn(position, text, message_handle(record)))
+            raw = live_text(record.message)
+            found.append(UserTurn(position, text, message_handle(record), raw))
     return found
 
 
@@ -63,6 +66,16 @@ def _written(record: MessageFacts) -> str:
     if isinstance(content, list):
         images = sum(1 for p in content if isinstance(p, dict) and "text" not in p)
     return " ".join([text, *["[image]"] * images]).strip() if images else text
+
+
+def task_quote(turn: UserTurn) -> Quote:
+    """The original task, verbatim as it was sent (wrappers included, so it reads as the
+    user saw it), unless cutting that to its head and tail would lose the request."""
+    if turn.raw and turn.raw != turn.text:
+        whole = quoted(UserTurn(turn.position, turn.raw, turn.handle), TASK_CHARS)
+        if turn.text[:80] in whole.text:
+            return whole
+    return quoted(turn, TASK_CHARS)
 
 
 def quoted(turn: UserTurn, limit: int = QUOTE_CHARS) -> Quote:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from ...analysis.commands import is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, paragraphs, prose
+from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
 from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
@@ -96,8 +97,12 @@ def work_state(
         if resolved:
             fixed = _first_error(resolved[0])
             proof += f"; resolves the earlier failure: {fixed}" if fixed else ""
-        if done and done[-1].split(" (", 1)[0] == proof.split(" (", 1)[0] and not resolved:
-            done[-1] = _again(done[-1])
+        # A step repeated, or a pair of steps repeated in turn (edit, run, edit, run), is
+        # one item with a count.
+        key = proof.split(" (", 1)[0]
+        again = [i for i in (-1, -2) if len(done) >= -i and done[i].split(" (", 1)[0] == key]
+        if again and not resolved:
+            done[again[0]] = _again(done[again[0]])
         else:
             done.append(proof)
         if proof.startswith("Tests passed") or _is_test(event):
@@ -258,11 +263,17 @@ def open_errors(tracker: OpenFailures, carried: Sequence[OpenError]) -> tuple[Op
 
 def _open_error(event: ToolEvent) -> OpenError:
     action = event.action
-    lines = event_errors(event)[-6:] or [last_line(event.result or "")]
+    lines = event_errors(event)[-6:] or [_last_line(event.result or "")]
     if action.kind is ToolKind.SHELL and action.command:
         command = short_command(action.command, 200)
         return OpenError(shown_command(command), tuple(lines), event.exit_code, command)
     return OpenError(_what(event), tuple(lines), event.exit_code, None)
+
+
+def _last_line(result: str) -> str:
+    """The last line of a result; of a pruned one, the error its stub kept (the stub
+    itself describes the call, which the handoff already names)."""
+    return stub_error(result) if is_stub(result) else last_line(result)
 
 
 def still_open(carried: Sequence[OpenError], events: Sequence[ToolEvent]) -> list[OpenError]:

@@ -1,0 +1,198 @@
+"""The gateway's ASGI application: a lean path for model requests, FastAPI for the rest.
+
+Model requests (``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages``,
+``/v1/messages/count_tokens``) and ``GET /v1/models`` are served here without a
+framework in between (the per-request cost is measured in docs/benchmarks.md): the
+caller is authenticated, the body read up to the limit, the gateway answers. The admin
+endpoints (``/healthz``, ``/metrics``, ``/v1/windowkeeper/sessions/{id}``) go to the
+FastAPI app, with the authenticated caller in the request state. Anything else is a 404
+in the shape of the protocol the client speaks.
+
+What must hold: no traceback and no credential ever reaches a client; a body over the
+limit is refused before it is buffered whole; a stream's close hook runs exactly once,
+also when the client hangs up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, cast
+
+import anyio
+from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
+
+from .auth import Caller, authenticate
+from .protocols import CHAT, MESSAGES, RESPONSES, Protocol
+from .replies import Answer, StreamAnswer, error_answer
+from .service import Gateway
+
+log = logging.getLogger("windowkeeper.gateway")
+
+_MODEL_ROUTES: dict[str, Protocol] = {
+    "/v1/chat/completions": CHAT,
+    "/v1/responses": RESPONSES,
+    "/v1/messages": MESSAGES,
+}
+_COUNT_TOKENS = "/v1/messages/count_tokens"
+_ADMIN = ("/healthz", "/metrics")
+_SESSIONS = "/v1/windowkeeper/sessions/"
+
+
+class TooLarge(Exception):
+    """The request body is over the limit."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before its body arrived."""
+
+
+def protocol_for(path: str, headers: Mapping[str, str]) -> Protocol:
+    """The protocol whose error shape a client expects (for unknown paths too)."""
+    if path in _MODEL_ROUTES:
+        return _MODEL_ROUTES[path]
+    anthropic = "anthropic-version" in headers or (
+        "x-api-key" in headers and "authorization" not in headers
+    )
+    return MESSAGES if path.startswith("/v1/messages") or anthropic else CHAT
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())}
+
+
+class GatewayApp:
+    """See the module docstring."""
+
+    def __init__(self, gateway: Gateway, admin: FastAPI) -> None:
+        self.gateway = gateway
+        self.admin = admin
+
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        """Startup and shutdown without a server (tests, embedding)."""
+        return cast(
+            "AbstractAsyncContextManager[None]", self.admin.router.lifespan_context(self.admin)
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.admin(scope, receive, send)  # lifespan (closes the gateway), websockets
+            return
+        path, method = scope["path"], scope["method"]
+        headers = header_map(scope)
+        protocol = protocol_for(path, headers)
+        if path in _ADMIN:
+            await self.admin(scope, receive, send)
+            return
+        caller = authenticate(headers, self.gateway.settings.api_keys)
+        if caller is None:
+            message = ("windowkeeper gateway: missing or wrong gateway key; send it as "
+                       "Authorization: Bearer, x-api-key or X-Windowkeeper-Key")  # fmt: skip
+            await _send_answer(send, receive, error_answer(protocol, 401, message))
+            return
+        if path.startswith(_SESSIONS) and method == "GET":
+            await self.admin({**scope, "state": {"caller": caller}}, receive, send)
+            return
+        try:
+            answer = await self._route(scope, receive, protocol, headers, caller)
+        except TooLarge:
+            limit = self.gateway.settings.max_body_bytes
+            answer = error_answer(protocol, 413, f"windowkeeper gateway: the request body is "
+                                  f"over the {limit:,}-byte limit")  # fmt: skip
+        except ClientGone:
+            return
+        except RecursionError:
+            answer = error_answer(protocol, 400, "windowkeeper gateway: JSON nested too deeply")
+        # The boundary to the client: a bug must become a 500 in the protocol's shape with
+        # its traceback in the log, never a traceback in the response.
+        except Exception:
+            log.exception("internal error answering %s %s", method, path)
+            self.gateway.metrics.error("internal")
+            answer = error_answer(protocol, 500, "windowkeeper gateway: internal error (see "
+                                  "the gateway's log)")  # fmt: skip
+        await _send_answer(send, receive, answer)
+
+    async def _route(
+        self,
+        scope: Scope,
+        receive: Receive,
+        protocol: Protocol,
+        headers: Mapping[str, str],
+        caller: Caller,
+    ) -> Answer | StreamAnswer:
+        path, method = scope["path"], scope["method"]
+        known = path in _MODEL_ROUTES or path == _COUNT_TOKENS
+        if method == "GET" and path == "/v1/models":
+            target = MESSAGES if protocol is MESSAGES else CHAT
+            if not self.gateway.upstream.serves(target.target):
+                target = MESSAGES if target is CHAT else CHAT
+            return await self.gateway.models(target, headers, caller)
+        if not known:
+            return error_answer(protocol, 404, f"windowkeeper gateway: no route {method} {path}")
+        if method != "POST":
+            return error_answer(protocol, 405, f"windowkeeper gateway: {path} takes POST")
+        raw = await _read_body(receive, headers, self.gateway.settings.max_body_bytes)
+        query = scope.get("query_string", b"").decode("latin-1")
+        if path == _COUNT_TOKENS:
+            return await self.gateway.count_tokens(MESSAGES, raw, headers, caller, query)
+        return await self.gateway.handle(protocol, raw, headers, caller, query)
+
+
+async def _read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        body = message.get("body", b"")
+        size += len(body)
+        if size > limit:
+            raise TooLarge
+        chunks.append(body)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _encode(headers: list[tuple[str, str]], length: int | None) -> list[tuple[bytes, bytes]]:
+    out = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    if length is not None:
+        out.append((b"content-length", str(length).encode()))
+    return out
+
+
+async def _send_answer(send: Send, receive: Receive, answer: Answer | StreamAnswer) -> None:
+    if isinstance(answer, Answer):
+        await send({"type": "http.response.start", "status": answer.status,
+                    "headers": _encode(answer.headers, len(answer.body))})  # fmt: skip
+        await send({"type": "http.response.body", "body": answer.body})
+        return
+    try:
+        await send({"type": "http.response.start", "status": answer.status,
+                    "headers": _encode(answer.headers, None)})  # fmt: skip
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()  # the client is gone: stop reading upstream
+
+            group.start_soon(watch)
+            async for chunk in answer.events:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await answer.on_close()
+
+
+def state_caller(state: Any) -> Caller:
+    """The caller the lean layer authenticated (admin routes behind it)."""
+    caller = getattr(state, "caller", None)
+    return caller if isinstance(caller, Caller) else Caller("anonymous")

@@ -1,0 +1,92 @@
+"""Requests the gateway forwards without compacting them: a Responses request that
+continues upstream state (``previous_response_id``, ``conversation``), and Anthropic's
+``count_tokens`` (answered for the messages as the gateway would send them)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING
+
+from ..core.errors import InvalidMessagesError
+from .auth import Caller
+from .client import Response
+from .protocols import Parsed, Protocol
+from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
+from .selection import counted_body
+from .sessions import SESSION_HEADER, GatewaySession, session_key
+from .upstream import UpstreamHTTPError, UpstreamUnreachable, forward_response_headers
+
+if TYPE_CHECKING:
+    from .core import GatewayCore
+
+
+async def passthrough(
+    gateway: GatewayCore,
+    protocol: Protocol,
+    parsed: Parsed,
+    headers: Mapping[str, str],
+    caller: Caller,
+) -> Answer | StreamAnswer:
+    """Forward a request that continues upstream state, as the client sent it."""
+    key = session_key(caller.scope, protocol.name, protocol.first_texts(parsed),
+                      headers.get(SESSION_HEADER))  # fmt: skip
+    session = gateway.sessions.get(key)
+    if session is not None:
+        session.passthrough += 1
+    own = [("x-windowkeeper-passthrough", str(parsed.continues))]
+    upstream = gateway.upstream
+    gateway.metrics.requests.labels(protocol.name, "passthrough").inc()
+    try:
+        if not parsed.stream:
+            reply = await upstream.call(protocol.target, "POST", parsed.upstream_path(), headers,
+                                        parsed.raw, caller.drop)  # fmt: skip
+            return Answer(reply.status_code, [*reply.headers, *own], reply.content)
+        response = await upstream.open(protocol.target, "POST", parsed.upstream_path(), headers,
+                                       parsed.raw, caller.drop)  # fmt: skip
+    except (UpstreamHTTPError, UpstreamUnreachable) as exc:
+        gateway.metrics.error(type(exc).__name__)
+        return failure_answer(protocol, exc, own)[0]
+    events = _relay(gateway, protocol, response)
+
+    async def on_close() -> None:
+        await events.aclose()
+        await response.aclose()
+
+    return StreamAnswer(response.status, [*forward_response_headers(response.headers), *own],
+                        events, on_close)  # fmt: skip
+
+
+async def _relay(
+    gateway: GatewayCore, protocol: Protocol, response: Response
+) -> AsyncGenerator[bytes, None]:
+    try:
+        async for chunk in gateway.upstream.iter_stream(protocol.target, response):
+            yield chunk
+    except UpstreamUnreachable as exc:
+        yield stream_error(protocol, str(exc))
+
+
+async def count_tokens(
+    gateway: GatewayCore,
+    protocol: Protocol,
+    parsed: Parsed,
+    headers: Mapping[str, str],
+    caller: Caller,
+    session: GatewaySession | None,
+) -> Answer:
+    """``count_tokens`` with the branch's compacted prefix substituted when it applies."""
+    payload = parsed.raw
+    if session is not None:
+        async with session.lock:
+            try:
+                counted = await gateway.run(True, counted_body, session, parsed)
+            except InvalidMessagesError as exc:
+                return error_answer(protocol, 400, f"windowkeeper gateway: {exc}")
+            payload = counted or payload
+    try:
+        reply = await gateway.upstream.call(protocol.target, "POST",
+                                            parsed.upstream_path("/count_tokens"), headers, payload,
+                                            caller.drop)  # fmt: skip
+    except (UpstreamHTTPError, UpstreamUnreachable) as exc:
+        return failure_answer(protocol, exc, [])[0]
+    return Answer(reply.status_code, reply.headers, reply.content)

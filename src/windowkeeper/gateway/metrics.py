@@ -1,0 +1,107 @@
+"""Observability: one INFO log line per compaction and Prometheus metrics (``/metrics``).
+
+Every gateway has its own registry (several gateways in one process, e.g. in tests, do not
+share counters). Log lines and labels carry figures, protocol names, triggers, tiers and
+error classes only, never message text or credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+
+from ..core.report import CompressionReport
+from ..engine.compressor import ContextCompressor
+from ..loop.events import Event, EventKind
+
+log = logging.getLogger("windowkeeper.gateway")
+
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    """The gateway's counters; :meth:`on_event` is every session manager's event sink."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "windowkeeper_gateway_requests",
+            "Model requests by protocol and outcome.",
+            ["protocol", "outcome"],
+            registry=r,
+        )
+        self.compactions = Counter(
+            "windowkeeper_gateway_compactions",
+            "Compactions by trigger and tier.",
+            ["trigger", "tier"],
+            registry=r,
+        )
+        self.tokens_saved = Counter(
+            "windowkeeper_gateway_tokens_saved",
+            "Estimated prompt tokens removed by compactions.",
+            registry=r,
+        )
+        self.upstream_seconds = Histogram(
+            "windowkeeper_gateway_upstream_seconds",
+            "Upstream latency until the answer (or the stream) began.",
+            ["protocol"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.errors = Counter(
+            "windowkeeper_gateway_errors", "Errors by class.", ["error"], registry=r
+        )
+        self.passthrough = Counter(
+            "windowkeeper_gateway_passthrough",
+            "Requests forwarded uncompacted, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.recall_calls = Counter(
+            "windowkeeper_gateway_recall_calls",
+            "recall calls the gateway answered itself.",
+            registry=r,
+        )
+        self.sessions = Gauge(
+            "windowkeeper_gateway_sessions", "Sessions held in memory.", registry=r
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def error(self, name: str) -> None:
+        self.errors.labels(name).inc()
+
+    def on_event(self, session: str, event: Event, compressor: ContextCompressor) -> None:
+        """Log an event of a session's manager (the compaction line at INFO) and count it."""
+        if event.kind is EventKind.COMPACTION_FINISHED:
+            report = _latest_report(compressor)
+            tier = report.tier.value if report is not None and report.tier else "unknown"
+            trigger = event.trigger.value if event.trigger else "unknown"
+            before, after = event.tokens_before or 0, event.tokens_after or 0
+            log.info(
+                "compaction session=%s trigger=%s tier=%s tokens=%d->%d ms=%.0f",
+                session,
+                trigger,
+                tier,
+                before,
+                after,
+                event.duration_ms or 0.0,
+            )
+            self.compactions.labels(trigger, tier).inc()
+            self.tokens_saved.inc(max(0, before - after))
+        elif event.kind in (EventKind.WARNING, EventKind.COMPACTION_ABORTED):
+            log.warning("session %s: %s", session, event.message)
+        else:
+            log.debug("session %s: %s", session, event.message)
+
+
+def _latest_report(compressor: ContextCompressor) -> CompressionReport | None:
+    compacted = getattr(compressor, "compacted", None)
+    if compacted:
+        return compacted[-1][1].report  # type: ignore[no-any-return]
+    return None

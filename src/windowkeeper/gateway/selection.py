@@ -1,0 +1,106 @@
+"""Choosing a request's branch: continue one, fork one, or load one from the store.
+
+The branch whose history agrees longest with the request is continued when the request
+extends it and its compacted prefix still applies. Otherwise the request forks at the
+first unit where it differs (see :mod:`.sessions`). With a store, a branch held in memory
+is checked against the store first (another gateway may have moved it), and stored
+branches are consulted before a new one is created, so a gateway that never saw a
+session continues it instead of re-seeding it. Runs under the session's lock.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .history import Seen, convert
+from .protocols import Parsed, dumps
+from .recall import RECALL_SCHEMA
+from .sessions import Branch, GatewaySession, Prepared
+
+if TYPE_CHECKING:
+    from .core import GatewayCore
+
+
+def select(gateway: GatewayCore, session: GatewaySession, parsed: Parsed, window: int) -> Prepared:
+    """The prepared request: its branch chosen, its prefix substituted."""
+    persistence = gateway.persistence
+    protocol = session.protocol
+    session.default_window = window
+    if persistence is not None and not session.loaded:
+        session.loaded = True
+        persistence.discover(session, parsed, convert(protocol, parsed, None)[1])
+    branch, agreed = session.best(parsed)
+    if branch is not None and persistence is not None and persistence.refresh(session, branch):
+        branch, agreed = session.best(parsed)
+    if branch is not None and not _extends(branch, agreed) and persistence is not None:
+        persistence.discover(session, parsed, convert(protocol, parsed, branch.seen)[1])
+        branch, agreed = session.best(parsed)
+    if branch is None:
+        branch = session.add(Branch(session.root_key(), session, window, parsed.model))
+        history = convert(protocol, parsed, None)[1]
+    else:
+        reuse, history = convert(protocol, parsed, branch.seen)
+        if not _extends(branch, agreed) or not _covers(branch, history, reuse):
+            branch = _fork(session, branch, parsed, agreed, history, reuse, window)
+    session.last = branch
+    session.client_messages = len(history.messages)
+    session.branches.move_to_end(branch.key)
+    branch.use_model(parsed.model, window)
+    offered = gateway.settings.recall_rounds > 0 and branch.has_archive
+    return branch.prepare(parsed, history, RECALL_SCHEMA if offered else None)
+
+
+def _extends(branch: Branch, agreed: int) -> bool:
+    """The request agrees with everything the branch saw (it continues that history)."""
+    return branch.seen is not None and agreed >= len(branch.seen.units)
+
+
+def _covers(branch: Branch, history: Seen, reuse: int) -> bool:
+    """The branch's prefix stands for the request's first messages."""
+    covered = branch.prefix.covered
+    if covered <= reuse:
+        return True
+    seen = branch.seen
+    return (
+        seen is not None
+        and covered <= len(history.messages)
+        and history.messages[reuse:covered] == seen.messages[reuse:covered]
+    )
+
+
+def _fork(
+    session: GatewaySession,
+    parent: Branch,
+    parsed: Parsed,
+    agreed: int,
+    history: Seen,
+    reuse: int,
+    window: int,
+) -> Branch:
+    """The branch of a request that diverges from ``parent`` at unit ``agreed``; it keeps
+    the parent's compaction when the agreement covers the parent's prefix."""
+    key = session.fork_key(parsed, agreed)
+    existing = session.branches.get(key)
+    if existing is not None and existing is not parent and existing.seen is not None:
+        again, again_history = convert(session.protocol, parsed, existing.seen)
+        if _covers(existing, again_history, again):
+            return existing
+    branch = Branch(key, session, window, parsed.model)
+    if 0 < parent.prefix.covered <= reuse:
+        branch.adopt(parent)
+    session.forks += 1
+    return session.add(branch)
+
+
+def counted_body(session: GatewaySession, parsed: Parsed) -> bytes | None:
+    """A ``count_tokens`` body with the branch's prefix substituted, when it applies."""
+    branch, _ = session.best(parsed)
+    if branch is None or not branch.prefix.covered:
+        return None
+    reuse, history = convert(session.protocol, parsed, branch.seen)
+    covered = branch.prefix.covered
+    if not _covers(branch, history, reuse) or covered > len(history.ends):
+        return None
+    system, units = branch.wire_prefix(session.protocol)
+    rest = parsed.units[history.ends[covered - 1] :]
+    return dumps(session.protocol.body_with(parsed, system, [*units, *rest], []))
