@@ -26,7 +26,7 @@ def _check_round_trip(store: SessionStore, sid: str, result: CompressionResult) 
     archived = {item.handle: item for item in result.archived}
     assert archived and shown <= set(archived), "a stub references an unarchived handle"
     for handle, item in archived.items():
-        answer = recall.call("recall", {"handle": handle})
+        answer = recall.call("recall", {"handle": handle, "reveal": True})  # the original
         assert answer is not None and not answer.startswith("error"), handle
         original = message_text(item.message)
         assert original.strip() in answer, f"{handle}: original text missing"

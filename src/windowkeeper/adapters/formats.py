@@ -8,7 +8,6 @@ the messages in whatever shape the input has. :func:`detect_format` names the sh
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from enum import StrEnum
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import DOCUMENT_DEPTH, loads, loads_or_none
 from ..core.messages import Conversation, Message, ToolSchema, validate_message, validate_messages
 from .anthropic import from_anthropic
 from .claude_code import looks_like_claude_code, parse_claude_code
@@ -44,6 +44,10 @@ def detect_format(text: str) -> Format:
         whole = _try_load(text)
         if isinstance(whole, dict) and "messages" in whole:
             return Format.ANTHROPIC if _is_anthropic_body(whole) else Format.OPENAI
+        if whole is None and _try_load(first_line) is None and "\n" in stripped.rstrip():
+            # One multi-line document that does not parse: reading it as a body reports
+            # its own defect (with its line), not "line 1: bad JSON".
+            return Format.OPENAI
     # Transcripts may open with bookkeeping events: the first line that names a shape wins.
     for line in stripped.splitlines()[:_SNIFF_LINES]:
         value = _try_load(line)
@@ -88,17 +92,12 @@ def _is_message_line(line: str) -> bool:
 
 
 def _try_load(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    return loads_or_none(text, limit=DOCUMENT_DEPTH)
 
 
 def _load_whole(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidMessagesError(f"line {exc.lineno}", f"bad JSON: {exc.msg}") from exc
+    """A whole JSON document; bad JSON, over-deep nesting or a huge number is one line."""
+    return loads(text, limit=DOCUMENT_DEPTH)
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
@@ -158,10 +157,7 @@ def _parse_jsonl(text: str) -> list[Message]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidMessagesError(f"line {number}", f"bad JSON: {exc.msg}") from exc
+        value = loads(line, f"line {number}")
         messages.append(validate_message(value, f"line {number}"))
     return messages
 

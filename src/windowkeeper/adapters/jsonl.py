@@ -7,11 +7,11 @@ whole file; a broken line anywhere else is an error naming it.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import loads
 
 __all__ = ("json_objects",)
 
@@ -27,12 +27,12 @@ def json_objects(text: str, what: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
+            value = loads(line, f"line {number}")  # also: over-deep nesting, huge numbers
+        except InvalidMessagesError:
             if number == len(lines) and not text.endswith("\n"):
                 log.warning("line %d: unfinished last line skipped (still being written?)", number)
                 continue
-            raise InvalidMessagesError(f"line {number}", f"bad JSON: {exc.msg}") from exc
+            raise
         if not isinstance(value, dict):
             raise InvalidMessagesError(f"line {number}", f"expected {what} object")
         objects.append((number, value))

@@ -10,6 +10,7 @@ handoff reads, so pruning and summarizing never scan an output twice.
 
 from __future__ import annotations
 
+from ..core.secrets import redact
 from .events import ToolEvent, remembered
 from .identifiers import output_identifiers
 from .outputs import event_errors, is_test_command, test_summary
@@ -54,10 +55,11 @@ def _gist(event: ToolEvent) -> str:
     if event.action.kind is ToolKind.SHELL and command and is_test_command(command):
         summary = test_summary(event.result)
         if summary:
-            parts.append(f"tests: {shorten(summary, GIST_LINE_CHARS)}")
+            parts.append(f"tests: {shorten(redact(summary), GIST_LINE_CHARS)}")
     errors = event_errors(event) if event.failed else []
     if errors:
-        shown = [shorten(line, GIST_LINE_CHARS) for line in errors[-GIST_ERRORS:]]
+        # Masked before they are cut: a key cut in half is no longer recognized as one.
+        shown = [shorten(redact(line), GIST_LINE_CHARS) for line in errors[-GIST_ERRORS:]]
         parts.append(_ERROR[2:] + " | ".join(shown))
     named = [value for value in output_identifiers(event) if value not in command]
     if named:

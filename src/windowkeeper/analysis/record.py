@@ -16,10 +16,10 @@ them reassigned is analysed again. Callers never edit messages in place (SPEC §
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..core.jsonsafe import loads_or_none
 from ..core.messages import Message, call_arguments, call_id, call_name, content_text, tool_calls
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
 from .kinds import is_handoff, is_real_user
@@ -104,10 +104,7 @@ def _parsed(raw: str) -> dict[str, Any] | None:
     """The arguments as a JSON object; ``None`` when they are not one."""
     if not raw:
         return None
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
+    value = loads_or_none(raw)  # over 100 levels deep: not JSON for us (no walk recurses)
     return value if isinstance(value, dict) else None
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any
 
+from ..core.secrets import redact
+
 
 class ToolKind(enum.StrEnum):
     SHELL = "shell"
@@ -186,7 +188,8 @@ def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = 
     """
     size = f"{len(result):,} chars"
     label = f"[{action.name}]"
-    target = " ".join(action.target.split())
+    # Masked before it is cut: a key cut in half can no longer be recognized as one.
+    target = " ".join(redact(action.target).split())
     if action.kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT):
         target = short_path(target)
     target = shorten(target, 80)

@@ -25,8 +25,11 @@ input's shape (stdout unless ``-o``) and one summary line to stderr. ``inspect``
 where the tokens go and what a compaction would keep, summarize and prune. ``demo`` runs
 both offline on a bundled synthetic coding-agent session (no API key, no network).
 
-Exit codes: 0 success or nothing to do; 2 invalid input or options (one ``error:`` line
-naming the line/index and the defect); 3 compaction aborted (nothing was dropped).
+Exit codes: 0 success or nothing to do; 1 an internal error (a bug: one ``error:`` line,
+never a traceback); 2 invalid input, options or a damaged store (one ``error:`` line
+naming the line/index and the defect); 3 compaction aborted (nothing was dropped); 4 a
+stored session's compaction skipped because another live process holds its compression
+lease (the line names the holder and how long it has held it); 130 interrupted.
 
 The keys of ``inspect --json`` are documented on :meth:`Inspection.to_dict`.
 """
@@ -48,6 +51,8 @@ from ..core.report import CompressionResult
 from ..core.version import __version__
 from ..engine.inspection import inspect_conversation
 from .common import (
+    EXIT_BUSY,
+    EXIT_INTERRUPTED,
     EXIT_INVALID,
     EXIT_OK,
     ConfigOpt,
@@ -60,6 +65,7 @@ from .common import (
     report_dict,
     stdout_console,
     summary_line,
+    unexpected_error,
     user_errors,
     write_text,
 )
@@ -189,6 +195,8 @@ def compress(
                 report_json,
             )
         code = exit_code_for(result.report)
+        if code == EXIT_BUSY:
+            raise fail(f"{result.report.detail}; nothing was written: retry when it is done", code)
         if code != EXIT_OK:
             raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
         _warn_over_window(loaded, result.messages)
@@ -228,6 +236,8 @@ def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
         " written unchanged",
         err=True,
     )
+    for note in loaded.notes:
+        typer.echo(note, err=True)
     return True
 
 
@@ -243,9 +253,11 @@ def _run_compress(
                 stored.store_url, stored.session_id, loaded.compressor,
                 force=True, focus_topic=focus, rotate=rotate,
             )  # fmt: skip
-    if result.report.aborted:
-        return result
+    if exit_code_for(result.report) != EXIT_OK:
+        return result  # the caller says why in its one error line
     typer.echo(summary_line(result.report), err=True)
+    for note in loaded.notes:
+        typer.echo(note, err=True)
     for warning in (*warnings, *result.report.warnings):
         typer.echo(f"warning: {warning}", err=True)
     return result
@@ -293,6 +305,8 @@ def inspect(
         typer.echo(json.dumps(inspection.to_dict(), indent=2))
     else:
         render_inspection(stdout_console(), inspection, top)
+    for note in loaded.notes:
+        typer.echo(note, err=True)
 
 
 app.command("replay")(replay_command)
@@ -335,5 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return getattr(exc, "exit_code", EXIT_INVALID) or EXIT_INVALID
     except typer.Abort:
         typer.echo("aborted", err=True)
-        return 130
+        return EXIT_INTERRUPTED
+    except typer.Exit as exc:
+        return exc.exit_code
+    # The last line of defence: whatever escaped is one line, never a traceback.
+    except (Exception, KeyboardInterrupt) as exc:
+        return unexpected_error(exc)
     return code if isinstance(code, int) else EXIT_OK

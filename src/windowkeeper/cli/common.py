@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from ..compaction.sanitize import sanitize_tool_pairs
 from ..core.errors import ConfigError, WindowkeeperError
 from ..core.exact_tokens import local_counter
 from ..core.messages import Message
-from ..core.report import CompressionReport, Outcome
+from ..core.report import CompressionReport, Outcome, Reason
 from ..core.settings import Settings
 from ..core.tokens import TextCounter
 from ..engine.compressor import ContextCompressor
@@ -39,8 +40,11 @@ ThresholdOpt = Annotated[
 ]
 
 EXIT_OK = 0
+EXIT_INTERNAL = 1
 EXIT_INVALID = 2
 EXIT_ABORTED = 3
+EXIT_BUSY = 4
+EXIT_INTERRUPTED = 130
 
 
 def stderr_console() -> Console:
@@ -65,6 +69,47 @@ def user_errors() -> Iterator[None]:
         yield
     except WindowkeeperError as exc:
         raise fail(str(exc)) from None
+
+
+def unexpected_error(exc: BaseException) -> int:
+    """The last line of defence: any exception a command let through becomes one line.
+
+    Our own errors keep their words and exit 2; anything else is a bug of ours, said so
+    in one line with its type (exit 1). Never a traceback.
+    """
+    if isinstance(exc, KeyboardInterrupt):
+        typer.echo("interrupted", err=True)
+        return EXIT_INTERRUPTED
+    if isinstance(exc, BrokenPipeError):
+        # The reader went away (`| head`): nothing left to say, and no one to say it to.
+        _silence_stdout()
+        return EXIT_INTERNAL
+    if isinstance(exc, WindowkeeperError):
+        typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        return EXIT_INVALID
+    if isinstance(exc, RecursionError | MemoryError):
+        typer.echo(
+            f"error: the input is too large or too deeply nested to process "
+            f"({type(exc).__name__}); shorten it, or report the command line as a bug",
+            err=True,
+        )
+        return EXIT_INVALID
+    detail = " ".join(str(exc).split())[:200]
+    typer.echo(
+        f"error: internal error ({type(exc).__name__}{': ' + detail if detail else ''}); "
+        "this is a windowkeeper bug: please report it with the command line",
+        err=True,
+    )
+    return EXIT_INTERNAL
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 class _Collect(logging.Handler):
@@ -95,8 +140,13 @@ def collected_warnings() -> Iterator[list[str]]:
 
 
 def exit_code_for(report: CompressionReport) -> int:
-    """Process exit code of a compaction: 3 when it aborted, else 0 (a no-op is success)."""
-    return EXIT_ABORTED if report.outcome is Outcome.ABORTED else EXIT_OK
+    """Process exit code of a compaction: 3 when it aborted, 4 when another live process
+    holds the stored session's compression lease, else 0 (a no-op is success)."""
+    if report.outcome is Outcome.ABORTED:
+        return EXIT_ABORTED
+    if report.reason is Reason.CONCURRENT_COMPACTION:
+        return EXIT_BUSY
+    return EXIT_OK
 
 
 def summary_line(report: CompressionReport) -> str:

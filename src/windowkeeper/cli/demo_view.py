@@ -190,7 +190,7 @@ def render_outcome(console: Console, outcome: DemoOutcome) -> None:
         console.print(Text(outcome.handoff), soft_wrap=True)
         console.rule(style="green")
     console.print(_figures(outcome))
-    console.print(_outline(outcome.result_messages))
+    console.print(_outline(outcome.result_messages, preview=max(20, console.width - 31)))
     verdict = "fits" if outcome.after.total < outcome.context_length else "still exceeds"
     console.print(
         Text(
@@ -227,9 +227,11 @@ def _figures(outcome: DemoOutcome) -> Table:
 
 
 def _outline(messages: list[Message], preview: int = 200) -> Table:
+    """One row per message; ``preview`` characters of content fit the console's width (a
+    longer unbreakable cell would make rich squeeze the narrow columns to nothing)."""
     table = Table(title="The compacted conversation", title_justify="left")
     for name in ("#", "role", "tokens"):
-        table.add_column(name, justify="left" if name == "role" else "right")
+        table.add_column(name, justify="left" if name == "role" else "right", no_wrap=True)
     table.add_column("content", no_wrap=True, overflow="ellipsis")
     for index, message in enumerate(messages):
         text = " ".join(content_text(message.get("content")).split())

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 
 from ..adapters.formats import Format, load_tools
-from ..core.config import CompressionConfig
+from ..core.config import CompressionConfig, resolve_model_threshold, threshold_override
 from ..core.errors import ConfigError
-from ..core.messages import Message, ToolSchema
+from ..core.messages import Message, ToolSchema, conversation_warnings
 from ..core.settings import load_settings
 from ..core.tokens import TextCounter, estimate_request_tokens
 from ..engine.compressor import ContextCompressor
@@ -36,6 +36,9 @@ class Loaded:
     context_length: int
     max_tokens: int | None
     source: Input | None = None
+    notes: tuple[str, ...] = ()
+    """``warning:``/``note:`` lines about the input and the trigger, shown once by the
+    command after its result (an error or abort line stands alone)."""
 
     def request_tokens(self, messages: list[Message]) -> int:
         """Estimated prompt tokens of ``messages`` with the tools, as the compressor counts."""
@@ -69,6 +72,14 @@ def build_compressor(
         summary_context_length=summary_context_length,
         token_counter=token_counter,
     )
+
+
+def threshold_note(
+    config: CompressionConfig, window: int, reserve: int | None, model: str | None
+) -> str | None:
+    """The line that says the 64K minimum trigger overrides the configured ratio (SPEC §3)."""
+    ratio = resolve_model_threshold(model, config.model_thresholds, config.threshold)
+    return threshold_override(window, ratio, reserve)
 
 
 def load(
@@ -122,5 +133,8 @@ def load(
         summary_context_length=summary_window,
         token_counter=exact_counter(model) if exact_tokens else None,
     )
+    notes = [f"warning: {w}" for w in conversation_warnings(conversation.messages)]
+    override = threshold_note(config, window, reserve, model)
+    notes += [f"note: {override}"] if override else []
     messages = repaired(conversation.messages)
-    return Loaded(messages, tools, compressor, config, window, reserve, read)
+    return Loaded(messages, tools, compressor, config, window, reserve, read, tuple(notes))

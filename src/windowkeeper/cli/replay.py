@@ -34,6 +34,7 @@ from ..core.messages import Conversation
 from ..core.settings import load_settings
 from ..loop.replay import ReplayReport, replay
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, resolve_window
+from .load import threshold_note
 from .sessions import FormatOpt, StoredSource, StoreOpt, read_conversation
 from .summarizer import (
     SummarizerChoice,
@@ -89,6 +90,7 @@ def replay_command(
             config = replace(config, threshold=threshold)
         window = resolve_window(context_length, settings, conversation.model)
         reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
+        override = threshold_note(config, window, reserve, conversation.model)
         choice = SummarizerChoice(
             summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
             summary_context_length,
@@ -100,6 +102,8 @@ def replay_command(
         typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
     else:
         _render(report, Console(file=sys.stdout, highlight=False))
+    if override:
+        typer.echo(f"note: {override}", err=True)
     if plot is not None:
         _plot(report, plot)
 

@@ -19,12 +19,14 @@ from ..analysis.events import result_exit_code, tool_event
 from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
 from ..analysis.toolshapes import ToolKind, one_line
+from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
     is_image_part,
     tool_calls,
 )
 from ..core.report import ArchivedItem
+from ..core.secrets import redact
 from ..core.templates import template
 
 IMAGE_PLACEHOLDER = "[image removed from an old tool result]"
@@ -152,7 +154,8 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             name = call.name if call else str(message.get("name") or "tool")
             record = analyzer.facts(message)
             handle = content_handle(record)
-            replacement = f"{_describe(call, name, record)} (ref {handle})"
+            # The stub names the command it replaced: no secret in what we write (SPEC §6).
+            replacement = f"{redact(_describe(call, name, record))} (ref {handle})"
         if replacement is None:
             continue
         out = out if out is not None else list(messages)
@@ -160,7 +163,7 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
         if isinstance(replacement, str):
             handle = replacement.rsplit("(ref ", 1)[1].rstrip(")")
         else:
-            handle = make_handle(json.dumps(content, ensure_ascii=False, default=str))
+            handle = make_handle(dumps(content, ensure_ascii=False, default=str))
         archived.append(ArchivedItem(handle, "tool_output", index, message))
     if out is None:
         return PassResult(messages)
@@ -199,13 +202,9 @@ def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     same string object), so repeated application is stable. ``parsed``: the arguments
     already parsed (a JSON object), when the caller has them.
     """
-    if parsed is not None:
-        value = parsed
-    else:
-        try:
-            value = json.loads(arguments)
-        except (ValueError, RecursionError):
-            return arguments
+    value = parsed if parsed is not None else loads_or_none(arguments)  # depth-bounded
+    if value is None:
+        return arguments
     shrunk, changed = _shrink(value, head)
     if not changed:
         return arguments

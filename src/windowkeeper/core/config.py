@@ -131,6 +131,32 @@ def compute_threshold_tokens(
     return max(1, trigger)
 
 
+def threshold_override(
+    context_length: int, threshold: float, max_tokens: object = None
+) -> str | None:
+    """One line when SPEC §3's 64,000-token minimum trigger overrides ``threshold``.
+
+    On windows under ~75K the minimum reaches the window and 85% of it is used instead;
+    on larger ones a small ratio is raised to 64,000. ``None`` when the ratio applies.
+    """
+    effective = usable_window(context_length, max_tokens)
+    asked = max(1, int(effective * threshold))
+    trigger = compute_threshold_tokens(context_length, threshold, max_tokens)
+    if trigger == asked:
+        return None
+    if trigger < MINIMUM_TRIGGER_TOKENS:
+        why = (
+            f"the {MINIMUM_TRIGGER_TOKENS:,}-token minimum trigger reaches this window, so "
+            f"{SMALL_WINDOW_RATIO:.0%} of it is used"
+        )
+    else:
+        why = f"that is below the {MINIMUM_TRIGGER_TOKENS:,}-token minimum trigger"
+    return (
+        f"compaction triggers at {trigger:,} tokens, not at {asked:,} ({threshold:.0%} of the "
+        f"{effective:,}-token window as --threshold/compression.threshold asks): {why}"
+    )
+
+
 def resolve_model_threshold(
     model: str | None,
     overrides: Mapping[str, float],

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring as _encode_string
 from typing import Any, TypeAlias
 
+from .jsonsafe import dumps
 from .messages import is_image_part
 
 IMAGE_TOKENS = 1_500
@@ -155,7 +156,10 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=s
 
 
 def _compact(value: object) -> str:
-    return _ENCODER.encode(value)
+    try:
+        return _ENCODER.encode(value)
+    except RecursionError:  # a library caller's value nested beyond the C encoder's reach
+        return dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _ascii_json_size(value: object) -> int | None:

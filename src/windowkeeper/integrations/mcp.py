@@ -61,7 +61,7 @@ class ArchiveTools:
         self.session_id = session_id
         self.max_chars = max(500, max_chars)
 
-    def recall(self, handle: str, offset: int = 0) -> str:
+    def recall(self, handle: str, offset: int = 0, reveal: bool = False) -> str:
         try:
             entry = find_archived(self.store, handle.strip(), self.session_id)
         except StoreError as exc:
@@ -69,22 +69,24 @@ class ArchiveTools:
         if entry is None:
             where = "this session" if self.session_id else "the archive"
             return f"error: no archived item with handle {handle!r} in {where}"
-        return render_entry(entry, offset, self.max_chars)
+        return render_entry(entry, offset, self.max_chars, reveal=reveal)
 
-    def search(self, query: str, limit: int = 5) -> str:
+    def search(self, query: str, limit: int = 5, reveal: bool = False) -> str:
         limit = min(20, max(1, limit))
         try:
-            hits = self._hits(query, limit)
+            hits = self._hits(query, limit, reveal)
         except StoreError as exc:
             return f"error: search failed: {exc}"
         return render_hits(hits, query, self.max_chars)
 
-    def _hits(self, query: str, limit: int) -> list[SearchHit]:
+    def _hits(self, query: str, limit: int, reveal: bool) -> list[SearchHit]:
         if self.session_id is None:
-            return self.store.search_archive(query, limit=limit)
+            return self.store.search_archive(query, limit=limit, reveal=reveal)
         hits: list[SearchHit] = []
         for record in lineage(self.store, self.session_id):
-            hits += self.store.search_archive(query, session_id=record.id, limit=limit)
+            hits += self.store.search_archive(
+                query, session_id=record.id, limit=limit, reveal=reveal
+            )
         return sorted(hits, key=lambda h: -h.score)[:limit]
 
 
@@ -98,11 +100,12 @@ def build_server(
     tools = ArchiveTools(store, session_id=session_id, max_chars=max_chars)
     server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS)
 
-    def recall(handle: str, offset: int = 0) -> str:
-        return tools.recall(handle, offset)
+    # ``reveal``: secrets (keys, passwords) unmasked; only when the user asked for them.
+    def recall(handle: str, offset: int = 0, reveal: bool = False) -> str:
+        return tools.recall(handle, offset, reveal)
 
-    def search(query: str, limit: int = 5) -> str:
-        return tools.search(query, limit)
+    def search(query: str, limit: int = 5, reveal: bool = False) -> str:
+        return tools.search(query, limit, reveal)
 
     server.add_tool(recall, name="recall", description=_RECALL, structured_output=False)
     server.add_tool(search, name="search", description=_SEARCH, structured_output=False)

@@ -47,6 +47,8 @@ class WarningCode(enum.StrEnum):
     """Over the threshold but automatic compaction is blocked (see ``reason``)."""
     TRUNCATED = "truncated"
     """Compaction could not fit the window: the largest tool results were cut."""
+    INPUT = "input"
+    """The conversation has a defect worth fixing (a late system message, no user message)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +99,7 @@ class Reporter:
     def __init__(self, callback: EventCallback | None) -> None:
         self.callback = callback
         self._warned: set[tuple[WarningCode, str]] = set()
+        self._input_warned: set[tuple[WarningCode, str]] = set()  # not cleared by reset
 
     def emit(
         self, kind: EventKind, message: str, trigger: Trigger | None = None, **fields: Any
@@ -174,6 +177,14 @@ class Reporter:
             tokens_before=tokens,
             threshold=threshold,
         )
+
+    def input_defect(self, text: str) -> None:
+        """One line of :func:`~windowkeeper.core.messages.conversation_warnings` (positions
+        only, never message text), once per session."""
+        if (WarningCode.INPUT, text) in self._input_warned:
+            return
+        self._input_warned.add((WarningCode.INPUT, text))
+        self.emit(EventKind.WARNING, text, warning=WarningCode.INPUT, reason="input")
 
     def over_window(self, tokens: int, window: int) -> None:
         self.warn(

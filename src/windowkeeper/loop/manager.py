@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..compaction.truncate import last_rungs
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
-from ..core.messages import Message, ToolSchema
+from ..core.messages import Message, ToolSchema, conversation_warnings
 from ..core.report import Tier
 from ..core.tokens import IMAGE_TOKENS, message_tokens
 from ..engine.base import ContextEngine
@@ -40,13 +40,12 @@ from .hooks import (
     insert_live_state,
 )
 from .overflow import (
-    LONG_CONTEXT_TIER_TOKENS,
     Overflow,
     OverflowKind,
     classify,
-    exhausted_error,
     lighter_images,
 )
+from .recovery import Attempt, exhausted_error, floor_tokens, target_tokens, with_tier_limit
 from .steps import Answered, Failed, Turn, TurnResult, answer, wire
 
 R = TypeVar("R")
@@ -87,6 +86,7 @@ class ContextManager:
         self.max_attempts = max(1, max_attempts)
         self.last_prompt_tokens = 0
         self.awaiting_real_usage = False
+        self._attempt: Attempt | None = None  # the turn's last recovery attempt
         compressor = self._compressor
         image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
         self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
@@ -171,7 +171,8 @@ class ContextManager:
         """After a failed request: the messages to retry with, or an exception.
 
         ``attempt`` counts recoveries in this turn from 1. A non-overflow error is re-raised
-        unchanged; past ``max_attempts`` :class:`CompressionExhaustedError` is raised.
+        unchanged; past ``max_attempts`` :class:`CompressionExhaustedError` is raised. Each
+        attempt aims lower than the rejected request (see :mod:`~windowkeeper.loop.recovery`).
         """
         tokens = self.estimate(messages)
         overflow = classify(
@@ -183,16 +184,17 @@ class ContextManager:
         if overflow is None:
             raise error
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
+        if attempt <= 1:
+            self._attempt = None
         if attempt > self.max_attempts:
-            raise exhausted_error(
-                f"after {self.max_attempts} attempts", tokens, self.window
-            ) from error
+            why = f"after {self.max_attempts} attempts"
+            raise exhausted_error(why, self._attempt, tokens) from error
         if not overflow.compressible:
             raise UpstreamError(
                 "the request's max_tokens is more than the model can produce; lower "
                 "max_tokens (compressing the conversation cannot help)"
             ) from error
-        self._learn_limit(overflow)
+        overflow = self._aim(overflow, messages, tokens, attempt)
         return self._recovered(error, overflow, messages, tokens, attempt)
 
     def compress(self, messages: list[Message], *, focus_topic: str | None = None) -> list[Message]:
@@ -295,6 +297,8 @@ class ContextManager:
         self.events.started(
             trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
         )
+        for warning in conversation_warnings(messages):
+            self.events.input_defect(warning)
         if self.hooks.hooks:
             self.hooks.pre_compress(self._to_drop(messages))
             self._report_hook_failures(trigger)
@@ -339,14 +343,28 @@ class ContextManager:
 
     # --- recovery --------------------------------------------------------------------
 
-    def _learn_limit(self, overflow: Overflow) -> None:
-        limit = overflow.limit
-        tier = overflow.kind is OverflowKind.LONG_CONTEXT_TIER
-        if limit is None and tier and self.context_length > LONG_CONTEXT_TIER_TOKENS:
-            limit = LONG_CONTEXT_TIER_TOKENS
-        if limit and limit != self.context_length:
-            self.engine.update_model(context_length=limit)
-            self.events.limit_learned(limit, self.threshold)
+    def _aim(
+        self, overflow: Overflow, messages: list[Message], tokens: int, attempt: int
+    ) -> Overflow:
+        """Adopt a window the provider stated, then lower the engine's window to this
+        attempt's target (:func:`~windowkeeper.loop.recovery.target_tokens`)."""
+        overflow = with_tier_limit(overflow, self.context_length)
+        if overflow.limit and overflow.limit != self.context_length:
+            self._set_context_length(overflow.limit)
+        reserve = self.context_length - self.window
+        floor = floor_tokens(messages, self._cache.total, self.schema_tokens())
+        target = target_tokens(
+            overflow, tokens, floor, window=self.window, reserve=reserve,
+            remaining=self.max_attempts - attempt + 1, previous=self._attempt,
+        )  # fmt: skip
+        self._attempt = Attempt(tokens, target, floor, overflow.limit)
+        if target < self.window:
+            self._set_context_length(target + reserve)
+        return overflow
+
+    def _set_context_length(self, context_length: int) -> None:
+        self.engine.update_model(context_length=context_length)
+        self.events.limit_learned(context_length, self.threshold)
 
     def _recovered(
         self,
@@ -362,18 +380,13 @@ class ContextManager:
             if lighter is not messages:
                 return lighter
         out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
-        if out is messages and overflow.limit is None and 0 < tokens < self.context_length:
-            # The provider proved a request of this size does not fit but named no limit:
-            # our window is too optimistic, so take the rejected size as the window.
-            self.engine.update_model(context_length=tokens)
-            self.events.limit_learned(tokens, self.threshold)
-            out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
         if out is messages and payload:
             out = self._lighter_images(messages, None)
         if out is messages or self.estimate(out) >= self.window:
             out = self._cut_to_window(out, self.estimate(out))[0]
         if out is messages:
-            raise exhausted_error("it cannot be compressed further", tokens, self.window) from error
+            why = "it cannot be compressed further"
+            raise exhausted_error(why, self._attempt, tokens) from error
         return out
 
     def _cut_to_window(self, messages: list[Message], tokens: int) -> tuple[list[Message], int]:

@@ -21,8 +21,20 @@ from dataclasses import dataclass
 import httpx
 
 from ..compaction.images import shrink_images, strip_images
-from ..core.errors import CompressionExhaustedError
 from ..core.messages import Message
+
+__all__ = (
+    "LONG_CONTEXT_TIER_TOKENS",
+    "Overflow",
+    "OverflowKind",
+    "classify",
+    "error_text",
+    "lighter_images",
+    "parse_available_output",
+    "parse_limit",
+    "parse_request_tokens",
+    "status_of",
+)
 
 LONG_CONTEXT_TIER_TOKENS = 200_000
 """The window a long-context 429 (Anthropic's extra-usage tier) falls back to."""
@@ -48,12 +60,15 @@ class Overflow:
         limit: the real context window when the error states it.
         available_output: output tokens still available, when an output-cap error says so.
         status: the HTTP status, when known.
+        request_tokens: the provider's own count of the rejected request's input, when the
+            error states it (calibrates our estimate against the provider's tokenizer).
     """
 
     kind: OverflowKind
     limit: int | None = None
     available_output: int | None = None
     status: int | None = None
+    request_tokens: int | None = None
 
     @property
     def compressible(self) -> bool:
@@ -64,7 +79,7 @@ class Overflow:
 
 
 # Wordings that name the context window (OpenAI, Anthropic, vLLM, llama.cpp, Ollama,
-# Gemini, Bedrock, Mistral and OpenAI-compatible gateways).
+# Gemini, Bedrock, Mistral, xAI, Cohere, TGI, LM Studio and OpenAI-compatible gateways).
 _OVERFLOW_WORDS = re.compile(
     r"context[_ ]length[_ ]exceeded|maximum context length|context window|"
     r"prompt is too long|prompt too long|exceeds? the (?:available )?context size|"
@@ -72,7 +87,10 @@ _OVERFLOW_WORDS = re.compile(
     r"input (?:is )?too long|too many (?:input )?tokens|input length exceeds|"
     r"exceeds? (?:the )?(?:maximum|max) (?:context|input|number of tokens)|"
     r"reduce the length of the messages|context length of|token limit|"
-    r"longer than the maximum|exceeded max context length|n_ctx",
+    r"longer than the maximum|exceeded max context length|n_ctx|"
+    r"exceeds? the context length|too long to fit into the model|exceeds limit of|"
+    r"maximum prompt length|inputs`? tokens \+ `?max_new_tokens|prompt cannot exceed|"
+    r"is loaded with context length",
     re.IGNORECASE,
 )
 _PAYLOAD_WORDS = re.compile(r"payload too large|request entity too large|body too large", re.I)
@@ -95,7 +113,34 @@ _LIMIT_PATTERNS = [
         rf"maximum model length (?:is |of )?{_NUMBER}",  # vLLM
         rf"max_model_len\W{{0,3}}{_NUMBER}",
         rf"maximum number of tokens allowed \({_NUMBER}\)",  # Gemini
-        rf"context (?:length|window|size) (?:is |of )?{_NUMBER}",
+        rf"with {_NUMBER} maximum context length",  # Mistral
+        rf"{_NUMBER} (?:tokens? )?maximum context length",
+        rf"maximum prompt length is {_NUMBER}",  # xAI
+        rf"max(?:imum)? input tokens:? {_NUMBER}",  # Bedrock
+        rf"max_new_tokens`? must be <= {_NUMBER}",  # TGI (input + output)
+        rf"prompt cannot exceed {_NUMBER}",  # Cohere
+        rf"exceeds limit of {_NUMBER}",  # vLLM
+        rf"context (?:length|window|size) (?:is |of )?(?:only )?{_NUMBER}",
+    )
+]
+# The provider's count of the rejected input (first group), where an error states it.
+_REQUEST_PATTERNS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"(?:messages|input|prompt) resulted in {_NUMBER} tokens",  # OpenAI
+        rf"{_NUMBER} tokens? > \d[\d,_]* maximum",  # Anthropic
+        rf"{_NUMBER} in the messages",  # vLLM
+        rf"request has {_NUMBER} input tokens",  # vLLM
+        rf"input token count (?:is )?\(?{_NUMBER}\)?",  # Gemini
+        rf"prompt contains {_NUMBER} tokens",  # Mistral
+        rf"prompt \(total length {_NUMBER}\)",  # vLLM
+        rf"input prompt \({_NUMBER} tokens\)",  # vLLM
+        rf"request contains {_NUMBER} tokens",  # xAI
+        rf"request input token count:? {_NUMBER}",  # Bedrock
+        rf"given: {_NUMBER} `?inputs`? tokens",  # TGI
+        rf"n_prompt_tokens\W{{0,3}}{_NUMBER}",  # llama.cpp
+        rf"received {_NUMBER}",  # Cohere
+        rf"keep the first {_NUMBER} tokens",  # LM Studio
     )
 ]
 _INPUT_PLUS_OUTPUT = re.compile(rf"{_NUMBER} \+ {_NUMBER} > {_NUMBER}")
@@ -167,6 +212,17 @@ def parse_limit(text: str) -> int | None:
     return None
 
 
+def parse_request_tokens(text: str) -> int | None:
+    """The provider's count of the rejected request's input tokens, if the error says."""
+    for pattern in _REQUEST_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            value = _number(match.group(1))
+            if 0 < value <= _MAX_LIMIT:
+                return value
+    return None
+
+
 def parse_available_output(text: str) -> int | None:
     """Output tokens left when an error says ``input + max_tokens > limit``."""
     match = _INPUT_PLUS_OUTPUT.search(text)
@@ -192,18 +248,19 @@ def classify(
     status = status_of(error)
     text = error_text(error)
     limit = parse_limit(text)
+    counted = parse_request_tokens(text)
     if status == 413 or _PAYLOAD_WORDS.search(text):
-        return Overflow(OverflowKind.PAYLOAD_TOO_LARGE, limit, None, status)
+        return Overflow(OverflowKind.PAYLOAD_TOO_LARGE, limit, None, status, counted)
     if status == 429:
         if _LONG_CONTEXT_WORDS.search(text):
-            return Overflow(OverflowKind.LONG_CONTEXT_TIER, limit, None, status)
+            return Overflow(OverflowKind.LONG_CONTEXT_TIER, limit, None, status, counted)
         return None  # an ordinary rate limit: retry later, do not drop history
     available = parse_available_output(text)
     capped = available is not None or (_output_cap_words(text) and not _OVERFLOW_WORDS.search(text))
     if capped and status in (None, 400):
-        return Overflow(OverflowKind.OUTPUT_CAP, limit, available, status)
+        return Overflow(OverflowKind.OUTPUT_CAP, limit, available, status, counted)
     if _OVERFLOW_WORDS.search(text) and (status is None or 400 <= status < 500):
-        return Overflow(OverflowKind.CONTEXT_OVERFLOW, limit, None, status)
+        return Overflow(OverflowKind.CONTEXT_OVERFLOW, limit, None, status, counted)
     short = len(_provider_message(error).strip()) < GENERIC_400_MAX_CHARS
     if status == 400 and short and _large_session(session_tokens, context_length, message_count):
         return Overflow(OverflowKind.CONTEXT_OVERFLOW, None, None, status)
@@ -234,12 +291,3 @@ def lighter_images(
         return shrunk.messages, shrunk.shrunk, "shrunk"
     stripped, count = strip_images(messages, roles=roles)
     return stripped, count, "stripped"
-
-
-def exhausted_error(why: str, tokens: int, window: int) -> CompressionExhaustedError:
-    return CompressionExhaustedError(
-        f"compression exhausted: the request (~{tokens:,} tokens) still does not fit the "
-        f"model's window ({window:,} tokens); {why}. Start a new session, raise the "
-        "context window (a larger context_length or model), or compress manually with a "
-        "focus topic (ContextManager.compress(messages, focus_topic=...))."
-    )

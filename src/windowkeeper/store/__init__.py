@@ -24,7 +24,10 @@ from .base import (
     SessionRecord,
     SessionStore,
     Snapshot,
+    StoreCheck,
+    StoreDamageError,
     StoredRow,
+    StoreMissingError,
     UnknownSessionError,
 )
 from .keyed import AppendOutcome, KeyedRecord, KeyedSessions
@@ -58,6 +61,9 @@ __all__ = [
     "SessionRecord",
     "SessionStore",
     "Snapshot",
+    "StoreCheck",
+    "StoreDamageError",
+    "StoreMissingError",
     "StoredCompaction",
     "StoredRow",
     "UnknownSessionError",
@@ -84,8 +90,14 @@ def default_store_url() -> str:
     return f"sqlite:///{base / 'windowkeeper' / 'sessions.db'}"
 
 
-def open_store(url: str | None = None, *, clock: Clock = time.time) -> SessionStore:
+def open_store(
+    url: str | None = None, *, clock: Clock = time.time, create: bool = True
+) -> SessionStore:
     """Open (and migrate) the store named by ``url``; see the module docstring.
+
+    With ``create=False`` (commands that only read) a missing SQLite file is not created:
+    :class:`StoreMissingError` instead. An existing file that is not a windowkeeper store
+    (0 bytes included) or is truncated is refused with :class:`StoreDamageError`.
 
     Raises:
         StoreError: unsupported URL, missing driver, or the backend cannot be opened.
@@ -97,11 +109,13 @@ def open_store(url: str | None = None, *, clock: Clock = time.time) -> SessionSt
         path = Path(url.removeprefix("sqlite://"))
         if not str(path) or str(path) == ".":
             raise StoreError(f"store URL {url!r} names no file; use sqlite:///path/to/file.db")
+        if not create and not path.exists():
+            raise StoreMissingError(str(path))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create {path.parent}: {exc.strerror}") from exc
-        return SQLiteStore(path, clock=clock)
+        return SQLiteStore(path, clock=clock, create=create)
     if url.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresStore

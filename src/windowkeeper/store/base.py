@@ -38,17 +38,24 @@ from ..core.messages import (
     to_json,
     tool_calls,
 )
+from ..summary.redact import redact
+from .faults import DAMAGE_ADVICE, Lease, StoreCheck, StoreDamageError, StoreMissingError
 
 __all__ = (
+    "DAMAGE_ADVICE",
     "ArchiveEntry",
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "Lease",
     "Migration",
     "SearchHit",
     "SessionRecord",
     "SessionStore",
     "Snapshot",
+    "StoreCheck",
+    "StoreDamageError",
+    "StoreMissingError",
     "StoredRow",
     "UnknownSessionError",
     "query_terms",
@@ -244,21 +251,54 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     def search_archive(
-        self, query: str, *, session_id: str | None = None, limit: int = 10
+        self, query: str, *, session_id: str | None = None, limit: int = 10, reveal: bool = False
     ) -> list[SearchHit]:
-        """Archive entries containing every term of ``query``, best first."""
+        """Archive entries containing every term of ``query``, best first.
+
+        Snippets have secrets masked (:func:`~windowkeeper.summary.redact.redact`) unless
+        ``reveal``; the archive itself keeps the originals.
+        """
 
     @abc.abstractmethod
     def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
         """Take or renew the session's compression lease for ``ttl`` seconds.
 
-        True when ``holder`` now holds it: it was free, expired, or already ``holder``'s
-        (renewal). The session need not exist.
+        True when ``holder`` now holds it: it was free, expired, already ``holder``'s
+        (renewal, which also counts as a heartbeat), or its holder is dead: a process
+        gone on this host (see :func:`~windowkeeper.store.lease.holder_alive`), or a
+        holder that promised heartbeats and missed two. The session need not exist.
         """
+
+    def heartbeat(self, session_id: str, holder: str, *, every: float) -> bool:
+        """Record a sign of life of ``holder``'s lease and promise the next within
+        ``every`` seconds (two missed ones let another process take the lease over).
+
+        True when ``holder`` still holds the lease. Backends without heartbeats: False.
+        """
+        return False
+
+    def lease(self, session_id: str) -> Lease | None:
+        """The session's lease as stored (possibly expired), or ``None``."""
+        return None
 
     @abc.abstractmethod
     def release_lock(self, session_id: str, holder: str) -> bool:
         """Release the lease if ``holder`` holds it; True when it did."""
+
+    def check(self, *, quick: bool = False) -> StoreCheck:
+        """The backend's integrity check, then every stored value decoded (read-only);
+        ``quick``: only the backend's cheap structural check.
+
+        A backend without one reports its sessions as readable; SQL backends override it.
+        """
+        if quick:
+            return StoreCheck(True, "nothing to check quickly")
+        sessions = self.list_sessions(limit=1_000_000_000)
+        rows = 0
+        for record in sessions:
+            rows += len(self.load(record.id, include_archived=True).rows)
+        return StoreCheck(True, f"{len(sessions):,} sessions, {rows:,} rows readable",
+                          len(sessions), rows)  # fmt: skip
 
     def close(self) -> None:  # noqa: B027 - stores without resources need no cleanup
         """Release connections; safe to call twice."""
@@ -283,10 +323,16 @@ def dump_message(message: Mapping[str, Any]) -> str:
     return to_json(message)
 
 
-def load_message(text: str) -> Message:
-    value = json.loads(text)
+def load_message(text: str, where: str = "a stored message") -> Message:
+    """Decode one stored message body; :class:`StoreDamageError` naming ``where``
+    (e.g. ``session 'ab12', row 7``) when it is not a JSON object."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        reason = " ".join(str(exc).split())[:80]
+        raise StoreDamageError(f"{where}: not valid JSON ({reason})") from None
     if not isinstance(value, dict):
-        raise StoreError("a stored message is not a JSON object; the store is damaged")
+        raise StoreDamageError(f"{where}: not a JSON object")
     return value
 
 
@@ -310,9 +356,10 @@ def term_score(text: str, terms: Sequence[str]) -> float:
     return sum(words[t] for t in terms) / (1 + len(text) / 2000)
 
 
-def snippet(text: str, terms: Sequence[str], width: int = 160) -> str:
-    """A one-line excerpt around the first occurrence of a query term."""
-    flat = " ".join(text.split())
+def snippet(text: str, terms: Sequence[str], width: int = 160, *, reveal: bool = False) -> str:
+    """A one-line excerpt around the first occurrence of a query term; secrets masked
+    (in the whole text first, so no cut can leave half a key) unless ``reveal``."""
+    flat = " ".join((text if reveal else redact(text)).split())
     lowered = flat.lower()
     found = [i for i in (lowered.find(t) for t in terms) if i >= 0]
     start = max(0, min(found) - width // 3) if found else 0

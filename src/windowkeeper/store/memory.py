@@ -19,6 +19,7 @@ from .base import (
     Clock,
     CommitOutcome,
     Compaction,
+    Lease,
     Migration,
     SearchHit,
     SessionRecord,
@@ -30,6 +31,7 @@ from .base import (
     snippet,
     term_score,
 )
+from .lease import lease_is_dead
 from .memkeyed import KeyedMemory
 
 # Nothing to migrate in memory; the list exists so every backend reports the same shape.
@@ -50,7 +52,7 @@ class MemoryStore(SessionStore, KeyedMemory):
         self._clock = clock
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
-        self._leases: dict[str, tuple[str, float]] = {}
+        self._leases: dict[str, Lease] = {}
         self.applied_migrations = [m.name for m in MIGRATIONS]
 
     def _get(self, session_id: str) -> _Session:
@@ -184,7 +186,7 @@ class MemoryStore(SessionStore, KeyedMemory):
             return copy.deepcopy(found)
 
     def search_archive(
-        self, query: str, *, session_id: str | None = None, limit: int = 10
+        self, query: str, *, session_id: str | None = None, limit: int = 10, reveal: bool = False
     ) -> list[SearchHit]:
         terms = query_terms(query)
         with self._lock:
@@ -198,7 +200,7 @@ class MemoryStore(SessionStore, KeyedMemory):
             ]
         scored = [(term_score(e.text, terms), e) for e in entries]
         hits = [
-            SearchHit(e.session_id, e.handle, e.kind, snippet(e.text, terms), score)
+            SearchHit(e.session_id, e.handle, e.kind, snippet(e.text, terms, reveal=reveal), score)
             for score, e in scored
             if score > 0
         ]
@@ -209,15 +211,33 @@ class MemoryStore(SessionStore, KeyedMemory):
         with self._lock:
             now = self._clock()
             current = self._leases.get(session_id)
-            if current is None or current[1] <= now or current[0] == holder:
-                self._leases[session_id] = (holder, now + ttl)
+            if current is not None and current.holder == holder:
+                self._leases[session_id] = replace(current, expires_at=now + ttl, heartbeat_at=now)
+                return True
+            if current is None or lease_is_dead(current, now):
+                self._leases[session_id] = Lease(holder, now + ttl, now, now)
                 return True
             return False
+
+    def heartbeat(self, session_id: str, holder: str, *, every: float) -> bool:
+        with self._lock:
+            current = self._leases.get(session_id)
+            if current is None or current.holder != holder:
+                return False
+            self._leases[session_id] = replace(
+                current, heartbeat_at=self._clock(), heartbeat_every=every
+            )
+            return True
+
+    def lease(self, session_id: str) -> Lease | None:
+        with self._lock:
+            current = self._leases.get(session_id)
+            return None if current is None else replace(current, read_at=self._clock())
 
     def release_lock(self, session_id: str, holder: str) -> bool:
         with self._lock:
             current = self._leases.get(session_id)
-            if current is None or current[0] != holder:
+            if current is None or current.holder != holder:
                 return False
             del self._leases[session_id]
             return True

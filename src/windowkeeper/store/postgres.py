@@ -64,6 +64,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             expires_at DOUBLE PRECISION NOT NULL)""",
     )),
     KEYED_POSTGRES,
+    Migration("m007_lease_heartbeat", (
+        # When the holder took the lease, its last heartbeat, and the interval it promised
+        # (NULL: none promised, only the TTL applies): a dead holder is taken over early.
+        """ALTER TABLE wk_locks ADD COLUMN acquired_at DOUBLE PRECISION,
+            ADD COLUMN heartbeat_at DOUBLE PRECISION,
+            ADD COLUMN heartbeat_every DOUBLE PRECISION""",
+    )),
 )  # fmt: skip
 
 
@@ -151,6 +158,29 @@ class PostgresStore(KeyedSQLStore[Conn]):
 
     def _text(self, value: str) -> str:
         return _text(value)
+
+    def _integrity(self, conn: Conn, quick: bool) -> str | None:
+        """amcheck's B-tree check of our indexes when the extension is installed (creating
+        it needs a superuser); reading every row afterwards touches every heap page."""
+        installed = "SELECT 1 FROM pg_extension WHERE extname = 'amcheck'"
+        if not quick and conn.execute(installed).fetchone():
+            indexes = conn.execute(
+                "SELECT c.oid, c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'btree' "
+                "AND c.relname LIKE 'wk\\_%%'"
+            ).fetchall()
+            for oid, name in indexes:
+                try:
+                    with conn.transaction():  # a savepoint: a failure leaves the read usable
+                        conn.execute("SELECT bt_index_check(%s)", (oid,))
+                except psycopg.Error as exc:
+                    return f"PostgreSQL's amcheck failed on {name}: {' '.join(str(exc).split())}"
+        return None
+
+    def _iterate(self, conn: Conn, sql: str) -> Iterator[Any]:
+        with conn.cursor(name="wk_check") as cursor:  # server-side: streamed, not buffered
+            cursor.execute(sql)
+            yield from cursor
 
     def _executemany(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with conn.cursor() as cur:

@@ -3,7 +3,9 @@
 Instead of re-running a command whose output was pruned, the agent calls
 ``recall(handle=…)`` with the ``(ref wk…)`` handle from a stub, or ``recall(query=…)`` to
 search everything this session (and its rotation ancestors) archived. Answers are bounded
-in size and end with a note saying how to get the rest.
+in size and end with a note saying how to get the rest. Secrets (API keys, passwords,
+tokens) are masked in answers unless the call passes ``reveal: true``; the archive keeps
+the originals.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from ..core.errors import StoreError
 from ..core.messages import ToolSchema
+from ..summary.redact import redact
 from .base import ArchiveEntry, SearchHit, SessionStore
 from .session import lineage, resolve_handle
 
@@ -75,6 +78,11 @@ class RecallTool:
                                 "type": "integer",
                                 "description": "With query: maximum number of hits (1-20).",
                             },
+                            "reveal": {
+                                "type": "boolean",
+                                "description": "Show secrets (keys, passwords) unmasked; "
+                                "only when the user asked for them.",
+                            },
                         },
                         "additionalProperties": False,
                     },
@@ -87,36 +95,46 @@ class RecallTool:
             return None
         handle = arguments.get("handle")
         query = arguments.get("query")
+        reveal = arguments.get("reveal") is True
         try:
             if isinstance(handle, str) and handle.strip():
-                return self.by_handle(handle.strip(), _int(arguments.get("offset"), 0))
+                offset = _int(arguments.get("offset"), 0)
+                return self.by_handle(handle.strip(), offset, reveal=reveal)
             if isinstance(query, str) and query.strip():
                 limit = min(20, max(1, _int(arguments.get("limit"), self.default_limit)))
-                return self.search(query, limit)
+                return self.search(query, limit, reveal=reveal)
         except StoreError as exc:
             return f"error: recall failed: {exc}"
         return "error: recall needs a `handle` (e.g. wk1a2b3c4d5e) or a `query`"
 
-    def by_handle(self, handle: str, offset: int = 0) -> str:
-        """The archived original, one bounded window of it starting at ``offset``."""
+    def by_handle(self, handle: str, offset: int = 0, *, reveal: bool = False) -> str:
+        """The archived original, one bounded window of it starting at ``offset`` (secrets
+        masked unless ``reveal``)."""
         entry = resolve_handle(self.store, self.session_id, handle)
         if entry is None:
             return f"error: no archived item with handle {handle!r} in this session"
-        return render_entry(entry, offset, self.max_chars)
+        return render_entry(entry, offset, self.max_chars, reveal=reveal)
 
-    def search(self, query: str, limit: int) -> str:
-        """The best hits with handles and snippets, within the size bound."""
+    def search(self, query: str, limit: int, *, reveal: bool = False) -> str:
+        """The best hits with handles and snippets (secrets masked unless ``reveal``),
+        within the size bound."""
         hits: list[SearchHit] = []
         for record in lineage(self.store, self.session_id):
-            hits += self.store.search_archive(query, session_id=record.id, limit=limit)
+            hits += self.store.search_archive(
+                query, session_id=record.id, limit=limit, reveal=reveal
+            )
         hits.sort(key=lambda h: -h.score)
         return render_hits(hits[:limit], query, self.max_chars)
 
 
-def render_entry(entry: ArchiveEntry, offset: int, max_chars: int) -> str:
+def render_entry(entry: ArchiveEntry, offset: int, max_chars: int, *, reveal: bool = False) -> str:
     """One bounded window of an archived original from ``offset``, with a header and, when
-    more follows, a note saying how to read the next part."""
-    text = entry.text
+    more follows, a note saying how to read the next part.
+
+    Secrets are masked unless ``reveal``: the whole text first (so no window boundary can
+    leave half a key), and offsets then count characters of the masked text.
+    """
+    text = entry.text if reveal else redact(entry.text)
     offset = min(max(0, offset), len(text))
     # Leave room for the header and the continuation note inside the bound.
     end = min(len(text), offset + max(500, max_chars) - 300)
@@ -124,7 +142,8 @@ def render_entry(entry: ArchiveEntry, offset: int, max_chars: int) -> str:
     body = text[offset:end]
     if end >= len(text):
         return f"{header}\n{body}"
-    more = json.dumps({"handle": entry.handle, "offset": end})
+    place: dict[str, object] = {"handle": entry.handle, "offset": end}
+    more = json.dumps(place | {"reveal": True} if reveal else place)
     note = f"[truncated: {len(text) - end} more chars; call recall with {more} for the next part]"
     return f"{header}\n{body}\n{note}"
 

@@ -22,6 +22,7 @@ import socket
 import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,8 @@ from .base import (
     Snapshot,
     render_archived,
 )
+from .damage import decode_guard
+from .lease import LEASE_HEARTBEAT, Heartbeat
 
 __all__ = (
     "CONCURRENT_DETAIL",
@@ -82,9 +85,22 @@ def restore_state(compressor: ContextCompressor, record: SessionRecord) -> None:
     A session without stored state starts fresh, so one compressor can serve sessions
     one after another without leaking breakers between them.
     """
-    state = record.guard_state
-    compressor.guard = GuardState.from_json(state) if state else GuardState()
+    compressor.guard = _guard_state(record)
     compressor.previous_summary = record.previous_summary
+
+
+def _guard_state(record: SessionRecord) -> GuardState:
+    """The session's stored guard state; a damaged one is replaced by a fresh state with
+    one warning naming the session (its cooldowns and counters are lost, nothing else)."""
+    if not record.guard_state:
+        return GuardState()
+    state, problem = decode_guard(record.guard_state)
+    if problem is not None:
+        log.warning(
+            "session %r: the stored guard state is damaged (%s); starting from a fresh one "
+            "(cooldowns and the compaction count are reset)", record.id, problem,
+        )  # fmt: skip
+    return state
 
 
 def save_state(store: SessionStore, session_id: str, compressor: ContextCompressor) -> None:
@@ -115,10 +131,10 @@ def archive_records(
     return tuple(records)
 
 
-def skipped_result(messages: list[Message]) -> CompressionResult:
+def skipped_result(messages: list[Message], detail: str = CONCURRENT_DETAIL) -> CompressionResult:
     tokens = estimate_messages_tokens(messages)
     report = CompressionReport(
-        Outcome.SKIPPED, Reason.CONCURRENT_COMPACTION, detail=CONCURRENT_DETAIL,
+        Outcome.SKIPPED, Reason.CONCURRENT_COMPACTION, detail=detail,
         before_tokens=tokens, after_tokens=tokens,
         before_messages=len(messages), after_messages=len(messages),
     )  # fmt: skip
@@ -134,6 +150,15 @@ def _acquire(store: SessionStore, session_id: str, holder: str, ttl: float) -> b
             _lock_warned.add(store)
             log.warning("compression lock unavailable, compacting without it: %s", exc)
         return None
+
+
+def _busy(store: SessionStore, session_id: str) -> str:
+    """The skip's detail, naming the live holder and how long it has held the lease."""
+    try:
+        lease = store.lease(session_id)
+    except StoreError:
+        lease = None
+    return f"{CONCURRENT_DETAIL} ({lease.describe()})" if lease else CONCURRENT_DETAIL
 
 
 def _release(store: SessionStore, session_id: str, holder: str) -> None:
@@ -155,11 +180,14 @@ def compact_session(
     holder: str | None = None,
     ttl: float = LOCK_TTL,
     snapshot: Snapshot | None = None,
+    heartbeat: float = LEASE_HEARTBEAT,
 ) -> StoredCompaction:
     """Compact the stored session under its lease; see the module docstring.
 
     ``snapshot`` is the input when the caller already read the session (it must come
-    from ``store.load(session_id)``); otherwise the session is read here.
+    from ``store.load(session_id)``); otherwise the session is read here. While the
+    compaction runs, a thread renews the lease's heartbeat every ``heartbeat`` seconds,
+    so a live holder keeps its lease and a killed one loses it within two intervals.
     """
     if snapshot is None:
         snapshot = store.load(session_id)
@@ -171,7 +199,8 @@ def compact_session(
     holder = holder or new_holder()
     locked = _acquire(store, session_id, holder, ttl)
     if locked is False:
-        return StoredCompaction(skipped_result(snapshot.messages), session_id)
+        return StoredCompaction(skipped_result(snapshot.messages, _busy(store, session_id)),
+                                session_id)  # fmt: skip
     try:
         if locked and store.get_session(session_id).generation != snapshot.session.generation:
             # Someone committed between our read and our lease: our input is stale.
@@ -181,10 +210,12 @@ def compact_session(
             if locked:
                 _acquire(store, session_id, holder, ttl)
 
-        return _compact(
-            store, snapshot, compressor, renew, force=force, focus_topic=focus_topic,
-            rotate=rotate,
-        )  # fmt: skip
+        beating = Heartbeat(store, session_id, holder, heartbeat) if locked else nullcontext()
+        with beating:
+            return _compact(
+                store, snapshot, compressor, renew, force=force, focus_topic=focus_topic,
+                rotate=rotate,
+            )  # fmt: skip
     finally:
         if locked:
             _release(store, session_id, holder)

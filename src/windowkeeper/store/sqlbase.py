@@ -13,13 +13,12 @@ import abc
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar
 
 from ..core.errors import StoreError
 from ..core.messages import Message, safe_text
 from .base import (
     END_REASON_COMPRESSION,
-    LOCK_TTL,
     ArchiveEntry,
     Clock,
     CommitOutcome,
@@ -36,51 +35,26 @@ from .base import (
     query_terms,
     snippet,
 )
+from .sqlmaint import SQLMaintenance
+from .sqltypes import C, Connection, Cursor, Mode
 
 __all__ = ("Connection", "Cursor", "Mode", "SQLStore")
-
-Mode = Literal["write", "read", "snapshot"]
-"""``write``: a transaction that changes rows; ``read``: one that only reads;
-``snapshot``: a read whose statements must all see the same committed state."""
-
-
-class Cursor(Protocol):
-    """What ``execute`` returns, in both drivers."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class Connection(Protocol):
-    """The part of a driver connection the shared algorithms use."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Cursor: ...
-
-
-C = TypeVar("C", bound=Connection)
 
 _SESSION_COLUMNS = """id, parent_id, title, created_at, updated_at, ended_at, end_reason,
     generation, last_seq, compactions,
     (SELECT count(*) FROM wk_messages m WHERE m.session_id = s.id AND m.active{=true}),
     guard_state, previous_summary"""
 
-_LOCK_UPSERT = (
-    "INSERT INTO wk_locks (session_id, holder, expires_at) VALUES (?, ?, ?) "
-    "ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, "
-    "expires_at = excluded.expires_at "
-    "WHERE wk_locks.expires_at <= ? OR wk_locks.holder = excluded.holder"
-)
-
 
 def _record(row: Sequence[Any]) -> SessionRecord:
     return SessionRecord(*row)
 
 
-class SQLStore(SessionStore, Generic[C]):
+def _row(session_id: str, seq: object) -> str:
+    return f"session {session_id!r}, row {seq}"
+
+
+class SQLStore(SQLMaintenance[C], SessionStore):
     """A :class:`SessionStore` over SQL tables; subclasses are the dialects."""
 
     _clock: Clock
@@ -122,10 +96,6 @@ class SQLStore(SessionStore, Generic[C]):
 
     def _before_migrate(self, conn: C) -> None:
         """Run first in the migration transaction (e.g. take a lock concurrent openers share)."""
-
-    def _upsert_lock(self, conn: C, sql: str, params: Sequence[Any]) -> bool:
-        """Run the native lease upsert; True when it inserted or updated the row."""
-        return conn.execute(sql, params).rowcount == 1
 
     def _text(self, value: str) -> str:
         """A string as the database can store it in a text column (the JSON body is exact)."""
@@ -265,9 +235,10 @@ class SQLStore(SessionStore, Generic[C]):
                 (session_id,),
             ).fetchall()
         stored = [
-            StoredRow(int(seq), load_message(str(body)), bool(active), str(origin))
+            StoredRow(int(seq), load_message(str(body), _row(session_id, seq)), bool(active),
+                      str(origin))
             for seq, body, active, origin in rows
-        ]
+        ]  # fmt: skip
         return Snapshot(record, tuple(stored))
 
     def commit_compaction(self, session_id: str, compaction: Compaction) -> CommitOutcome:
@@ -315,11 +286,14 @@ class SQLStore(SessionStore, Generic[C]):
         )
         newer = self._run(
             conn,
-            "SELECT body FROM wk_messages WHERE session_id = ? AND active{=true} AND seq > ? "
-            "ORDER BY seq",
+            "SELECT seq, body FROM wk_messages WHERE session_id = ? AND active{=true} "
+            "AND seq > ? ORDER BY seq",
             (record.id, compaction.watermark),
         ).fetchall()
-        messages = [*compaction.messages, *(load_message(str(b)) for (b,) in newer)]
+        messages = [
+            *compaction.messages,
+            *(load_message(str(b), _row(record.id, seq)) for seq, b in newer),
+        ]
         child = self._new_session(conn, record.id, record.title, now)
         last = self._insert_rows(conn, child, 1, messages, "compaction")
         self._insert_archive(conn, child, compaction, now)
@@ -354,13 +328,16 @@ class SQLStore(SessionStore, Generic[C]):
             else:
                 wanted = list(dict.fromkeys(handles))
                 rows = self._select_handles(conn, sql, session_id, wanted)
+        where = f"session {session_id!r}, archive entry"
         return [
-            ArchiveEntry(session_id, str(h), str(k), str(t), load_message(str(b)), float(c))
+            ArchiveEntry(
+                session_id, str(h), str(k), str(t), load_message(str(b), f"{where} {h}"), float(c)
+            )
             for h, k, t, b, c in rows
         ]
 
     def search_archive(
-        self, query: str, *, session_id: str | None = None, limit: int = 10
+        self, query: str, *, session_id: str | None = None, limit: int = 10, reveal: bool = False
     ) -> list[SearchHit]:
         terms = query_terms(query)
         if not terms:
@@ -370,22 +347,6 @@ class SQLStore(SessionStore, Generic[C]):
                 self._session(conn, session_id)
             rows = self._search(conn, terms, session_id, limit)
         return [
-            SearchHit(str(s), str(h), str(k), snippet(str(t), terms), float(score))
+            SearchHit(str(s), str(h), str(k), snippet(str(t), terms, reveal=reveal), float(score))
             for s, h, k, t, score in rows
         ]
-
-    def acquire_lock(self, session_id: str, holder: str, *, ttl: float = LOCK_TTL) -> bool:
-        now = self._clock()
-        with self._tx() as conn:
-            return self._upsert_lock(
-                conn, self._sql(_LOCK_UPSERT), (session_id, holder, now + ttl, now)
-            )
-
-    def release_lock(self, session_id: str, holder: str) -> bool:
-        with self._tx() as conn:
-            cursor = self._run(
-                conn,
-                "DELETE FROM wk_locks WHERE session_id = ? AND holder = ?",
-                (session_id, holder),
-            )
-            return cursor.rowcount == 1

@@ -9,16 +9,18 @@ deferred transaction, so a snapshot's record and rows agree.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..core.errors import StoreError
-from .base import Clock, Migration
+from .base import Clock, Migration, StoreDamageError, StoreMissingError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_SQLITE, KeyedSQLStore
 
@@ -60,6 +62,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at REAL NOT NULL)""",
     )),
     KEYED_SQLITE,
+    Migration("m007_lease_heartbeat", (
+        # When the holder took the lease, its last heartbeat, and the interval it promised
+        # (NULL: none promised, only the TTL applies): a dead holder is taken over early.
+        "ALTER TABLE wk_locks ADD COLUMN acquired_at REAL",
+        "ALTER TABLE wk_locks ADD COLUMN heartbeat_at REAL",
+        "ALTER TABLE wk_locks ADD COLUMN heartbeat_every REAL",
+    )),
 )  # fmt: skip
 
 
@@ -87,10 +96,85 @@ def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
         delay = min(delay * 2, 0.1)
 
 
+_HEADER = b"SQLite format 3\x00"
+
+
+def file_problem(path: str) -> StoreDamageError | None:
+    """Why the file at ``path`` is not a usable SQLite database, read from its header
+    (cheap: 100 bytes and the size), or ``None``. Catches a 0-byte file, a file of
+    another kind and a truncated database; damage inside pages needs :meth:`check`."""
+    where = f"SQLite store {path}"
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        return StoreDamageError(f"{where}: cannot read it: {exc.strerror}", advice=False)
+    if size == 0:
+        return StoreDamageError(
+            f"{where}: it is empty (0 bytes), not a windowkeeper store: remove it or use "
+            "another path",
+            advice=False,
+        )
+    if not header.startswith(_HEADER):
+        return StoreDamageError(
+            f"{where}: it is not a windowkeeper store (not an SQLite database): use another path",
+            advice=False,
+        )
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65_536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The page count is valid when its "version-valid-for" matches the change counter.
+    counted = header[92:96] == header[24:28]
+    short = len(header) < 100 or (counted and size < pages * page_size)
+    if short or page_size < 512 or size % page_size:
+        return StoreDamageError(f"{where}: it is truncated or damaged ({size:,} bytes)")
+    return None
+
+
+def _remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+
+
+def _create_atomically(path: str, clock: Clock, timeout: float) -> None:
+    """Create a migrated store at ``path`` without ever showing a half-made file there.
+
+    The store is built under a temporary name and hard-linked into place, so a process
+    that finds ``path`` finds a whole store (and an empty file there is always damage);
+    a racing creator that links first wins and this one uses its store.
+    """
+    temporary = f"{path}.{uuid.uuid4().hex[:8]}.creating"
+    try:
+        SQLiteStore(temporary, clock=clock, timeout=timeout, _fresh=True).close()
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process created it first: use theirs
+        except OSError:
+            # No hard links on this filesystem: a rename, which only races with another
+            # creator of the same new file (both stores are empty and whole).
+            if not os.path.exists(path):
+                os.replace(temporary, path)
+    finally:
+        _remove(temporary)
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     # SQLite may already have rolled back (e.g. on SQLITE_FULL); a second ROLLBACK fails.
     if conn.in_transaction:
         conn.execute("ROLLBACK")
+
+
+def _mapped(path: str, exc: sqlite3.Error, what: str = "SQLite store") -> StoreError:
+    """A driver error as our StoreError; a damaged file says so and what to do."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "malformed" in text or "not a database" in text or "corrupt" in text
+    ):
+        return StoreDamageError(f"{what} {path}: {text}")
+    return StoreError(f"{what} {path}: {text}")
 
 
 class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
@@ -107,11 +191,27 @@ class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
     _TOKENS: ClassVar[dict[str, str]] = {"true": "1", "false": "0", "=true": " = 1"}
 
     def __init__(
-        self, path: str | Path, *, clock: Clock = time.time, timeout: float = 30.0
+        self,
+        path: str | Path,
+        *,
+        clock: Clock = time.time,
+        timeout: float = 30.0,
+        create: bool = True,
+        _fresh: bool = False,
     ) -> None:
         self.path = str(path)
         self._clock = clock
         self._mutex = threading.RLock()
+        self._closed = True
+        if not _fresh and self.path != ":memory:":
+            if not os.path.exists(self.path):
+                if not create:
+                    raise StoreMissingError(self.path)
+                _create_atomically(self.path, clock, timeout)
+            problem = file_problem(self.path)
+            if problem is not None:
+                raise problem
+        self._fresh = _fresh
         try:
             self._conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -126,8 +226,13 @@ class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
+        except StoreDamageError:
+            self.close()
+            raise
         except (sqlite3.Error, StoreError) as exc:
             self.close()
+            if isinstance(exc, sqlite3.Error):
+                raise _mapped(self.path, exc, "cannot open SQLite store") from exc
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
 
     # --- the dialect -----------------------------------------------------------------
@@ -146,16 +251,41 @@ class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
             try:
                 conn.execute(f"BEGIN {_BEGIN[mode]}")
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+                raise _mapped(self.path, exc) from exc
             try:
                 yield conn
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(conn)
-                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+                raise _mapped(self.path, exc) from exc
             except BaseException:
                 _rollback(conn)
                 raise
+
+    def _before_migrate(self, conn: sqlite3.Connection) -> None:
+        """Refuse a database that is not a windowkeeper store (unless creating one)."""
+        if self._fresh:
+            return
+        found = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'wk_migrations'"
+        ).fetchone()[0]
+        if not found:
+            raise StoreDamageError(
+                f"SQLite store {self.path}: it is an SQLite database but not a windowkeeper "
+                "store (no wk_migrations table): use another path",
+                advice=False,
+            )
+
+    def _integrity(self, conn: sqlite3.Connection, quick: bool) -> str | None:
+        rows = conn.execute(f"PRAGMA {'quick_check' if quick else 'integrity_check'}").fetchall()
+        found = [str(row[0]) for row in rows if str(row[0]) != "ok"]
+        if not found:
+            return None
+        more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+        return f"SQLite's integrity check failed: {' '.join(found[0].split())[:160]}{more}"
+
+    def _iterate(self, conn: sqlite3.Connection, sql: str) -> Iterator[Any]:
+        yield from conn.execute(sql)  # sqlite3 cursors stream
 
     def close(self) -> None:
         with self._mutex:

@@ -142,6 +142,9 @@ class LLMSummarizer:
             result = classify_exception(exc, endpoint=self.endpoint)
         run.elapsed_s = self._clock() - started
         if isinstance(result, SummaryFailure):
+            # The cause in the provider's words (status, message): the compressor's own
+            # line names only the kind of failure.
+            log.warning("summary call failed (%s): %s", result.kind.value, result.detail)
             return SummaryOutcome(failure=result, summarizer=self.name)
         return SummaryOutcome(body=result, summarizer=self.name)
 

@@ -1,0 +1,296 @@
+"""Secret redaction for everything that reaches or leaves the summarizer (SPEC §6).
+
+Summaries persist and re-enter every later prompt, so a secret that slips into one is
+repeated for the rest of the session. ``redact`` replaces credentials with
+``[REDACTED]`` while leaving ordinary prose, git SHAs and file paths alone.
+
+What must hold:
+- idempotent: ``redact(redact(x)) == redact(x)``;
+- fast: a few compiled regexes, each guarded by a cheap substring test, so a 1 MB
+  text without secrets costs a handful of C-level scans;
+- conservative on keys: ``key=value`` assignments are only redacted for secret-like
+  key names, and obvious non-values (type names, placeholders, env references) stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import Message
+
+REDACTED = "[REDACTED]"
+
+# Provider tokens with a recognisable prefix. The look-behind stops matches inside
+# longer words ("task-..." never yields "sk-...").
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"sk-ant-[A-Za-z0-9_-]{16,}"
+    r"|sk-(?:proj-|live-|test-|or-v1-)?[A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|AIza[0-9A-Za-z_-]{35}"
+    r"|glpat-[A-Za-z0-9_-]{20,}"
+    r"|hf_[A-Za-z0-9]{30,}"
+    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"  # Stripe secret and restricted keys
+    r"|whsec_[A-Za-z0-9]{16,}"  # Stripe webhook signing secret
+    r"|xapp-[A-Za-z0-9-]{10,}"  # Slack app-level token
+    r"|npm_[A-Za-z0-9]{30,}"
+    r"|pypi-AgE[A-Za-z0-9_-]{20,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # a JWT, bare
+    r")"
+)
+_TOKEN_HINTS = (
+    "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AKIA", "ASIA",
+    "AIza", "glpat-", "hf_", "sk_", "rk_", "whsec_", "xapp-", "npm_", "pypi-", "eyJ",
+)  # fmt: skip
+
+# Slack incoming webhooks carry their secret in the path.
+_SLACK_WEBHOOK = re.compile(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/-]+")
+
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    re.DOTALL,
+)
+
+# "Authorization: Bearer x", "Authorization: Basic x", a bare "Bearer <token>".
+_AUTH_HEADER = re.compile(
+    r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*)([^\s\"',;\\]{6,})"
+)
+_BEARER = re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+
+# Credentials inside URLs and connection strings: scheme://user:password@host. The
+# password may hold any character but whitespace and quotes ('/', ':', '@' included): it
+# runs to the last '@' that is followed by a host name and its end.
+_URL_CREDENTIAL = re.compile(
+    r"(://[^\s:/@\"'`]*:)([^\s\"'`]+?)(@)(?=[A-Za-z0-9.\-\[\]]+(?:[:/?#\s\"'`),;\]]|$))"
+)
+_PORT_AND_PATH = re.compile(r"\d{1,5}(?:/|$)")
+
+_SECRET_KEY = (
+    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|client[_-]?secret|auth[_-]?token|credentials?)"
+)
+# key = value / key: value / "key": "value" (env, YAML, JSON, INI, Python kwargs), also
+# inside JSON-escaped text (\"password\": \"x\", as a ledger line quotes it).
+_ASSIGNMENT = re.compile(
+    r"(?i)(" + _SECRET_KEY + r"\\?[\"']?\s*[:=]\s*)"
+    r"(?:(\\?[\"'])([^\"'\n]*?)\2|([^\s\"',;&}\])\\]+))"
+)
+# .env / shell lines: NAME=value where NAME is an upper-case variable naming a secret.
+_ENV_LINE = re.compile(
+    r"(?<![A-Za-z0-9_])((?:[A-Z][A-Z0-9]*_)*[A-Z0-9]*"
+    r"(?:PASS|PASSWD|PASSWORD|PWD|SECRET|TOKEN|KEY|CREDENTIALS?|AUTH)(?:_[A-Z0-9]+)*"
+    r"\s*=\s*)(?:([\"'])([^\"'\n]*)\2|([^\s\"'\\]+))"
+)
+_NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "KEY"})
+# CLI flags: --password x, --api-key=x, --client-secret "x".
+_FLAG = re.compile(
+    r"(?i)(--(?:[a-z0-9]+-)*(?:password|passwd|secret|token|api-?key|access-key"
+    r"|client-secret)(?:=|\s+))(?:([\"'])([^\"'\n]*)\2|([^\s\"'\\]+))"
+)
+# Every alternative of _SECRET_KEY starts with one of these (anchored matching needs it).
+_KEY_HINTS = ("pass", "secret", "token", "api", "access", "private", "client", "auth", "cred")
+
+# Values next to a secret-like key that are not secrets: type hints, placeholders,
+# references to other variables, booleans/nulls and values already redacted.
+_NOT_A_VALUE = frozenset(
+    {
+        "str", "string", "int", "bool", "bytes", "none", "null", "true", "false", "optional",
+        "required", "secretstr", "any", "object", "list", "dict", "redacted", "***", "...",
+        "<redacted>", "[redacted]", "xxx", "changeme", "=", "''", '""',
+    }
+)  # fmt: skip
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CODE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\(")
+_NAME_HINTS = ("token", "key", "secret", "pass", "pwd", "auth", "cred")
+
+
+def _is_placeholder(value: str) -> bool:
+    stripped = value.strip()
+    if len(stripped) < 3 or stripped.lower() in _NOT_A_VALUE:
+        return True
+    # env/template references ($DB_PASS, ${X}, {{ x }}, <your-key>) carry no secret
+    if stripped[0] in "$<{%[(" or stripped.startswith("os.environ"):
+        return True
+    # code, not a value: a call (document.querySelector(…), os.getenv(…), getToken())
+    if _CODE.match(stripped):
+        return True
+    # a variable passed on (token: csrfToken, password=user.password, api_key=API_KEY)
+    return bool(_IDENTIFIER.fullmatch(stripped)) and any(
+        hint in stripped.lower() for hint in _NAME_HINTS
+    )
+
+
+def _assignment(match: re.Match[str]) -> str:
+    head, quote, quoted, bare = match.group(1), match.group(2), match.group(3), match.group(4)
+    value = quoted if quote else bare
+    if value is None or _is_placeholder(value):
+        return match.group(0)
+    return f"{head}{quote}{REDACTED}{quote}" if quote else f"{head}{REDACTED}"
+
+
+def _keep_group_1(match: re.Match[str]) -> str:
+    return match.group(1) + REDACTED
+
+
+def _url_credential(match: re.Match[str]) -> str:
+    password = match.group(2)
+    if password == REDACTED or _PORT_AND_PATH.match(password):  # host:port/path@x: no user
+        return match.group(0)
+    return f"{match.group(1)}{REDACTED}{match.group(3)}"
+
+
+def _env_line(match: re.Match[str]) -> str:
+    name = match.group(1).split("=")[0].strip()
+    if name in _NOT_SECRET_NAMES:
+        return match.group(0)
+    return _assignment(match)
+
+
+def _auth_header(match: re.Match[str]) -> str:
+    if _is_placeholder(match.group(2)):
+        return match.group(0)
+    return match.group(1) + REDACTED
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A pattern applied where one of its ``hints`` occurs.
+
+    ``anchored`` rules are only tried at hint positions (each match starts with a
+    hint), which avoids running a slow alternation at every position of a large text;
+    the others run as one ``sub`` when any hint occurs at all.
+    """
+
+    pattern: re.Pattern[str]
+    replacement: Callable[[re.Match[str]], str] | str
+    hints: tuple[str, ...]
+    insensitive: bool = False
+    anchored: bool = False
+
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule(_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",)),
+    _Rule(_TOKEN, REDACTED, _TOKEN_HINTS, anchored=True),
+    _Rule(_AUTH_HEADER, _auth_header, ("authorization",), insensitive=True, anchored=True),
+    _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
+    _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True),
+    _Rule(_SLACK_WEBHOOK, _keep_group_1, ("hooks.slack.com/",)),
+    _Rule(_FLAG, _assignment, ("--",)),
+    _Rule(_ASSIGNMENT, _assignment, _KEY_HINTS, insensitive=True, anchored=True),
+    _Rule(_ENV_LINE, _env_line, ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "CRED", "AUTH")),
+)
+
+
+def _positions(haystack: str, hints: tuple[str, ...]) -> list[int]:
+    found: set[int] = set()
+    for hint in hints:
+        index = haystack.find(hint)
+        while index >= 0:
+            found.add(index)
+            index = haystack.find(hint, index + 1)
+    return sorted(found)
+
+
+def _replace(match: re.Match[str], replacement: Callable[[re.Match[str]], str] | str) -> str:
+    return replacement if isinstance(replacement, str) else replacement(match)
+
+
+def _sub_anchored(rule: _Rule, text: str, starts: list[int]) -> str:
+    pieces: list[str] = []
+    done = 0
+    for start in starts:
+        if start < done:
+            continue
+        match = rule.pattern.match(text, start)
+        if match is None:
+            continue
+        pieces.append(text[done:start])
+        pieces.append(_replace(match, rule.replacement))
+        done = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _apply(rule: _Rule, text: str, lowered: str) -> str:
+    haystack = lowered if rule.insensitive else text
+    if not any(hint in haystack for hint in rule.hints):
+        return text
+    # lower() can change the length of some non-ASCII text; positions would then drift
+    if rule.anchored and len(haystack) == len(text):
+        return _sub_anchored(rule, text, _positions(haystack, rule.hints))
+    return rule.pattern.sub(rule.replacement, text)
+
+
+def redact(text: str) -> str:
+    """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``."""
+    if not text:
+        return text
+    lowered = text.lower()
+    for rule in _RULES:
+        new = _apply(rule, text, lowered)
+        if new != text:
+            text, lowered = new, new.lower()
+    return text
+
+
+def redact_messages(messages: Sequence[Message]) -> list[Message]:
+    """Copies of ``messages`` with secrets masked in their text and tool-call arguments.
+
+    What a summarizer reads and the ledger extracts from: a bare value lifted out of its
+    context ("quoted: 'hunter2'", an identifier that was an API key) can no longer be told
+    from an ordinary one, so secrets are masked before anything is extracted. Messages
+    without secrets are the input objects themselves (and the input list when none has).
+    """
+    out = [_redact_message(message) for message in messages]
+    if all(new is old for new, old in zip(out, messages, strict=True)):
+        return messages if isinstance(messages, list) else list(messages)
+    return out
+
+
+def _redact_message(message: Message) -> Message:
+    changes: dict[str, Any] = {}
+    content = message.get("content")
+    if isinstance(content, str):
+        masked = redact(content)
+        if masked != content:
+            changes["content"] = masked
+    elif isinstance(content, list):
+        parts = [_redact_part(part) for part in content]
+        if any(new is not old for new, old in zip(parts, content, strict=True)):
+            changes["content"] = parts
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        masked_calls = [_redact_call(call) for call in calls]
+        if any(new is not old for new, old in zip(masked_calls, calls, strict=True)):
+            changes["tool_calls"] = masked_calls
+    return {**message, **changes} if changes else message
+
+
+def _redact_part(part: object) -> object:
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        masked = redact(part["text"])
+        if masked != part["text"]:
+            return {**part, "text": masked}
+    return part
+
+
+def _redact_call(call: object) -> object:
+    function = call.get("function") if isinstance(call, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(arguments, str):
+        return call
+    masked = redact(arguments)
+    if masked == arguments:
+        return call
+    assert isinstance(call, dict) and isinstance(function, dict)
+    return {**call, "function": {**function, "arguments": masked}}
