@@ -42,7 +42,7 @@ from windowkeeper.testing import unused_port
 
 UPSTREAM = """
 import sys
-from windowkeeper.loopback import LoopbackUpstream, Reply
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply
 delay = float(sys.argv[1])
 answer = Reply.delay(delay, Reply.turn("ok")) if delay else Reply.turn("ok")
 with LoopbackUpstream(default=answer, record=False, fast=True) as server:

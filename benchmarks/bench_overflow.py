@@ -2,7 +2,7 @@
 
 Every session is replayed request by request (each assistant message is one request
 carrying everything before it) through a :class:`ContextManager` whose compressor is
-configured with a window ``W``, against :class:`~windowkeeper.provider_sim.LimitedProvider`
+configured with a window ``W``, against :class:`~windowkeeper.testing.provider_sim.LimitedProvider`
 whose real limit is 60% of ``W``: for every provider wording (with and without a stated
 limit) and a provider tokenizer that counts 15% less, the same, or 15% more than our
 estimate. A session *completes* when every one of its requests was answered (recovery
@@ -23,7 +23,7 @@ from windowkeeper import (
     parse_conversation,
 )
 from windowkeeper.core.messages import Message, ToolSchema
-from windowkeeper.provider_sim import WORDINGS, LimitedProvider, Wording, replay_limited
+from windowkeeper.testing.provider_sim import WORDINGS, LimitedProvider, Wording, replay_limited
 
 MISMATCHES = (0.85, 1.0, 1.15)
 

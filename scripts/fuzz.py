@@ -1,6 +1,6 @@
 """Fuzz the library with random hostile histories (issue 10); figures for docs/benchmarks.md.
 
-Each case (:func:`windowkeeper.histories.fuzz_case`) is a valid conversation with
+Each case (:func:`windowkeeper.testing.histories.fuzz_case`) is a valid conversation with
 tool-call arguments nested up to 5,000 levels, 5,000-digit integer literals, broken JSON,
 CJK, emoji, lone surrogates, images and parallel calls; it is validated, read back from
 JSONL, compressed at a random window from 2K to 200K (forced or not) and run through the
@@ -21,8 +21,8 @@ import tempfile
 import time
 from collections import Counter
 
-from windowkeeper.histories import FuzzCase, fuzz_case
 from windowkeeper.store import open_store
+from windowkeeper.testing.histories import FuzzCase, fuzz_case
 
 
 def main() -> int:

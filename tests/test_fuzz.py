@@ -1,6 +1,6 @@
 """Random hostile histories (issue 10): no exception, no invariant violation, anywhere.
 
-The histories (:mod:`windowkeeper.histories`) are valid conversations with tool-call
+The histories (:mod:`windowkeeper.testing.histories`) are valid conversations with tool-call
 arguments nested up to 5,000 levels, 5,000-digit integer literals, broken JSON, CJK, emoji,
 lone surrogates, images and parallel calls. Each is validated, read back from JSONL,
 compressed at a random window from 2K to 200K (forced or not), run through the manager's
@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.core.messages import content_text, tool_calls
-from windowkeeper.histories import fuzz_case, random_history
 from windowkeeper.store import SessionStore, open_store
+from windowkeeper.testing.histories import fuzz_case, random_history
 
 
 @pytest.fixture(scope="module")

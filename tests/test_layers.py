@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gateway", "integrations"),
     ("cli",),
     ("__main__",),
-    ("testing", "loopback", "provider_sim", "histories"),
+    ("testing",),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

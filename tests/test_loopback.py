@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from windowkeeper.loopback import LoopbackUpstream, Reply, call
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply, call
 
 
 @pytest.fixture

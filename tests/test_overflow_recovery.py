@@ -22,7 +22,7 @@ from windowkeeper.core.errors import CompressionExhaustedError
 from windowkeeper.core.messages import Message, ToolSchema
 from windowkeeper.loop.overflow import OverflowKind, classify
 from windowkeeper.loop.recovery import Attempt, exhausted_error, target_tokens
-from windowkeeper.provider_sim import WORDINGS, LimitedProvider, Wording, replay_limited
+from windowkeeper.testing.provider_sim import WORDINGS, LimitedProvider, Wording, replay_limited
 
 MISMATCHES = (0.85, 1.0, 1.15)
 LIMIT_SHARE = 0.6

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from windowkeeper.loopback import LoopbackUpstream
 from windowkeeper.testing import OpenAITestServer
+from windowkeeper.testing.loopback import LoopbackUpstream
 
 if importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None:
     # Without the gateway extra these modules cannot even be imported; say so once.

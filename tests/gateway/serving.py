@@ -12,9 +12,9 @@ from typing import Any
 import uvicorn
 
 from windowkeeper.gateway import GatewaySettings, create_app
-from windowkeeper.loopback import LoopbackUpstream
 from windowkeeper.store import SessionStore
 from windowkeeper.testing import unused_port
+from windowkeeper.testing.loopback import LoopbackUpstream
 
 MODEL = "test-model"
 

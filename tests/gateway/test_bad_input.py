@@ -12,8 +12,8 @@ import pytest
 from gwhelpers import gateway
 from serving import MODEL, loopback_settings, serving
 
-from windowkeeper.loopback import LoopbackUpstream, Reply
 from windowkeeper.store import MemoryStore
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply
 
 pytestmark = pytest.mark.anyio
 KEY = "gw-test-key"

@@ -17,7 +17,7 @@ from factories import long_session
 from windowkeeper.adapters.anthropic import to_anthropic
 from windowkeeper.adapters.responses import INSTRUCTIONS_KEY, to_responses
 from windowkeeper.core.tokens import estimate_messages_tokens
-from windowkeeper.loopback import LoopbackUpstream, Reply, call, request_tokens
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply, call, request_tokens
 
 HISTORY = long_session(rounds=30)
 WINDOW = int(estimate_messages_tokens(HISTORY) / 0.9)  # the history fills 90%: compaction

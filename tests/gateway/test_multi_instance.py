@@ -14,9 +14,9 @@ import httpx
 from test_serve_process import _wait_until_up
 
 from windowkeeper.core.tokens import estimate_messages_tokens
-from windowkeeper.loopback import LoopbackUpstream, Reply
 from windowkeeper.store import open_store
 from windowkeeper.testing import unused_port
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply
 
 MODEL = "test-model"
 TURNS = 14

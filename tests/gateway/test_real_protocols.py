@@ -21,7 +21,7 @@ from windowkeeper.adapters.anthropic import to_anthropic
 from windowkeeper.adapters.formats import load_conversation
 from windowkeeper.adapters.responses import INSTRUCTIONS_KEY, to_responses
 from windowkeeper.core.messages import Message, ToolSchema
-from windowkeeper.loopback import LoopbackUpstream, Reply, request_tokens
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply, request_tokens
 
 CASES = {"cc_spotter_4d5611e5": 8_000, "msa_dschat_django__django-11910": 16_000}
 PATHS = [p for p in real_session_paths() if p.stem in CASES]

@@ -17,8 +17,8 @@ from serving import MODEL, loopback_settings
 
 from factories import assistant, long_session, user
 from windowkeeper.core.tokens import estimate_messages_tokens
-from windowkeeper.loopback import LoopbackUpstream, Reply, request_tokens
 from windowkeeper.store import SessionStore, open_store
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply, request_tokens
 
 pytestmark = pytest.mark.anyio
 HISTORY = long_session(rounds=30)

@@ -1,7 +1,7 @@
 """A scripted loopback upstream that speaks OpenAI Chat Completions, OpenAI Responses and
 Anthropic Messages, streamed and not (test helpers shipped with windowkeeper)::
 
-    from windowkeeper.loopback import LoopbackUpstream, Reply, call
+    from windowkeeper.testing.loopback import LoopbackUpstream, Reply, call
 
     with LoopbackUpstream(window=16_000) as upstream:
         upstream.script(Reply.turn("hello"), Reply.turn(None, call("read", path="a.py")))

@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core.errors import WindowkeeperError
-from .core.messages import Message, ToolSchema
-from .core.tokens import message_tokens, tool_schema_tokens
-from .engine.compressor import ContextCompressor
-from .loop.manager import ContextManager
+from ..core.errors import WindowkeeperError
+from ..core.messages import Message, ToolSchema
+from ..core.tokens import message_tokens, tool_schema_tokens
+from ..engine.compressor import ContextCompressor
+from ..loop.manager import ContextManager
 
 __all__ = (
     "WORDINGS",

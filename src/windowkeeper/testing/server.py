@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-from .summary.protocol import SummaryOutcome, SummaryRequest
+from ..summary.protocol import SummaryOutcome, SummaryRequest
 
 StepKind = Literal["completion", "error", "raw", "delay", "stream", "close"]
 

@@ -15,14 +15,14 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .adapters.formats import parse_conversation
-from .core.config import CompressionConfig, usable_window
-from .core.invariants import violations
-from .core.messages import Message, dump_jsonl, strip_private_keys, validate_messages
-from .core.tokens import estimate_request_tokens
-from .engine.compressor import ContextCompressor
-from .loop.manager import ContextManager
-from .store import SessionStore, compact_session
+from ..adapters.formats import parse_conversation
+from ..core.config import CompressionConfig, usable_window
+from ..core.invariants import violations
+from ..core.messages import Message, dump_jsonl, strip_private_keys, validate_messages
+from ..core.tokens import estimate_request_tokens
+from ..engine.compressor import ContextCompressor
+from ..loop.manager import ContextManager
+from ..store import SessionStore, compact_session
 
 __all__ = ("FuzzCase", "fuzz_case", "random_history", "random_text")
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from ..adapters.anthropic import from_anthropic
-from ..adapters.responses import from_responses
-from ..core.errors import InvalidMessagesError
-from ..core.tokens import estimate_request_tokens
+from ...adapters.anthropic import from_anthropic
+from ...adapters.responses import from_responses
+from ...core.errors import InvalidMessagesError
+from ...core.tokens import estimate_request_tokens
 from .replies import Protocol, Reply, body, error_body, overflow_body
 from .streams import chat_events, messages_events, responses_events
 
