@@ -15,6 +15,7 @@ What must hold:
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -165,8 +166,10 @@ class _Rule:
     """A pattern applied where one of its ``hints`` occurs.
 
     ``anchored`` rules are only tried at hint positions (each match starts with a
-    hint), which avoids running a slow alternation at every position of a large text;
-    the others run as one ``sub`` when any hint occurs at all.
+    hint, or with the word a hint is in when ``word_start``), which avoids running a
+    slow alternation at every position of a large text; the others run as one ``sub``
+    when any hint occurs at all (their patterns start with a literal, which the regex
+    engine finds fast).
     """
 
     pattern: re.Pattern[str]
@@ -174,6 +177,7 @@ class _Rule:
     hints: tuple[str, ...]
     insensitive: bool = False
     anchored: bool = False
+    word_start: bool = False
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -183,20 +187,36 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
     _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True),
     _Rule(_SLACK_WEBHOOK, _keep_group_1, ("hooks.slack.com/",)),
-    _Rule(_FLAG, _assignment, ("--",)),
+    _Rule(_FLAG, _assignment, ("--",), anchored=True),
     _Rule(_ASSIGNMENT, _assignment, _KEY_HINTS, insensitive=True, anchored=True),
-    _Rule(_ENV_LINE, _env_line, ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "CRED", "AUTH")),
+    _Rule(
+        _ENV_LINE,
+        _env_line,
+        ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "CRED", "AUTH"),
+        anchored=True,
+        word_start=True,
+    ),
 )
 
 
-def _positions(haystack: str, hints: tuple[str, ...]) -> list[int]:
+_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+
+
+def _positions(haystack: str, hints: tuple[str, ...], word_start: bool = False) -> list[int]:
     found: set[int] = set()
     for hint in hints:
         index = haystack.find(hint)
         while index >= 0:
-            found.add(index)
+            found.add(_word_start(haystack, index) if word_start else index)
             index = haystack.find(hint, index + 1)
     return sorted(found)
+
+
+def _word_start(text: str, index: int) -> int:
+    """Where the run of ``[A-Za-z0-9_]`` that holds ``text[index]`` begins."""
+    while index and text[index - 1] in _WORD_CHARS:
+        index -= 1
+    return index
 
 
 def _replace(match: re.Match[str], replacement: Callable[[re.Match[str]], str] | str) -> str:
@@ -227,7 +247,7 @@ def _apply(rule: _Rule, text: str, lowered: str) -> str:
         return text
     # lower() can change the length of some non-ASCII text; positions would then drift
     if rule.anchored and len(haystack) == len(text):
-        return _sub_anchored(rule, text, _positions(haystack, rule.hints))
+        return _sub_anchored(rule, text, _positions(haystack, rule.hints, rule.word_start))
     return rule.pattern.sub(rule.replacement, text)
 
 
@@ -251,13 +271,14 @@ def redact_messages(messages: Sequence[Message]) -> list[Message]:
     from an ordinary one, so secrets are masked before anything is extracted. Messages
     without secrets are the input objects themselves (and the input list when none has).
     """
-    out = [_redact_message(message) for message in messages]
+    out = [redact_message(message) for message in messages]
     if all(new is old for new, old in zip(out, messages, strict=True)):
         return messages if isinstance(messages, list) else list(messages)
     return out
 
 
-def _redact_message(message: Message) -> Message:
+def redact_message(message: Message) -> Message:
+    """A copy of ``message`` with its secrets masked; ``message`` itself when it has none."""
     changes: dict[str, Any] = {}
     content = message.get("content")
     if isinstance(content, str):

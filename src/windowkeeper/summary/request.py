@@ -25,7 +25,7 @@ from .handoff.parse import split_sections
 from .handoff.text import render
 from .handoff.users import written_text
 from .protocol import WRITTEN_SHARE, WRITTEN_TITLES, SummaryRequest
-from .redact import redact_messages
+from .redact import masked_analysis
 
 SNAPSHOT_CHARS = 1_400
 
@@ -44,11 +44,9 @@ def summary_request(
     ``analysis``: of ``turns``; ``facts``: the records of ``messages`` (both made here when
     not given).
     """
-    # No summarizer reads a secret, and nothing is extracted from one (SPEC §6): a bare
-    # value lifted out of its context ("quoted: 'hunter2'") can no longer be told from an
-    # ordinary one. Turns without secrets are the same list and keep their analysis.
-    masked = redact_messages(turns)
-    analysis = Analysis(masked) if masked is not turns else analysis or Analysis(turns)
+    # No summarizer reads a secret, and nothing is extracted from one (SPEC §6).
+    analysis = masked_analysis(turns, analysis or Analysis(turns))
+    masked = analysis.messages if isinstance(analysis.messages, list) else list(analysis.messages)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
     tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
