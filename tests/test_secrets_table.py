@@ -24,6 +24,7 @@ from windowkeeper import ContextCompressor, LLMSummarizer, LLMSummarizerConfig
 from windowkeeper.cli.sessions import sessions_app
 from windowkeeper.core.messages import Message, content_text
 from windowkeeper.store import RecallTool, compact_session, open_store
+from windowkeeper.summary.protocol import SummaryOutcome, SummaryRequest
 from windowkeeper.summary.redact import REDACTED, redact
 from windowkeeper.testing import OpenAITestServer, Step
 
@@ -244,3 +245,51 @@ def test_search_and_recall_mask_unless_revealed(tmp_path: Path) -> None:
                 assert store.archived(sid, [handle])[0].message  # and the original message
             found = recall.call("recall", {"query": case.canary, "limit": 20}) or ""
             _assert_clean(found, case, "recall by query")
+
+
+class Recording:
+    """A user's own summarizer: records what it was sent and writes a short handoff."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryOutcome:
+        self.sent = [json.dumps(m, ensure_ascii=False) for m in request.turns]
+        return SummaryOutcome(body="## Goal\nRead the settings.", summarizer=self.name)
+
+
+def _read_session(case: Case) -> list[Message]:
+    """The secret only in a file the agent read (its extraction view is not masked)."""
+    messages: list[Message] = [
+        {"role": "system", "content": "You are a deploy agent."},
+        {"role": "user", "content": "Check the deploy settings."},
+    ]
+    for n in range(6):
+        cid = f"read_{n}"
+        args = json.dumps({"path": f"config/settings_{n}.env"})
+        call = {"id": cid, "type": "function", "function": {"name": "read_file", "arguments": args}}
+        content = f"# settings {n}\n{case.canary} {case.text}\n" + "option = 1\n" * 1500
+        messages += [
+            {"role": "assistant", "content": f"Reading settings {n}.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": cid, "content": content},
+            {"role": "user", "content": f"Next file after {n}."},
+        ]
+    messages.append({"role": "user", "content": "Please continue with the deploy."})
+    return messages
+
+
+@pytest.mark.parametrize("case", TABLE, ids=IDS)
+def test_a_secret_in_a_read_file_reaches_neither_handoff_nor_summarizer(case: Case) -> None:
+    messages = _read_session(case)
+    result = _compressor().compress(messages, force=True, focus_topic=FOCUS)
+    assert result.report.compressed and result.summary
+    assert "settings_0.env" in result.summary  # the read itself is in the handoff
+    assert case.secret not in result.summary
+    assert not any(fragment in result.summary for fragment in _fragments(case.secret))
+    # a summarizer of the user's own is sent the file contents masked
+    recording = Recording()
+    result = _compressor(summarizer=recording).compress(messages, force=True, focus_topic=FOCUS)
+    assert result.report.compressed and not result.report.fallback_used
+    _assert_clean("\n".join(recording.sent).replace("\\n", "\n"), case, "custom summarizer")

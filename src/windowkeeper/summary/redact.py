@@ -5,28 +5,73 @@ recall) can mask with the same table; this module keeps the summary layer's name
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import overload
 
-from ..analysis.events import Analysis
+from ..analysis.events import Analysis, failed
 from ..analysis.record import Analyzer, MessageFacts
+from ..analysis.toolshapes import ToolKind
 from ..core.messages import Message
 from ..core.secrets import REDACTED, redact, redact_message, redact_messages
 
-__all__ = ("REDACTED", "masked_analysis", "redact", "redact_messages")
+__all__ = ("REDACTED", "MaskedTurns", "masked_analysis", "redact", "redact_messages")
 
 
 def masked_analysis(turns: Sequence[Message], analysis: Analysis) -> Analysis:
-    """``analysis`` (of ``turns``) as it reads with every secret masked.
+    """``analysis`` (of ``turns``) as the handoff's extraction reads it: secrets masked.
 
-    What a summarizer reads and the ledger extracts from: a bare value lifted out of its
-    context ("quoted: 'hunter2'") can no longer be told from an ordinary one, so secrets
-    are masked before anything is extracted. Each message is masked once (the result
-    lives in its record, so later compactions of the session reuse it); a message without
-    secrets keeps its record, and ``analysis`` itself is returned when none has one.
+    A bare value lifted out of its context ("quoted: 'hunter2'", an id that was a key)
+    can no longer be told from an ordinary one, so secrets are masked before anything is
+    extracted. The content of a file read successfully is left as it is: nothing lifts
+    a bare value out of it (identifiers skip file contents, error lines are whole
+    lines), and every line that does reach the handoff is masked with the handoff's
+    text. Each message is masked once (the result lives in its record, so later
+    compactions of the session reuse it); a message without secrets keeps its record,
+    and ``analysis`` itself is returned when none has one.
     """
-    records = [_masked(record) for record in analysis.facts]
-    if all(new is old for new, old in zip(records, analysis.facts, strict=True)):
+    contents = _file_contents(analysis.facts)
+    facts = analysis.facts
+    records = [record if i in contents else _masked(record) for i, record in enumerate(facts)]
+    if all(new is old for new, old in zip(records, facts, strict=True)):
         return analysis
     return Analysis([record.message for record in records], records)
+
+
+class MaskedTurns(Sequence[Message]):
+    """The turns a summarizer reads, each masked when it is first read (once per message).
+
+    What a summarizer is sent carries no secret, file contents included; a summarizer
+    that never reads the turns (the extractive one) costs nothing.
+    """
+
+    def __init__(self, facts: Sequence[MessageFacts]) -> None:
+        self._facts = facts
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [_masked(record).message for record in self._facts[index]]
+        return _masked(self._facts[index]).message
+
+
+def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
+    """Positions of tool results that are the content of a file read without failure."""
+    reads = {call.id for record in facts for call in record.calls
+             if call.id and call.action.kind is ToolKind.READ}  # fmt: skip
+    if not reads:
+        return set()
+    return {
+        i
+        for i, record in enumerate(facts)
+        if record.role == "tool"
+        and record.message.get("tool_call_id") in reads
+        and not failed(None, record.text)
+    }
 
 
 def _masked(record: MessageFacts) -> MessageFacts:

@@ -25,7 +25,7 @@ from .handoff.parse import split_sections
 from .handoff.text import render
 from .handoff.users import written_text
 from .protocol import WRITTEN_SHARE, WRITTEN_TITLES, SummaryRequest
-from .redact import masked_analysis
+from .redact import MaskedTurns, masked_analysis
 
 SNAPSHOT_CHARS = 1_400
 
@@ -45,8 +45,8 @@ def summary_request(
     not given).
     """
     # No summarizer reads a secret, and nothing is extracted from one (SPEC §6).
-    analysis = masked_analysis(turns, analysis or Analysis(turns))
-    masked = analysis.messages if isinstance(analysis.messages, list) else list(analysis.messages)
+    original = analysis or Analysis(turns)
+    analysis = masked_analysis(turns, original)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
     tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
@@ -54,7 +54,7 @@ def summary_request(
     where = placement(facts, plan, messages)
     state = extract_state(analysis, previous, where, focus_topic, tail, head)
     return SummaryRequest(
-        turns=masked,
+        turns=MaskedTurns(original.facts),
         previous_summary=plan.previous_summary or None,
         focus_topic=focus_topic,
         budget_tokens=plan.summary_budget_tokens,
