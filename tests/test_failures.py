@@ -1,4 +1,4 @@
-"""Failure classification at the provider edge (SPEC §7)."""
+"""Failure classification at the provider edge (design §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Summary-model window resolution and the feasibility decision (SPEC §6)."""
+"""Summary-model window resolution and the feasibility decision (design §5)."""
 
 from __future__ import annotations
 

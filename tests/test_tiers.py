@@ -1,4 +1,4 @@
-"""The two tiers of a compaction (SPEC §5 step 0) and the defects issue 9 names."""
+"""The two tiers of a compaction (design §4 step 0) and the defects issue 9 names."""
 
 from __future__ import annotations
 

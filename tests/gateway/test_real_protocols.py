@@ -94,4 +94,4 @@ def test_a_real_session_never_overflows_the_upstream(path: Path, protocol: str) 
     assert not any(r.rejected for r in received)
     assert max(sizes) < window, f"largest request {max(sizes):,} tokens"
     private = (b'"_responses_items"', b'"_anthropic_source"', b'"_anthropic_thinking"')
-    assert not any(key in r.raw for r in received for key in private)  # SPEC §1
+    assert not any(key in r.raw for r in received for key in private)  # design §1

@@ -1,4 +1,4 @@
-"""A dead lease holder is taken over within seconds, never after the 300 s TTL (SPEC §8).
+"""A dead lease holder is taken over within seconds, never after the 300 s TTL (design §7).
 
 Dead means: a process gone on this host (taken over at once), or a holder that promised
 heartbeats and missed two (taken over 2 x 2 s after its last one). The SIGKILL tests

@@ -1,4 +1,4 @@
-"""Anthropic Messages API <-> canonical OpenAI chat messages (SPEC §1).
+"""Anthropic Messages API <-> canonical OpenAI chat messages (design §1).
 
 :func:`from_anthropic` turns a Messages API request (``system`` + ``messages``) into
 canonical messages; :func:`to_anthropic` turns canonical messages back. For the
@@ -20,7 +20,7 @@ Mapping:
 - ``thinking``/``redacted_thinking`` blocks are kept opaquely, unchanged, in the private
   ``_anthropic_thinking`` key and put back first in the assistant turn: Anthropic
   requires the signed thinking of a tool-use turn to be sent back verbatim. Private keys
-  are in-process only (SPEC §1), so an OpenAI-bound request never sees them.
+  are in-process only (design §1), so an OpenAI-bound request never sees them.
 - ``cache_control`` rides along: on blocks it stays on the part; a message-level
   ``cache_control`` (canonical, see :mod:`windowkeeper.adapters.caching`) goes on the message's last
   block, and a ``tool_result`` block's marker becomes the tool message's top-level one.

@@ -1,4 +1,4 @@
-"""Prompt-cache markers for Anthropic-style providers: the "system_and_3" layout (SPEC §10).
+"""Prompt-cache markers for Anthropic-style providers: the "system_and_3" layout (design §8).
 
 Anthropic caches the request prefix up to each ``cache_control`` breakpoint and accepts at
 most four. "system_and_3" spends one on the system prompt (stable across compactions) and

@@ -1,10 +1,10 @@
-"""OpenAI Responses API items <-> canonical OpenAI chat messages (SPEC §1, §12).
+"""OpenAI Responses API items <-> canonical OpenAI chat messages (design §1, §12).
 
 :func:`from_responses` turns a Responses ``input`` (a string or a list of items, e.g. the
 OpenAI Agents SDK's ``TResponseInputItem`` dicts) and ``instructions`` into canonical
 messages; :func:`to_responses` gives back ``(instructions, items)``. Lossless for what is
 not compacted: each message keeps the caller's own item objects under the private
-:data:`ITEMS_KEY` (never copied or modified; ``_`` keys never reach a provider, SPEC §1),
+:data:`ITEMS_KEY` (never copied or modified; ``_`` keys never reach a provider, design §1),
 and :func:`to_responses` emits those very objects while the message still says what they
 say — unknown types and fields, reasoning with ``encrypted_content``, ids, ``phase``…
 survive unchanged; ``to_responses(from_responses(input, instructions))`` returns

@@ -1,4 +1,4 @@
-"""The gist of a tool result: the few facts a one-line stub keeps of it (SPEC §5 pass 2:
+"""The gist of a tool result: the few facts a one-line stub keeps of it (design §4 pass 2:
 "one informative line that keeps what matters").
 
 A pruned result is archived whole and the agent can recall it, but a fact the stub does

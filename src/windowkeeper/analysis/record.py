@@ -11,7 +11,7 @@ session (the compressor keeps its analyzer).
 What must hold: a record describes the message object it was made from. The cache is
 keyed by the object's identity and checked against the identity of its ``content`` and
 ``tool_calls`` values, so a message that was replaced (as every pass does) or had one of
-them reassigned is analysed again. Callers never edit messages in place (SPEC §1).
+them reassigned is analysed again. Callers never edit messages in place (design §1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``windowkeeper config ...``: inspect the effective configuration (SPEC §11).
+"""``windowkeeper config ...``: inspect the effective configuration (design §10).
 
 Mounted by the main CLI with ``app.add_typer(config_app, name="config")``.
 

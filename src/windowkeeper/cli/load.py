@@ -77,7 +77,7 @@ def build_compressor(
 def threshold_note(
     config: CompressionConfig, window: int, reserve: int | None, model: str | None
 ) -> str | None:
-    """The line that says the 64K minimum trigger overrides the configured ratio (SPEC §3)."""
+    """The line that says the 64K minimum trigger overrides the configured ratio (design §2)."""
     ratio = resolve_model_threshold(model, config.model_thresholds, config.threshold)
     return threshold_override(window, ratio, reserve)
 

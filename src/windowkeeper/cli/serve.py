@@ -1,4 +1,4 @@
-"""``windowkeeper serve``: run the transparent gateway (SPEC §12) with uvicorn.
+"""``windowkeeper serve``: run the transparent gateway (design §8) with uvicorn.
 
 Mounted by the main app with ``app.command("serve")(serve_command)``. Listens on
 127.0.0.1 by default. Without gateway keys (``gateway.api_keys`` or

@@ -1,4 +1,4 @@
-"""Where the protected head ends and the verbatim tail starts (SPEC §5.2-§5.4).
+"""Where the protected head ends and the verbatim tail starts (design §4-§5.4).
 
 Both boundaries are only ever placed at safe indices (never inside a tool group). The
 tail is chosen by a token budget walked back from the newest message; anchors only move

@@ -1,4 +1,4 @@
-"""The handoff message: its framing, recognition and unwrapping (SPEC §6).
+"""The handoff message: its framing, recognition and unwrapping (design §5).
 
 A handoff is ``PREFIX + body + END_MARKER``. It is either a standalone message or merged
 in front of the first tail message when both roles would break alternation. The content

@@ -1,4 +1,4 @@
-"""Oversized base64 images: shrink them with Pillow, or strip them (413 recovery, SPEC §4).
+"""Oversized base64 images: shrink them with Pillow, or strip them (413 recovery, design §2).
 
 Providers reject images whose payload or pixel size is over their limits, and text
 compaction cannot make a base64 payload smaller. :func:`shrink_images` re-encodes the

@@ -1,4 +1,4 @@
-"""Historical media stripping (SPEC §5.6).
+"""Historical media stripping (design §4).
 
 Images older than the newest image-bearing user message are replaced by a text
 placeholder: the model keeps the newest picture the user showed it, and old screenshots

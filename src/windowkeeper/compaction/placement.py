@@ -1,4 +1,4 @@
-"""Assembling head + handoff + tail without breaking alternation (SPEC §5.5).
+"""Assembling head + handoff + tail without breaking alternation (design §4).
 
 The handoff takes whichever of ``user``/``assistant`` differs from both neighbours. If
 both roles collide it is merged in front of the first tail message. When it would be

@@ -107,7 +107,7 @@ def fitting_plan(
     tight = make_plan(messages, costs, tight_config, context_length, 0, facts)
     moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
     chosen = tight if tight.compressible and moved else plan
-    # On a small window the handoff's floor (SPEC §6) may itself be what does not fit:
+    # On a small window the handoff's floor (design §5) may itself be what does not fit:
     # then it gets what is left, down to a minimum that still carries the essentials.
     left = room - _kept(messages, costs, chosen) - HANDOFF_FRAME_TOKENS
     if chosen.compressible and left < chosen.summary_budget_tokens:

@@ -1,4 +1,4 @@
-"""Phase 1 of a compaction: prune old tool output without an LLM (SPEC §5.1).
+"""Phase 1 of a compaction: prune old tool output without an LLM (design §4).
 
 Three pure passes over ``messages[start:end]`` (the region outside the protected head
 and tail). Each returns the input list itself when it changes nothing, never mutates
@@ -154,7 +154,7 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             name = call.name if call else str(message.get("name") or "tool")
             record = analyzer.facts(message)
             handle = content_handle(record)
-            # The stub names the command it replaced: no secret in what we write (SPEC §6).
+            # The stub names the command it replaced: no secret in what we write (design §5).
             replacement = f"{redact(_describe(call, name, record))} (ref {handle})"
         if replacement is None:
             continue

@@ -1,4 +1,4 @@
-"""The last rungs of the ladder (SPEC §9): shortening the largest tool results, then
+"""The last rungs of the ladder (design §4): shortening the largest tool results, then
 long tool-call arguments, when compaction alone cannot bring a request under the window.
 
 Used by a forced compaction that must fit (the compressor) and by overflow recovery (the
@@ -26,7 +26,7 @@ _MIN_KEEP_CHARS = 400
 
 
 def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[list[Message], int]:
-    """The last rung of the overflow ladder (SPEC §9): shorten the largest tool results.
+    """The last rung of the overflow ladder (design §4): shorten the largest tool results.
 
     Used only when compaction cannot bring a request under the window (typically one huge
     group of fresh tool results). Each result whose text (a string, or the text parts of a

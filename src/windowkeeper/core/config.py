@@ -1,4 +1,4 @@
-"""Compression configuration (SPEC §11 defaults) and threshold arithmetic (SPEC §3, §6)."""
+"""Compression configuration (design §10 defaults) and threshold arithmetic (design §2, §6)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SMALL_WINDOW_RATIO = 0.85
 
 @dataclass(frozen=True, kw_only=True)
 class CompressionConfig:
-    """Every tunable of the compressor; defaults follow SPEC §11.
+    """Every tunable of the compressor; defaults follow design §10.
 
     Attributes:
         threshold: fraction of the effective window at which automatic compaction fires.
@@ -40,7 +40,7 @@ class CompressionConfig:
     enabled: bool = True
     threshold: float = 0.50
     target_ratio: float = 0.20
-    # SPEC §5 step 0 suggests 0.60; measured on the 32K replay of the real sessions, 0.60
+    # design §4 step 0 suggests 0.60; measured on the 32K replay of the real sessions, 0.60
     # costs 28.7M cumulative prompt tokens against 28.2M before tiers existed (a prune-only
     # result keeps every text and call verbatim, so it is larger than a handoff), 0.50
     # costs 28.0M (docs/design.md, "Two tiers").
@@ -116,7 +116,7 @@ def usable_window(context_length: int, max_tokens: object = None) -> int:
 def compute_threshold_tokens(
     context_length: int, threshold: float, max_tokens: object = None
 ) -> int:
-    """The compaction trigger in prompt tokens (SPEC §3).
+    """The compaction trigger in prompt tokens (design §2).
 
     ``effective = context_length - max_tokens`` (a reservation >= the window is ignored);
     ``trigger = max(int(effective * threshold), 64_000)``, and when that floor reaches the
@@ -134,7 +134,7 @@ def compute_threshold_tokens(
 def threshold_override(
     context_length: int, threshold: float, max_tokens: object = None
 ) -> str | None:
-    """One line when SPEC §3's 64,000-token minimum trigger overrides ``threshold``.
+    """One line when design §2's 64,000-token minimum trigger overrides ``threshold``.
 
     On windows under ~75K the minimum reaches the window and 85% of it is used instead;
     on larger ones a small ratio is raised to 64,000. ``None`` when the ratio applies.

@@ -1,4 +1,4 @@
-"""Exact token counts from a tokenizer that is already on this machine (SPEC §3).
+"""Exact token counts from a tokenizer that is already on this machine (design §2).
 
 The ``tokenizers`` extra installs ``tiktoken``. Its encodings are BPE files that tiktoken
 downloads on first use and caches (``TIKTOKEN_CACHE_DIR``); windowkeeper never downloads

@@ -1,6 +1,6 @@
 """OpenAI-format messages: the canonical shape, validation and reading from files.
 
-Messages are plain dicts (SPEC §1). Validation runs once at the edge; everything
+Messages are plain dicts (design §1). Validation runs once at the edge; everything
 inside the package may then rely on the shape checked here. Defects that can be
 repaired (a tool result whose call is gone, a call without a result) are not errors
 here: the sanitizer repairs them.
@@ -112,7 +112,7 @@ def parsed_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def strip_private_keys(message: Mapping[str, Any]) -> Message:
-    """A copy without the in-process ``_`` metadata keys (SPEC §1)."""
+    """A copy without the in-process ``_`` metadata keys (design §1)."""
     return {key: value for key, value in message.items() if not key.startswith("_")}
 
 

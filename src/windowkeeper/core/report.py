@@ -17,7 +17,7 @@ class Outcome(enum.StrEnum):
 
 
 class Tier(enum.StrEnum):
-    """Which tier of a compaction produced the result (SPEC §5 step 0).
+    """Which tier of a compaction produced the result (design §4 step 0).
 
     ``PRUNE``: tier 1 alone, old tool output replaced by one-line stubs with archive
     handles, the conversation otherwise verbatim. ``SUMMARY``: tier 2, the middle

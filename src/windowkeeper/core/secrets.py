@@ -1,4 +1,4 @@
-"""Secret redaction for everything that reaches or leaves the summarizer (SPEC §6).
+"""Secret redaction for everything that reaches or leaves the summarizer (design §5).
 
 Summaries persist and re-enter every later prompt, so a secret that slips into one is
 repeated for the rest of the session. ``redact`` replaces credentials with

@@ -1,6 +1,6 @@
 """Effective settings: one YAML file + environment overrides, validated, with provenance.
 
-The file (SPEC §11) is the first of:
+The file (design §10) is the first of:
 
 1. ``--config FILE`` (the ``path`` argument),
 2. ``$WINDOWKEEPER_CONFIG``,
@@ -17,7 +17,7 @@ means unset). ``WINDOWKEEPER_*`` variables without ``__`` are not overrides.
 
 Every effective value records where it came from: ``default``, the file path, or the
 environment variable's name. Model context windows are never guessed: ``model.
-context_length`` is configured, or found by the caller from model metadata (SPEC §3).
+context_length`` is configured, or found by the caller from model metadata (design §2).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class CompressionSettings(_Section):
     @field_validator("target_ratio")
     @classmethod
     def _clamp_ratio(cls, value: float) -> float:
-        # SPEC §5: clamped, not rejected; clamping here makes `config show` truthful.
+        # design §4: clamped, not rejected; clamping here makes `config show` truthful.
         return min(0.80, max(0.10, value))
 
 

@@ -1,4 +1,4 @@
-"""Rough token accounting (SPEC §3): always available, deterministic, no downloads.
+"""Rough token accounting (design §2): always available, deterministic, no downloads.
 
 Real usage reported by the provider is authoritative; these estimates only decide
 where no real count exists (before the first response, for message budgets).

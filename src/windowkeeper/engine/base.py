@@ -1,4 +1,4 @@
-"""The pluggable context engine contract (SPEC §2).
+"""The pluggable context engine contract (design §4).
 
 The built-in engine is :class:`~windowkeeper.engine.compressor.ContextCompressor`. Other engines
 are plugins registered under the entry-point group ``windowkeeper.engines`` and used only

@@ -1,4 +1,4 @@
-"""The built-in compressor: protected head + handoff summary + verbatim tail (SPEC §5).
+"""The built-in compressor: protected head + handoff summary + verbatim tail (design §4).
 
 ``compress`` is a pipeline of pure steps over message lists: plan the boundaries, prune
 old tool output everywhere outside the protected tail (tier 1) and stop there when that
@@ -79,15 +79,15 @@ class ContextCompressor(ContextEngine):
     """Keeps a conversation under its model's context window.
 
     Args:
-        config: tunables (SPEC §11 defaults).
+        config: tunables (design §10 defaults).
         context_length: the model's window in tokens.
-        max_tokens: output reservation subtracted from the window (SPEC §3).
+        max_tokens: output reservation subtracted from the window (design §2).
         model / provider: select per-model threshold overrides.
         tools: tool schemas sent with each request (counted in estimates).
         summarizer: writes the handoff sections; the extractive one when ``None``.
         summary_context_length: window of an LLM summary model; when given, the trigger is
-            lowered so the summarizer can read what it must summarize (SPEC §6).
-        token_counter: counts text tokens; the rough estimate of SPEC §3 when ``None``
+            lowered so the summarizer can read what it must summarize (design §5).
+        token_counter: counts text tokens; the rough estimate of design §2 when ``None``
             (see :func:`windowkeeper.core.exact_tokens.local_counter` for exact local counts).
         tool_providers: tools offered to the model through ``get_tool_schemas``.
         clock / today: injected time sources (wall-clock seconds for cooldowns; the date).

@@ -89,7 +89,7 @@ def remaining_cooldown(state: GuardState, now: float) -> float:
 
 
 def on_summary_failure(state: GuardState, kind: FailureKind, now: float) -> GuardState:
-    """Arm the cooldown for a failed summary (SPEC §7).
+    """Arm the cooldown for a failed summary (design §6).
 
     Timeouts and network failures climb the ladder 60 -> 300 -> 900 s; missing
     configuration and rejected credentials wait 600 s (they do not fix themselves);

@@ -1,7 +1,7 @@
 """The pure steps of one ``compress`` call beyond planning: the prune-only tier, fitting
 a must-fit result into the window, and the honest over-window warning.
 
-Tier 1 (SPEC §5 step 0) prunes old tool output everywhere outside the protected tail —
+Tier 1 (design §4 step 0) prunes old tool output everywhere outside the protected tail —
 the protected head included, the system prompt and user-typed text never — and stops
 there when that brings the request to ``prune_only_ratio`` × the trigger (for a must-fit
 compaction: that share of the window). Tier 2 summarizes the middle of the pruned list.

@@ -1,4 +1,4 @@
-"""Running the summarizer of one compaction (SPEC §7): the summary, the extractive
+"""Running the summarizer of one compaction (design §6): the summary, the extractive
 fallback, or — for failures that abort — the failure, with the guard's new state.
 
 Whatever a summarizer raises (a built-in or a user's) is a classified summary failure,

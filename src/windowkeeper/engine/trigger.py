@@ -1,4 +1,4 @@
-"""When automatic compaction fires (SPEC §3, §6): the trigger of a model and window, the
+"""When automatic compaction fires (design §2, §6): the trigger of a model and window, the
 decision for a token count, and the words a skipped compaction is explained with."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def trigger_tokens(
     provider: str | None,
     summary_context_length: int | None,
 ) -> Trigger:
-    """The trigger of SPEC §3 (per-model ratio, output reservation, cap), lowered when an
-    LLM summary model could not read what it must summarize (SPEC §6)."""
+    """The trigger of design §2 (per-model ratio, output reservation, cap), lowered when an
+    LLM summary model could not read what it must summarize (design §5)."""
     ratio = resolve_model_threshold(model, config.model_thresholds, config.threshold, provider)
     trigger = compute_threshold_tokens(context_length, ratio, max_tokens)
     trigger = apply_threshold_cap(trigger, config.threshold_tokens_cap, context_length)

@@ -6,7 +6,7 @@ kept as UTF-8 bytes: the index and the checks then run on ``bytes`` methods, whi
 several times faster than ``str`` ones on large tool outputs.
 
 Two views of a message, each built once per message object (messages are never mutated,
-SPEC §1, so the object identifies its text):
+design §1, so the object identifies its text):
 
 * ``tokens``: the set of whitespace-separated tokens after quotes, brackets, commas,
   semicolons, ``=``, ``|``, ``*`` and ``:`` became spaces, plus every suffix of a token

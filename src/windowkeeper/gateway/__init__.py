@@ -1,4 +1,4 @@
-"""The transparent gateway (SPEC §12): point an agent's base URL here.
+"""The transparent gateway (design §8): point an agent's base URL here.
 
 It speaks OpenAI Chat Completions (``/v1/chat/completions``), OpenAI Responses
 (``/v1/responses``) and Anthropic Messages (``/v1/messages``), each forwarded to an

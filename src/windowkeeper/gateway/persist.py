@@ -1,4 +1,4 @@
-"""Persisting gateway branches in a keyed store (SPEC §8), so several gateways can share one.
+"""Persisting gateway branches in a keyed store (design §7), so several gateways can share one.
 
 Each branch is one keyed store session (lookup key = the branch key, scoped per client):
 

@@ -1,4 +1,4 @@
-"""``recall`` in gateway mode: the gateway offers the tool and answers it itself (SPEC §12).
+"""``recall`` in gateway mode: the gateway offers the tool and answers it itself (design §8).
 
 When a branch has archived content (pruned tool output, summarized turns), the request
 gets the ``recall`` tool. If the model calls it — and nothing the client must run — the

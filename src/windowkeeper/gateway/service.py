@@ -2,7 +2,7 @@
 
 One model request, whatever its protocol: the body is parsed once; the session's branch
 is chosen and its compacted prefix substituted under the session's lock; the manager's
-preflight runs (SPEC §4); the lock is released for the upstream call; recovery
+preflight runs (design §2); the lock is released for the upstream call; recovery
 (:meth:`ContextManager.recover`) and settling (:meth:`ContextManager.after_response`,
 the new prefix, persistence) retake it. A request the gateway did not change goes
 upstream as the client's own bytes.
@@ -36,7 +36,7 @@ log = logging.getLogger("windowkeeper.gateway")
 
 
 class Gateway(GatewayCore):
-    """The transparent gateway (SPEC §12); the ASGI layer calls :meth:`handle`."""
+    """The transparent gateway (design §8); the ASGI layer calls :meth:`handle`."""
 
     # --- model requests ------------------------------------------------------------------
 

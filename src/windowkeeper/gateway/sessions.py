@@ -210,7 +210,7 @@ class Branch:
 
     def prepare(self, parsed: Parsed, history: Seen, added: ToolSchema | None = None) -> Prepared:
         """Substitute the compacted prefix and apply the message-count hygiene trigger;
-        the token triggers are the manager's (SPEC §4). The caller checked that
+        the token triggers are the manager's (design §2). The caller checked that
         ``history`` agrees with this branch over ``prefix.covered`` messages. ``added``:
         a tool the gateway adds to the request (counted in every estimate)."""
         key = (parsed.tools, added)
@@ -230,7 +230,7 @@ class Branch:
         working = start
         limit = self.compressor.config.hygiene_hard_message_limit
         if len(working) >= max(limit, MIN_HYGIENE_MESSAGES):
-            working = self.manager.compress(working)  # SPEC §4: too many messages
+            working = self.manager.compress(working)  # design §2: too many messages
         parsed.messages, parsed.ends = client, history.ends
         prepared = Prepared(
             parsed, self, client, start, working, substituted, self.version, history.private

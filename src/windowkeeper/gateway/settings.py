@@ -1,7 +1,7 @@
 """Gateway settings: where the upstreams are, how big each model's window is, when to
 compact, who may call it.
 
-A model's context window is never guessed (SPEC §3): it comes from ``context_lengths``
+A model's context window is never guessed (design §2): it comes from ``context_lengths``
 (exact model name, else the longest key contained in the name, else the ``"*"`` default),
 else from the upstream's ``/models`` listing, else from installed model metadata; when no
 source states it, the request fails with a 400 that says how to configure it.
@@ -50,7 +50,7 @@ class GatewaySettings:
         hygiene_threshold: compact when a request reaches this share of the window.
         hard_message_limit: compact when the history has at least this many messages.
         compression: the compressor's tunables (its ``threshold`` is replaced by
-            ``hygiene_threshold``: the gateway is the safety net, SPEC §4).
+            ``hygiene_threshold``: the gateway is the safety net, design §2).
         max_sessions: sessions kept in memory (least recently used evicted first).
         timeout: seconds to wait for the upstream (connect and each read).
         models_lookup: ask the upstream's ``/models`` for unknown windows.
@@ -132,7 +132,7 @@ def gateway_settings(
     api_keys: frozenset[str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> GatewaySettings:
-    """:class:`GatewaySettings` from the YAML settings (SPEC §11) plus command-line values.
+    """:class:`GatewaySettings` from the YAML settings (design §10) plus command-line values.
 
     ``model.context_length`` of the file applies to ``model.name`` when that is set, else
     to every model; ``context_length`` (``--context-length``) is the default for every

@@ -1,4 +1,4 @@
-"""windowkeeper inside the frameworks agents are built with (SPEC §13).
+"""windowkeeper inside the frameworks agents are built with (design §8).
 
 One module per framework, each behind its own extra and each a thin layer over the same
 :class:`~windowkeeper.engine.compressor.ContextCompressor` /

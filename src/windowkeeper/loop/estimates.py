@@ -20,7 +20,7 @@ class EstimateCache:
 
     The message object is kept in the entry so its ``id`` cannot be reused by another
     object. A dict mutated in place is not re-estimated: callers replace messages, they
-    never edit them (SPEC §1).
+    never edit them (design §1).
     """
 
     def __init__(self, image_tokens: int, count: TextCounter | None = None) -> None:

@@ -1,4 +1,4 @@
-"""ContextManager: the three compaction triggers around an agent loop (SPEC §4).
+"""ContextManager: the three compaction triggers around an agent loop (design §2).
 
 1. ``preflight(messages)`` before each request: a cheap gate, then the full estimate
    (cached per message, so the check grows with new messages, not with the history).
@@ -122,7 +122,7 @@ class ContextManager:
         return self._cache.total(messages) + self.schema_tokens()
 
     def _cheap_gate(self, messages: Sequence[Message]) -> bool:
-        """True when the full estimate is worth running (SPEC §4: count, then characters)."""
+        """True when the full estimate is worth running (design §2: count, then characters)."""
         config = self._compressor.config if self._compressor else None
         protected = (config.protect_first_n + config.protect_last_n) if config else 23
         if len(messages) > protected + 1:

@@ -42,7 +42,7 @@ Turn = Generator[list[Message], Answered | Failed, list[Message]]
 
 
 def wire(messages: list[Message]) -> list[Message]:
-    """What goes to the provider: ``_`` metadata keys stripped (SPEC §1), copies only
+    """What goes to the provider: ``_`` metadata keys stripped (design §1), copies only
     where a message has them."""
     if not any(key.startswith("_") for m in messages for key in m):
         return messages

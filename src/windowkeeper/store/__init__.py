@@ -1,4 +1,4 @@
-"""Durable sessions (SPEC §8): pick a backend by URL with :func:`open_store`.
+"""Durable sessions (design §7): pick a backend by URL with :func:`open_store`.
 
 ``memory://`` (in-process), ``sqlite:///path/to/sessions.db`` (default) or
 ``postgresql://user@host/db`` (needs the ``postgres`` extra). Without a URL the store is

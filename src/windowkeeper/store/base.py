@@ -1,4 +1,4 @@
-"""The session store contract (SPEC §8): one small ABC, frozen records, shared helpers.
+"""The session store contract (design §7): one small ABC, frozen records, shared helpers.
 
 Every backend (memory, SQLite, PostgreSQL) keeps the same model:
 
@@ -66,7 +66,7 @@ __all__ = (
 Clock = Callable[[], float]
 
 LOCK_TTL = 300.0
-"""Seconds a compression lease lasts unless renewed (SPEC §8)."""
+"""Seconds a compression lease lasts unless renewed (design §7)."""
 
 END_REASON_COMPRESSION = "compression"
 

@@ -1,4 +1,4 @@
-"""Keyed sessions with positional appends: what several gateway processes share (SPEC §8).
+"""Keyed sessions with positional appends: what several gateway processes share (design §7).
 
 A *keyed* session is found by a caller-chosen lookup key (the gateway's scoped session
 and branch key) instead of its id, and its client messages are appended **by position**

@@ -1,4 +1,4 @@
-"""The compression lease's liveness (SPEC §8): who holds it, is that holder still alive.
+"""The compression lease's liveness (design §7): who holds it, is that holder still alive.
 
 A lease whose holder is gone is taken over within seconds, not after the 300 s TTL:
 

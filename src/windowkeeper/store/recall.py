@@ -1,4 +1,4 @@
-"""The ``recall`` tool: lets the model fetch what a compaction archived (SPEC §8).
+"""The ``recall`` tool: lets the model fetch what a compaction archived (design §7).
 
 Instead of re-running a command whose output was pruned, the agent calls
 ``recall(handle=…)`` with the ``(ref wk…)`` handle from a stub, or ``recall(query=…)`` to

@@ -1,4 +1,4 @@
-"""Classify summary-call failures into :class:`FailureKind` + a one-line detail (SPEC §7).
+"""Classify summary-call failures into :class:`FailureKind` + a one-line detail (design §6).
 
 This is the only place where openai/httpx exceptions are interpreted. Each detail says
 what went wrong and what to do, in one line, without echoing response bodies at length

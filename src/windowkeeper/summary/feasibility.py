@@ -1,4 +1,4 @@
-"""Can the summary model read what it will be asked to summarize? (SPEC §3, §6)
+"""Can the summary model read what it will be asked to summarize? (design §2, §6)
 
 Two steps, run once at start (not per compaction):
 

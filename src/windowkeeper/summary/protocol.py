@@ -1,4 +1,4 @@
-"""The summarizer contract: what a summarizer is given and what it returns (SPEC §6).
+"""The summarizer contract: what a summarizer is given and what it returns (design §5).
 
 The compressor decides *what* is summarized; a summarizer only turns those turns (and
 the previous handoff) into the body of the handoff's sections. The deterministic state
@@ -86,7 +86,7 @@ class Summarizer(Protocol):
 
 
 SECTION_TITLES: tuple[str, ...] = TITLES
-"""The handoff's section headings (``## <title>``), in order (SPEC §6)."""
+"""The handoff's section headings (``## <title>``), in order (design §5)."""
 
 WRITTEN_TITLES: tuple[str, ...] = ("Work State", "Key Decisions", "Next Step")
 WRITTEN_SHARE = 0.40

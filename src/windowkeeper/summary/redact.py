@@ -1,4 +1,4 @@
-"""Secret redaction (SPEC §6): the implementation is :mod:`windowkeeper.core.secrets`, in
+"""Secret redaction (design §5): the implementation is :mod:`windowkeeper.core.secrets`, in
 the core so every layer that writes text (pruned stubs, handoffs, the store's search and
 recall) can mask with the same table; this module keeps the summary layer's name for it."""
 

@@ -44,7 +44,7 @@ def summary_request(
     ``analysis``: of ``turns``; ``facts``: the records of ``messages`` (both made here when
     not given).
     """
-    # No summarizer reads a secret, and nothing is extracted from one (SPEC §6).
+    # No summarizer reads a secret, and nothing is extracted from one (design §5).
     original = analysis or Analysis(turns)
     analysis = masked_analysis(turns, original)
     facts = facts if facts is not None else Analyzer().analyze(messages)

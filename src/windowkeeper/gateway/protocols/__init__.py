@@ -1,4 +1,4 @@
-"""The protocols the gateway speaks, one module each (SPEC §12): OpenAI Chat Completions,
+"""The protocols the gateway speaks, one module each (design §8): OpenAI Chat Completions,
 OpenAI Responses and Anthropic Messages, each forwarded to an upstream of its own kind."""
 
 from __future__ import annotations

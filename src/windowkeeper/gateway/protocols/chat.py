@@ -1,7 +1,7 @@
 """OpenAI Chat Completions (``/v1/chat/completions``): the canonical format itself.
 
 Units are the messages; a stream asks the upstream for ``stream_options.include_usage``
-(real prompt counts are authoritative, SPEC §3) and the usage-only chunk that adds is
+(real prompt counts are authoritative, design §2) and the usage-only chunk that adds is
 dropped when the client did not ask for it.
 """
 

@@ -1,4 +1,4 @@
-"""The extractive summarizer: a deterministic handoff body written without an LLM (SPEC §6).
+"""The extractive summarizer: a deterministic handoff body written without an LLM (design §5).
 
 It is the embedded default and the fallback when an LLM summarizer fails, so it must
 never fail itself, never invent a user ask, and always fit its budget. Every section is

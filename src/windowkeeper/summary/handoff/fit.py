@@ -1,7 +1,7 @@
 """Keeping the handoff within its token budget, the least valuable content going first.
 
 The budget goes to the task, the user's messages and constraints, the work state and the
-open errors before lists of commands, reads and values (SPEC §6). Each step of
+open errors before lists of commands, reads and values (design §5). Each step of
 :data:`LADDER` lowers one knob of :class:`~.text.Shown` (found by binary search: the
 largest value that fits); what a step takes out stays recoverable — an old user message
 keeps its first line and its archive handle, old done work becomes counts, a command

@@ -1,5 +1,5 @@
 """The artifact trail of the summarized turns: files, critical values, commands and error
-lines (SPEC §6 sections 7-8 and the state ledger of §9), merged with the previous one.
+lines (design §5 sections 7-8 and the state ledger of §9), merged with the previous one.
 
 Files are listed once each with what happened to them, including edits made through the
 shell (:mod:`~windowkeeper.analysis.commands`) and what ``git status`` / ``git diff``

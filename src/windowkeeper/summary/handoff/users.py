@@ -1,5 +1,5 @@
 """What the user said: the task, the newest request, every user message, and the
-constraints and preferences they stated (SPEC §6 sections 1-3), all verbatim.
+constraints and preferences they stated (design §5 sections 1-3), all verbatim.
 
 Only what a user wrote counts (:func:`~windowkeeper.analysis.kinds.user_text`): harness
 notifications, interrupt markers, pasted summaries and injected documents are not user

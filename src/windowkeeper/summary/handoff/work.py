@@ -1,4 +1,4 @@
-"""Where the work stands (SPEC §6 sections 4-6 and 9): subtasks with evidence, open
+"""Where the work stands (design §5 sections 4-6 and 9): subtasks with evidence, open
 errors, decisions with their reasons, and the next step — written deterministically.
 
 "Done" needs evidence from a tool result: a write or edit that succeeded, a test run that

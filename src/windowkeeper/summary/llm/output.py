@@ -1,4 +1,4 @@
-"""Turning a summary model's answer into its sections of the handoff (SPEC §6).
+"""Turning a summary model's answer into its sections of the handoff (design §5).
 
 A model writes only the judgment sections (:data:`~..protocol.WRITTEN_TITLES`); the
 task, the user's messages and constraints, the files, the values and the ledger are

@@ -4,7 +4,7 @@ The prompt is assembled from ``templates/summary_*.txt`` (our own wording; the f
 line of each is a version line). Turns are rendered as labelled *data* between marker
 lines; any marker text inside the data is defused so a turn cannot close the block.
 
-Bounding, so the summary call itself cannot overflow (SPEC §6):
+Bounding, so the summary call itself cannot overflow (design §5):
 - every serialized message is redacted first, then cut to head + tail with a visible
   marker when it is longer than the per-message limit;
 - tool-call arguments are cut to ~1,200 chars;

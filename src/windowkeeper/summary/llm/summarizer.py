@@ -1,4 +1,4 @@
-"""The ``llm`` summarizer: any OpenAI-compatible endpoint via the official SDK (SPEC §6, §7).
+"""The ``llm`` summarizer: any OpenAI-compatible endpoint via the official SDK (design §5, §7).
 
 ``LLMSummarizer.summarize`` never raises for provider trouble: every failure comes back
 as ``SummaryOutcome(failure=...)`` classified by :mod:`windowkeeper.summary.failures`, so the
