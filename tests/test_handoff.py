@@ -237,6 +237,42 @@ def test_a_failure_is_resolved_by_running_the_step_that_failed_again() -> None:
     assert any("resolves the earlier failure" in d for d in state.work.done)
 
 
+TRACE = "Traceback (most recent call last):\n"
+
+
+def test_what_failed_before_a_fix_is_kept_not_only_the_last_error() -> None:
+    """Each attempt that failed with its own error is part of the plot: the success that
+    ends them names them all (a few, then a count), whether the outputs were still whole
+    or already pruned to stubs that kept their error."""
+    attempts = [
+        ("RuntimeError: no app_label",
+         f"{TRACE}RuntimeError: no app_label\n<returncode>1</returncode>"),
+        ("ModuleNotFoundError: No module named 'app'",
+         "[bash] ran `python repro.py` -> exit 1, 9 lines output; error: ModuleNotFoundError: "
+         "No module named 'app' (ref wk0123456789)"),
+        ("TypeError: bad keyword",
+         f"{TRACE}TypeError: bad keyword\n<returncode>1</returncode>"),
+    ]  # fmt: skip
+    turns = [user("Reproduce the bug.")]
+    for n, (_, output) in enumerate(attempts):
+        turns += tool_round(
+            f"e{n}", "str_replace_editor", {"command": "create", "path": "repro.py"}, "ok"
+        )
+        turns += bash(f"r{n}", "python repro.py", output)
+    turns += bash("ok", "python repro.py", "reproduced\n<returncode>0</returncode>")
+    state = state_of(turns)
+    assert state.errors == ()
+    fixed = [d for d in state.work.done if "resolves" in d]
+    assert len(fixed) == 1 and "resolves 3 earlier failures" in fixed[0]
+    for error, _ in attempts:
+        assert error in fixed[0]
+    assert (
+        fixed[0].index("RuntimeError")
+        < fixed[0].index("ModuleNotFoundError")
+        < fixed[0].index("TypeError")
+    )
+
+
 def test_a_repeated_pair_of_steps_is_counted_not_listed() -> None:
     turns = [user("Tune the script.")]
     for n in range(4):

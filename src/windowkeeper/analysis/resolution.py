@@ -72,6 +72,9 @@ class OpenFailures:
     _open: dict[Key, ToolEvent] = field(default_factory=dict)
     _by_command: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
     _by_runner: dict[str, list[tuple[Key, _Open]]] = field(default_factory=dict)
+    # The failures each open failure replaced (the same step failing before it, oldest
+    # first): what was tried is part of the plot even once the newest error is the state.
+    _replaced: dict[int, tuple[ToolEvent, ...]] = field(default_factory=dict)
 
     def add(self, event: ToolEvent) -> list[ToolEvent]:
         """Record ``event``; return the open failures it resolved (oldest first)."""
@@ -80,7 +83,12 @@ class OpenFailures:
         key = event_key(event)
         rerun = self._open.pop(key, None)
         if counts_as_failure(event):
-            self._supersede(event)
+            older = self._supersede(event)
+            if rerun is not None and rerun not in older:
+                older.append(rerun)
+            chain = [e for o in sorted(older, key=_position) for e in (*self.replaced(o), o)]
+            if chain:
+                self._replaced[id(event)] = tuple(chain)
             self._open[key] = event
             self._index(key, event)
             return []
@@ -91,6 +99,10 @@ class OpenFailures:
 
     def events(self) -> list[ToolEvent]:
         return list(self._open.values())
+
+    def replaced(self, event: ToolEvent) -> tuple[ToolEvent, ...]:
+        """The earlier failures of the same step that ``event`` replaced, oldest first."""
+        return self._replaced.get(id(event), ())
 
     def _index(self, key: Key, event: ToolEvent) -> None:
         if event.action.kind is not ToolKind.SHELL:
@@ -107,15 +119,19 @@ class OpenFailures:
             paths = tuple(t for t in targets if is_path(t))
             self._by_runner.setdefault(family, []).append((key, _Open(event, paths)))
 
-    def _supersede(self, event: ToolEvent) -> None:
+    def _supersede(self, event: ToolEvent) -> list[ToolEvent]:
         """A step that fails again replaces its older failure: the newer error is the
-        current state (an older one under other options or in another chain is gone)."""
+        current state (an older one under other options or in another chain is gone).
+        Returns the failures it replaced."""
+        replaced: list[ToolEvent] = []
         if event.action.kind is not ToolKind.SHELL:
-            return
+            return replaced
         steps = segments(event.action.command or "")
         for key, older in self._by_command.pop(steps[-1], ()) if steps else ():
             if self._open.get(key) is older:
                 del self._open[key]
+                replaced.append(older)
+        return replaced
 
     def _close(self, key: Key, event: ToolEvent, resolved: list[ToolEvent]) -> None:
         if self._open.get(key) is event:  # stale index entries are skipped
@@ -147,6 +163,10 @@ class OpenFailures:
             else:
                 kept.append((key, entry))
         self._by_runner[family] = kept
+
+
+def _position(event: ToolEvent) -> int:
+    return event.position
 
 
 def operation(step: str) -> tuple[str, list[str]]:

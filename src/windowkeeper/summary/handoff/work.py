@@ -95,8 +95,7 @@ def work_state(
             continue
         evidence_at.append(event.position)
         if resolved:
-            fixed = _first_error(resolved[0])
-            proof += f"; resolves the earlier failure: {fixed}" if fixed else ""
+            proof += _resolves([e for r in resolved for e in (*tracker.replaced(r), r)])
         # A step repeated, or a pair of steps repeated in turn (edit, run, edit, run), is
         # one item with a count.
         key = proof.split(" (", 1)[0]
@@ -134,7 +133,28 @@ def _is_test(event: ToolEvent) -> bool:
     return is_test_command(command[:2_000])
 
 
+# Distinct errors named for the failures one success resolved (the rest are counted).
+RESOLVED_ERRORS = 4
+
+
+def _resolves(failures: Sequence[ToolEvent]) -> str:
+    """``"; resolves …"`` naming the errors of the failures a success resolved: the
+    attempts that failed before it are what was tried, not only the last one."""
+    errors = list(dict.fromkeys(e for e in map(_first_error, failures) if e))
+    if not errors:
+        return ""
+    if len(failures) == 1:
+        return f"; resolves the earlier failure: {errors[0]}"
+    limit = 160 if len(errors) == 1 else 100
+    shown = " | ".join(collapse(error, limit) for error in errors[:RESOLVED_ERRORS])
+    more = f" (+{len(errors) - RESOLVED_ERRORS} more)" if len(errors) > RESOLVED_ERRORS else ""
+    return f"; resolves {len(failures)} earlier failures: {shown}{more}"
+
+
 def _first_error(event: ToolEvent) -> str:
+    """The error a failure ends with (of a pruned result, the one its stub kept)."""
+    if event.result and is_stub(event.result):
+        return collapse(stub_error(event.result).split(" | ")[-1], 160)
     errors = event_errors(event)
     return collapse(errors[-1], 160) if errors else ""
 
