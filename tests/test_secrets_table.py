@@ -293,3 +293,16 @@ def test_a_secret_in_a_read_file_reaches_neither_handoff_nor_summarizer(case: Ca
     result = _compressor(summarizer=recording).compress(messages, force=True, focus_topic=FOCUS)
     assert result.report.compressed and not result.report.fallback_used
     _assert_clean("\n".join(recording.sent).replace("\\n", "\n"), case, "custom summarizer")
+
+
+@pytest.mark.parametrize("shift", [-40, -12, -5, -1, 0, 1, 7])
+def test_a_long_text_is_masked_across_the_pieces_it_is_scanned_in(shift: int) -> None:
+    """Case-insensitive rules scan a long text in overlapping lower-cased pieces (8,192
+    characters): a secret whose key word straddles a piece boundary is still masked."""
+    secret = "Hunter2-Hunter2-xyz"
+    line = f'PassWord = "{secret}" and Authorization: Bearer Zm9vYmFyYmF6cXV4MTIzNDU2'
+    for at in (8_192 + shift, 3 * 8_192 + shift):
+        text = "x" * at + line + "\nlog line\n" * 2_000
+        masked = redact(text)
+        assert secret not in masked and "Zm9vYmFyYmF6" not in masked
+        assert masked.count(REDACTED) == 2 and masked.startswith("x" * at + "PassWord")

@@ -241,13 +241,50 @@ def _sub_anchored(rule: _Rule, text: str, starts: list[int]) -> str:
     return "".join(pieces)
 
 
-def _apply(rule: _Rule, text: str, lowered: str) -> str:
-    haystack = lowered if rule.insensitive else text
-    if not any(hint in haystack for hint in rule.hints):
+# Case-insensitive hints are looked for in lower-cased pieces of a long text, never in
+# a lower-cased copy of all of it: masking a 30 KB tool output must not hold a second
+# 30 KB string (compress's peak memory). Pieces overlap by the longest hint; one pass
+# finds the hints of every case-insensitive rule.
+_CHUNK = 8_192
+_OVERLAP = max(len(hint) for rule in _RULES for hint in rule.hints) - 1
+
+
+_INSENSITIVE_HINTS = tuple(sorted({h for rule in _RULES if rule.insensitive for h in rule.hints}))
+
+
+def _lowered_positions(text: str) -> dict[str, list[int]] | None:
+    """Where each case-insensitive hint starts in ``text`` (one pass over lower-cased
+    pieces); ``None`` when lower-casing changes the length of the text (some non-ASCII
+    letters do), so the positions would drift."""
+    found: dict[str, list[int]] = {}
+    for start in range(0, len(text), _CHUNK):
+        piece = text[start : start + _CHUNK + _OVERLAP]
+        low = piece.lower()
+        if len(low) != len(piece):
+            return None
+        for hint in _INSENSITIVE_HINTS:
+            index = low.find(hint)
+            while 0 <= index < _CHUNK:  # one starting in the overlap is the next piece's
+                found.setdefault(hint, []).append(start + index)
+                index = low.find(hint, index + 1)
+    return found
+
+
+def _apply(rule: _Rule, text: str, lowered: dict[str, list[int]] | None) -> str:
+    if rule.insensitive:
+        if lowered is None:
+            return rule.pattern.sub(rule.replacement, text)
+        starts = sorted({at for hint in rule.hints for at in lowered.get(hint, ())})
+        if not starts:
+            return text
+        if not rule.anchored:
+            return rule.pattern.sub(rule.replacement, text)
+        return _sub_anchored(rule, text, starts)
+    hints = tuple(hint for hint in rule.hints if hint in text)
+    if not hints:
         return text
-    # lower() can change the length of some non-ASCII text; positions would then drift
-    if rule.anchored and len(haystack) == len(text):
-        return _sub_anchored(rule, text, _positions(haystack, rule.hints, rule.word_start))
+    if rule.anchored:
+        return _sub_anchored(rule, text, _positions(text, hints, rule.word_start))
     return rule.pattern.sub(rule.replacement, text)
 
 
@@ -255,11 +292,14 @@ def redact(text: str) -> str:
     """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``."""
     if not text:
         return text
-    lowered = text.lower()
+    lowered: dict[str, list[int]] | None = None
+    fresh = False  # positions of the current text computed
     for rule in _RULES:
+        if rule.insensitive and not fresh:
+            lowered, fresh = _lowered_positions(text), True
         new = _apply(rule, text, lowered)
         if new != text:
-            text, lowered = new, new.lower()
+            text, fresh = new, False
     return text
 
 
