@@ -131,6 +131,23 @@ def test_tier_two_stubs_only_the_head_it_keeps() -> None:
     assert result.report.pruned > 1  # the head's stub and the middle's long outputs
 
 
+def test_tier_two_keeps_a_small_head_output_verbatim() -> None:
+    """The head's small outputs (the log the task refers to) stay as they were; only large
+    ones become stubs when a handoff is written."""
+    log = "\n".join(f"{n:07x} fix: ticket TKT-{n} in refunds" for n in range(40))  # ~1.3 KB
+    ask = assistant(None, call("log", "bash", command="git log --oneline"))
+    head = [system(), user("Fix what the log shows."), ask, tool("log", log)]
+    messages = head + long_session(rounds=150, output_chars=300, with_system=False)[1:]
+    result = ContextCompressor(context_length=32_000).compress(messages)
+    assert result.report.tier is Tier.SUMMARY
+    assert result.messages[3]["content"] == log
+    # with a lower limit the same output is over it: a stub
+    config = CompressionConfig(head_prune_min_chars=1_000)
+    result = ContextCompressor(config, context_length=32_000).compress(messages)
+    assert result.report.tier is Tier.SUMMARY
+    assert "(ref wk" in content_text(result.messages[3]["content"])
+
+
 PRUNING_CASES = [
     (path, window, share)
     for path in real_session_paths()

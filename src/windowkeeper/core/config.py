@@ -28,6 +28,9 @@ class CompressionConfig:
         model_thresholds: per-model threshold overrides (``substr`` or ``provider:substr``).
         image_tokens: flat estimated cost of one image.
         prune_min_chars: tool outputs at most this long are never pruned.
+        head_prune_min_chars: when a handoff is written, outputs in the protected head at
+            most this long stay verbatim (the head is what the session started from; only
+            the large outputs there are worth a stub).
         args_truncate_over: tool-call arguments longer than this are shortened leaf by leaf.
         args_head_chars: how much of a long argument leaf is kept.
         summary_min_tokens / summary_max_tokens / summary_ratio / summary_window_ratio:
@@ -53,6 +56,7 @@ class CompressionConfig:
     model_thresholds: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     image_tokens: int = 1_500
     prune_min_chars: int = 200
+    head_prune_min_chars: int = 2_000
     args_truncate_over: int = 500
     args_head_chars: int = 200
     summary_min_tokens: int = 2_000
@@ -75,7 +79,10 @@ class CompressionConfig:
                 "compression.hygiene_threshold must be in [0.10, 0.99], "
                 f"got {self.hygiene_threshold}"
             )
-        for name in ("protect_first_n", "protect_last_n", "prune_min_chars", "image_tokens"):
+        for name in (
+            "protect_first_n", "protect_last_n", "prune_min_chars", "head_prune_min_chars",
+            "image_tokens",
+        ):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ConfigError(f"compression.{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 < self.prune_only_ratio <= 1.0:

@@ -86,6 +86,7 @@ class CompressionSettings(_Section):
     model_thresholds: dict[str, Fraction] = Field(default_factory=dict)
     image_tokens: Count = _DEFAULTS.image_tokens
     prune_min_chars: Count = _DEFAULTS.prune_min_chars
+    head_prune_min_chars: Count = _DEFAULTS.head_prune_min_chars
     args_truncate_over: Positive = _DEFAULTS.args_truncate_over
     args_head_chars: Count = _DEFAULTS.args_head_chars
     summary_min_tokens: Positive = _DEFAULTS.summary_min_tokens

@@ -82,9 +82,12 @@ def prune_outside_tail(job: Job, config: CompressionConfig, analyzer: Analyzer) 
 
 def prune_head(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassResult:
     """The prune passes over the protected head alone: what tier 2 keeps besides the
-    handoff and the tail (the middle's outputs are summarized, not stubbed)."""
+    handoff and the tail (the middle's outputs are summarized, not stubbed). Only large
+    outputs there become stubs: a small one costs little and may hold what the session
+    started from (the log or listing the task refers to)."""
+    least = max(config.prune_min_chars, config.head_prune_min_chars)
     settings = PruneSettings(
-        system_end(job.messages), job.plan.head_end, config.prune_min_chars,
+        system_end(job.messages), job.plan.head_end, least,
         config.args_truncate_over, config.args_head_chars, analyzer,
     )  # fmt: skip
     return prune(job.messages, settings)
