@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -301,20 +301,6 @@ def redact(text: str) -> str:
         if new != text:
             text, fresh = new, False
     return text
-
-
-def redact_messages(messages: Sequence[Message]) -> list[Message]:
-    """Copies of ``messages`` with secrets masked in their text and tool-call arguments.
-
-    What a summarizer reads and the ledger extracts from: a bare value lifted out of its
-    context ("quoted: 'hunter2'", an identifier that was an API key) can no longer be told
-    from an ordinary one, so secrets are masked before anything is extracted. Messages
-    without secrets are the input objects themselves (and the input list when none has).
-    """
-    out = [redact_message(message) for message in messages]
-    if all(new is old for new, old in zip(out, messages, strict=True)):
-        return messages if isinstance(messages, list) else list(messages)
-    return out
 
 
 def redact_message(message: Message) -> Message:

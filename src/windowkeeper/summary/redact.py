@@ -11,13 +11,13 @@ from ..analysis.events import Analysis, failed
 from ..analysis.record import Analyzer, MessageFacts
 from ..analysis.toolshapes import ToolKind
 from ..core.messages import Message
-from ..core.secrets import REDACTED, redact, redact_message, redact_messages
+from ..core.secrets import REDACTED, redact, redact_message
 
-__all__ = ("REDACTED", "MaskedTurns", "masked_analysis", "redact", "redact_messages")
+__all__ = ("REDACTED", "MaskedTurns", "masked_analysis", "redact")
 
 
-def masked_analysis(turns: Sequence[Message], analysis: Analysis) -> Analysis:
-    """``analysis`` (of ``turns``) as the handoff's extraction reads it: secrets masked.
+def masked_analysis(analysis: Analysis) -> Analysis:
+    """``analysis`` as the handoff's extraction reads it: secrets masked.
 
     A bare value lifted out of its context ("quoted: 'hunter2'", an id that was a key)
     can no longer be told from an ordinary one, so secrets are masked before anything is

@@ -46,7 +46,7 @@ def summary_request(
     """
     # No summarizer reads a secret, and nothing is extracted from one (design §5).
     original = analysis or Analysis(turns)
-    analysis = masked_analysis(turns, original)
+    analysis = masked_analysis(original)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
     tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
