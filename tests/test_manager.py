@@ -127,7 +127,7 @@ def test_cheap_gate_skips_the_full_estimate() -> None:
     manager = ContextManager(ScriptedEngine(threshold=10_000))
     messages = chat(6, 50)
     assert manager.preflight(messages) is messages
-    assert manager._cache._entries == []  # the full estimate never ran
+    assert manager._cache._messages == []  # the full estimate never ran
 
 
 def test_preflight_compresses_an_oversized_history_before_the_first_call() -> None:

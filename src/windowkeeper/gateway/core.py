@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from ..store import SessionStore
+from .bodies import BodyParser
 from .metrics import Metrics
 from .persist import SessionPersistence
 from .sessions import SessionTable
@@ -37,6 +38,8 @@ class GatewayCore:
         self.clock = clock
         self.metrics = Metrics()
         self.passthrough = 0
+        self.bodies = BodyParser()
+        """Request bodies parsed incrementally (an agent re-sends its history)."""
         self.windows: dict[str, int] = {}
         """Windows found for models (the upstream's listing, installed metadata)."""
 

@@ -27,7 +27,7 @@ from .auth import Caller
 from .core import GatewayCore
 from .exchange import Exchange
 from .forward import count_tokens, passthrough
-from .protocols import Parsed, Protocol, loads
+from .protocols import Parsed, Protocol
 from .replies import Answer, StreamAnswer, error_answer
 from .sessions import SESSION_HEADER, GatewaySession, public_id, session_key
 from .upstream import UpstreamHTTPError, UpstreamUnreachable
@@ -49,7 +49,7 @@ class Gateway(GatewayCore):
         query: str = "",
     ) -> Answer | StreamAnswer:
         """Answer one model request (a complete answer or a stream)."""
-        parsed = self._parse(protocol, raw, query)
+        parsed = self._parse(protocol, raw, query, caller)
         if isinstance(parsed, Answer):
             return parsed
         if parsed.continues is not None:
@@ -80,7 +80,7 @@ class Gateway(GatewayCore):
     ) -> Answer:
         """``/v1/messages/count_tokens``: what the messages would cost as the gateway would
         send them (the compacted prefix substituted; nothing stored, nothing compacted)."""
-        parsed = self._parse(protocol, raw, query)
+        parsed = self._parse(protocol, raw, query, caller)
         if isinstance(parsed, Answer):
             return parsed
         key = session_key(
@@ -88,10 +88,11 @@ class Gateway(GatewayCore):
         )
         return await count_tokens(self, protocol, parsed, headers, caller, self.sessions.get(key))
 
-    def _parse(self, protocol: Protocol, raw: bytes, query: str) -> Parsed | Answer:
+    def _parse(self, protocol: Protocol, raw: bytes, query: str, caller: Caller) -> Parsed | Answer:
         """The parsed request, or the client's error answer (bad body, no such upstream)."""
         try:
-            parsed = protocol.parse(raw, loads(raw))
+            body = self.bodies.parse(raw, protocol.history_key, caller.scope, protocol.name)
+            parsed = protocol.parse(raw, body)
         except (InvalidMessagesError, RecursionError) as exc:
             self.metrics.requests.labels(protocol.name, "invalid").inc()
             reason = exc if isinstance(exc, InvalidMessagesError) else "JSON nested too deeply"

@@ -16,17 +16,23 @@ from ..core.tokens import TextCounter, message_tokens, tool_schema_tokens
 
 
 class EstimateCache:
-    """Per-index token estimates; an entry is reused while the same object sits at its index.
+    """Token estimates of the messages last seen, reused for the longest leading run of a
+    new list that equals the old one.
 
-    The message object is kept in the entry so its ``id`` cannot be reused by another
-    object. A dict mutated in place is not re-estimated: callers replace messages, they
-    never edit them (design §1).
+    The comparison of the two lists runs in C and stops at the first difference (objects
+    that are the same are equal at once), so an unchanged or grown history costs no Python
+    work per old message; after a difference, an estimate is reused while the same object
+    sits at its index. A dict mutated in place is not re-estimated: callers replace
+    messages, they never edit them (design §1).
     """
 
     def __init__(self, image_tokens: int, count: TextCounter | None = None) -> None:
         self.image_tokens = image_tokens
         self.count = count
-        self._entries: list[tuple[Message, int]] = []
+        self._messages: list[Message] = []
+        self._tokens: list[int] = []
+        self._sums: list[int] = [0]
+        """``_sums[i]``: tokens of ``_messages[:i]``."""
         self._schema_key: tuple[int, int] | None = None
         self._schema_tokens = 0
 
@@ -38,20 +44,24 @@ class EstimateCache:
         return self._schema_tokens
 
     def total(self, messages: Sequence[Message]) -> int:
-        entries = self._entries
-        del entries[len(messages) :]
-        total = 0
-        for index, message in enumerate(messages):
-            if index < len(entries) and entries[index][0] is message:
-                total += entries[index][1]
-                continue
-            tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
-            if index < len(entries):
-                entries[index] = (message, tokens)
-            else:
-                entries.append((message, tokens))
-            total += tokens
-        return total
+        known, tokens, sums = self._messages, self._tokens, self._sums
+        same = min(len(messages), len(known))
+        if list(messages[:same]) != known[:same]:
+            pairs = zip(messages, known, strict=False)  # the shorter one decides
+            same = next(i for i, (new, old) in enumerate(pairs) if not (new is old or new == old))
+        del sums[same + 1 :]
+        for index in range(same, len(messages)):
+            message = messages[index]
+            if index >= len(known) or known[index] is not message:  # else: the same object
+                estimate = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+                if index < len(known):
+                    known[index], tokens[index] = message, estimate
+                else:
+                    known.append(message)
+                    tokens.append(estimate)
+            sums.append(sums[-1] + tokens[index])
+        del known[len(messages) :], tokens[len(messages) :]
+        return sums[-1]
 
 
 def _gate_chars(text: str) -> int:

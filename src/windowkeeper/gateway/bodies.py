@@ -1,0 +1,266 @@
+"""Request bodies parsed incrementally (design §8, overhead).
+
+An agent re-sends its whole history with every request, so most of each body is bytes the
+gateway parsed a moment ago. :class:`BodyParser` remembers recent bodies with the byte
+offset after each unit of their history list (``messages`` / ``input``); a new body that
+starts with the same bytes as one of them, through some unit, reuses that body's parsed
+units (the same objects) and parses only what follows. The rest of the body (tools,
+system, options after the list) is reused too when its text is unchanged.
+
+What must hold:
+- the result equals ``json.loads`` of the body with the gateway's number rules
+  (:func:`~.protocols.base.loads`) for every input; any surprise (another encoding, the
+  history key twice, a syntax error) takes the full parse, whose error the client sees;
+- equal bytes through a unit's end mean equal parsed values: the shared prefix was valid
+  JSON, ends at a ``}`` or ``]`` of a unit and holds the whole object head before the
+  list, so nothing after it can change how it parses;
+- reused objects are never mutated: parsed units and members are shared with later
+  requests (the gateway's passes copy, never edit, what they are given);
+- memory is bounded: bodies are kept per caller scope and protocol, evicted least
+  recently used first past ``max_bytes`` of bodies in total.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .protocols.base import _constant, _finite, loads
+
+__all__ = ["BodyParser"]
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)
+# The decoder's own value scanner and string scanner (C when available): the same rules
+# as json.loads with the gateway's number hooks. Typeshed does not declare them.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_NAME: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_WS = re.compile(r"[ \t\n\r]*")
+_BUCKET_PREFIX = 32
+"""Bodies are grouped by their first bytes (a reusable body shares at least a unit)."""
+_PER_BUCKET = 128
+_PROBE = 32
+"""Bytes before the end of a body's second unit (its session's first user message, as a
+rule) compared first: most bodies in a bucket belong to other sessions."""
+DEFAULT_MAX_BYTES = 128 * 1024 * 1024
+
+
+class _Unusable(Exception):
+    """The body is not one this module can read incrementally: parse it whole."""
+
+
+@dataclass(frozen=True, eq=False)
+class _Known:
+    """A parsed body: the members before its history list, the units, the byte offset
+    after each unit, and the text and value of the members after the list."""
+
+    raw: bytes
+    head: dict[str, Any]
+    units: list[Any]
+    ends: list[int]
+    rest_text: str
+    rest: dict[str, Any]
+
+    def body(self, key: str) -> dict[str, Any]:
+        return {**self.head, key: list(self.units), **self.rest}
+
+    def may_share(self, raw: bytes) -> bool:
+        """A cheap test that fails for most bodies sharing no second unit with this one."""
+        if not self.ends:
+            return False
+        end = self.ends[min(1, len(self.ends) - 1)]
+        start = max(0, end - _PROBE)
+        return raw[start:end] == self.raw[start:end]
+
+
+_Bucket = tuple[str, str, bytes]
+
+
+class BodyParser:
+    """Parses request bodies, reusing what an earlier body with the same prefix held."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._buckets: OrderedDict[_Bucket, list[_Known]] = OrderedDict()
+        self._bytes = 0
+        self.reused_bytes = 0
+        """Bytes of bodies not parsed again (for tests and the stats)."""
+
+    @property
+    def remembered_bytes(self) -> int:
+        """Bytes of the bodies kept for reuse (at most ``max_bytes``)."""
+        return self._bytes
+
+    def parse(self, raw: bytes, key: str, scope: str = "", protocol: str = "") -> Any:
+        """``raw`` as JSON (the gateway's rules); ``key`` names the history list."""
+        if self.max_bytes <= 0 or json.detect_encoding(raw) != "utf-8":
+            return loads(raw)
+        bucket = (scope, protocol, raw[:_BUCKET_PREFIX])
+        entries = self._buckets.get(bucket, [])
+        try:
+            known, replaces = self._reuse(raw, key, entries)
+        except (_Unusable, StopIteration, ValueError, RecursionError, IndexError):
+            return loads(raw)  # the canonical parse and its error message
+        self._remember(bucket, known, replaces)
+        return known.body(key)
+
+    def _reuse(self, raw: bytes, key: str, entries: list[_Known]) -> tuple[_Known, _Known | None]:
+        """The parsed body, and the remembered one it makes redundant (it held a prefix of
+        this body's units: whatever shared with it shares as much with this one)."""
+        best: tuple[int, _Known] | None = None
+        for known in entries:
+            if known.raw == raw:
+                self.reused_bytes += len(raw)
+                return known, known
+            if not known.may_share(raw):
+                continue
+            shared = _shared_units(raw, known)
+            if shared and (best is None or shared > best[0]):
+                best = (shared, known)
+        if best is None:
+            return _full(raw, key), None
+        shared, known = best
+        self.reused_bytes += known.ends[shared - 1]
+        return _extend(raw, key, known, shared), known if shared == len(known.ends) else None
+
+    def _remember(self, bucket: _Bucket, known: _Known, replaces: _Known | None) -> None:
+        entries = self._buckets.setdefault(bucket, [])
+        self._buckets.move_to_end(bucket)
+        if replaces is not None and any(entry is replaces for entry in entries):
+            entries[:] = [entry for entry in entries if entry is not replaces]
+            self._bytes -= len(replaces.raw)
+        entries.insert(0, known)
+        self._bytes += len(known.raw)
+        while len(entries) > _PER_BUCKET:
+            self._bytes -= len(entries.pop().raw)
+        while self._bytes > self.max_bytes and self._buckets:
+            oldest_bucket, oldest = next(iter(self._buckets.items()))
+            self._bytes -= len(oldest.pop().raw)  # least recently used bucket, oldest body
+            if not oldest:
+                del self._buckets[oldest_bucket]
+
+
+def _shared_units(raw: bytes, known: _Known) -> int:
+    """How many leading units of ``known`` ``raw`` repeats byte for byte (a gallop from
+    the end, then bisection: a client usually resends all of them, or all but the last
+    one or two when it moves a cache marker)."""
+    view = memoryview(known.raw)
+    ends = known.ends
+
+    def same(count: int) -> bool:
+        return count == 0 or raw.startswith(view[: ends[count - 1]])
+
+    high = len(ends)
+    if same(high):
+        return high
+    low, step = high - 1, 1
+    while low > 0 and not same(low):
+        high, step = low, step * 2
+        low = max(0, low - step)
+    while high - low > 1:  # same(low), not same(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if same(middle) else (low, middle)
+    return low
+
+
+def _full(raw: bytes, key: str) -> _Known:
+    """``raw`` parsed member by member, with the offset after each unit of ``key``."""
+    text = raw.decode("utf-8", "surrogatepass")
+    at = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    if text[at : at + 1] != "{":
+        raise _Unusable
+    head: dict[str, Any] = {}
+    at = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+    while text[at] != "}":
+        name, at = _member_name(text, at)
+        if name == key and text[at] == "[":
+            units, ends, at = _units(text, at + 1)
+            rest_text = text[at:]
+            return _Known(raw, head, units, ends, rest_text, _rest(rest_text, key))
+        head[name], at = _SCAN(text, at)
+        at = _after_member(text, at)
+    raise _Unusable  # no history list: nothing to reuse later
+
+
+def _extend(raw: bytes, key: str, known: _Known, shared: int) -> _Known:
+    """``raw``, whose first ``shared`` units are ``known``'s: parse only what follows."""
+    cut = known.ends[shared - 1]
+    text = raw[cut:].decode("utf-8", "surrogatepass")
+    new, ends, at = _units(text, 0, first=False)
+    rest_text = text[at:]
+    rest = known.rest if rest_text == known.rest_text else _rest(rest_text, key)
+    return _Known(
+        raw,
+        known.head,
+        known.units[:shared] + new,
+        known.ends[:shared] + [cut + end for end in ends],
+        rest_text,
+        rest,
+    )
+
+
+def _units(text: str, at: int, first: bool = True) -> tuple[list[Any], list[int], int]:
+    """The values of a list from ``at`` (right after ``[``, or after a value when not
+    ``first``), the byte offset after each (``text`` encoded as UTF-8), and the position
+    after the closing ``]``."""
+    units: list[Any] = []
+    ends: list[int] = []
+    counted = offset = 0  # text[:counted] is ``offset`` bytes long
+    at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    expect_comma = not first or text[at] == "]"
+    while True:
+        if expect_comma:
+            if text[at] != ",":
+                break
+            at = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+        value, at = _SCAN(text, at)
+        units.append(value)
+        piece = text[counted:at]
+        offset += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+        counted = at
+        ends.append(offset)
+        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        expect_comma = True
+    if text[at] != "]":
+        raise _Unusable
+    return units, ends, at + 1
+
+
+def _rest(text: str, key: str) -> dict[str, Any]:
+    """The members after the history list (``text`` starts right after its ``]``)."""
+    at = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    rest: dict[str, Any] = {}
+    while text[at] == ",":
+        at = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+        name, at = _member_name(text, at)
+        if name == key:
+            raise _Unusable  # the history key twice: json.loads keeps the last one
+        rest[name], at = _SCAN(text, at)
+        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    if text[at] != "}" or text[at + 1 :].strip(" \t\n\r"):
+        raise _Unusable
+    return rest
+
+
+def _member_name(text: str, at: int) -> tuple[str, int]:
+    """A member's name at ``at`` and the position of its value."""
+    if text[at] != '"':
+        raise _Unusable
+    name, at = _NAME(text, at + 1)
+    at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    if text[at] != ":":
+        raise _Unusable
+    return name, _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+
+
+def _after_member(text: str, at: int) -> int:
+    """The position of the next member's name (after ``,``) or of the closing ``}``."""
+    at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    if text[at] == ",":
+        return _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+    if text[at] != "}":
+        raise _Unusable
+    return at

@@ -1,0 +1,150 @@
+"""Request bodies parsed incrementally: always what ``json.loads`` gives (with the
+gateway's number rules), reusing an earlier body's units where the bytes agree."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.core.errors import InvalidMessagesError
+from windowkeeper.gateway.bodies import BodyParser
+from windowkeeper.gateway.protocols.base import loads
+
+_TEXT = st.text(st.sampled_from('ab "\\\n\té€😀{}[],:0'), max_size=12)
+_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _TEXT
+_VALUE = st.recursive(
+    _LEAF,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+_UNIT = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]), "content": _VALUE})
+_STYLE = st.sampled_from(
+    [
+        {"separators": (",", ":"), "ensure_ascii": False},
+        {"separators": (", ", ": "), "ensure_ascii": True},
+        {"indent": 1, "ensure_ascii": False},
+    ]
+)
+
+
+def _dump(head: dict[str, Any], units: list[Any], rest: dict[str, Any], style: Any) -> bytes:
+    return json.dumps({**head, "messages": units, **rest}, **style).encode()
+
+
+def _same(parser: BodyParser, raw: bytes) -> Any:
+    parsed = parser.parse(raw, "messages", "scope", "chat")
+    expected = loads(raw)
+    assert parsed == expected
+    assert list(parsed) == list(expected)  # member order too
+    return parsed
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    head=st.dictionaries(st.sampled_from(["model", "stream", "x"]), _VALUE, max_size=2),
+    units=st.lists(_UNIT, min_size=1, max_size=6),
+    more=st.lists(_UNIT, max_size=3),
+    rest=st.dictionaries(st.sampled_from(["tools", "system", "y"]), _VALUE, max_size=2),
+    other_rest=st.dictionaries(st.sampled_from(["tools", "z"]), _VALUE, max_size=2),
+    edit=st.integers(min_value=0, max_value=5),
+    style=_STYLE,
+)
+def test_every_body_parses_as_json_loads_does(
+    head: dict[str, Any],
+    units: list[Any],
+    more: list[Any],
+    rest: dict[str, Any],
+    other_rest: dict[str, Any],
+    edit: int,
+    style: Any,
+) -> None:
+    parser = BodyParser()
+    first = _same(parser, _dump(head, units, rest, style))
+    _same(parser, _dump(head, units, rest, style))  # the same body again
+    grown = _same(parser, _dump(head, units + more, rest, style))  # the history grew
+    if units:
+        assert grown["messages"][0] is first["messages"][0]  # reused, not parsed again
+    changed = [*units[: edit % len(units)], {"role": "user", "content": "edited"}, *more]
+    _same(parser, _dump(head, changed, other_rest, style))  # an earlier unit changed
+    _same(parser, _dump(head, units, other_rest, style))  # the members after the list changed
+
+
+def test_a_resent_history_is_not_parsed_again() -> None:
+    parser = BodyParser()
+    units = [{"role": "user", "content": "x" * 1000} for _ in range(20)]
+    first = _dump({"model": "m"}, units, {"tools": [{"type": "function"}]}, {})
+    _same(parser, first)
+    assert parser.reused_bytes == 0
+    longer = _dump({"model": "m"}, [*units, {"role": "assistant", "content": "y"}], {}, {})
+    parsed = _same(parser, longer)
+    assert parser.reused_bytes > 20_000  # the twenty units came from the first body
+    assert len(parsed["messages"]) == 21
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b',{"role":"user","content":NaN}]}',
+        b',{"role":"user","content":1e999}]}',
+        b',{"role":"user","content":"x"}',
+        b',{"role":"user","content":"x"}]}garbage',
+        b',{"role":"user","content":"x"},]}',
+        b',{"role":"user","content":"x"}],}',
+    ],
+)
+def test_a_bad_tail_after_a_known_prefix_fails_as_the_full_parse_does(tail: bytes) -> None:
+    parser = BodyParser()
+    known = b'{"model":"m","messages":[{"role":"user","content":"' + b"a" * 300 + b'"}'
+    _same(parser, known + b"]}")
+    with pytest.raises(InvalidMessagesError) as incremental:
+        parser.parse(known + tail, "messages", "scope", "chat")
+    with pytest.raises(InvalidMessagesError) as whole:
+        loads(known + tail)
+    assert str(incremental.value) == str(whole.value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"model":"m","messages":[{"a":1}],"messages":[{"b":2}]}',  # the last one wins
+        b'{"messages":"no","model":"m","messages":[{"b":2}]}',
+        b'{"model":"m","model":"n","messages":[],"model":"o"}',
+        '{"model":"m","messages":[{"c":"é"}]}'.encode("utf-16"),
+        b'\xef\xbb\xbf{"model":"m","messages":[]}',
+        b'  {"model":"m","messages" : [ {"a" : 1} , {"b":2} ] }  ',
+        b'["not", "an", "object"]',
+        b'{"model":"m"}',
+    ],
+)
+def test_unusual_bodies_parse_as_json_loads_does(raw: bytes) -> None:
+    parser = BodyParser()
+    for _ in range(2):
+        try:
+            expected = loads(raw)
+        except InvalidMessagesError:
+            with pytest.raises(InvalidMessagesError):
+                parser.parse(raw, "messages")
+            continue
+        assert parser.parse(raw, "messages") == expected
+
+
+def test_remembered_bodies_stay_within_the_byte_budget() -> None:
+    parser = BodyParser(max_bytes=50_000)
+    for n in range(40):
+        units = [{"role": "user", "content": f"{n}" + "z" * 5_000}]
+        _same(parser, _dump({"model": "m"}, units, {}, {}))
+    assert 0 < parser.remembered_bytes <= 50_000
+
+
+def test_scopes_never_share_bodies() -> None:
+    parser = BodyParser()
+    raw = _dump({"model": "m"}, [{"role": "user", "content": "q" * 400}], {}, {})
+    first = parser.parse(raw, "messages", "tenant-a", "chat")
+    other = parser.parse(raw, "messages", "tenant-b", "chat")
+    assert other == first
+    assert other["messages"][0] is not first["messages"][0]
+    assert parser.reused_bytes == 0
