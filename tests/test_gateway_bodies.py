@@ -15,7 +15,13 @@ from windowkeeper.gateway.bodies import BodyParser
 from windowkeeper.gateway.protocols.base import loads
 
 _TEXT = st.text(st.sampled_from('ab "\\\n\té€😀{}[],:0'), max_size=12)
-_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _TEXT
+_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT
+)
 _VALUE = st.recursive(
     _LEAF,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
@@ -148,3 +154,39 @@ def test_scopes_never_share_bodies() -> None:
     assert other == first
     assert other["messages"][0] is not first["messages"][0]
     assert parser.reused_bytes == 0
+
+
+_BASE = _dump(
+    {"model": "m"},
+    [{"role": "user", "content": f"turn {n} é 😀 \\n"} for n in range(6)],
+    {"tools": [{"type": "function", "function": {"name": "f"}}], "stream": False},
+    {"separators": (",", ":"), "ensure_ascii": False},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=len(_BASE) - 1), st.binary(max_size=3)),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_damaged_body_after_a_known_one_parses_or_fails_as_json_loads_does(
+    edits: list[tuple[int, bytes]],
+) -> None:
+    parser = BodyParser()
+    parser.parse(_BASE, "messages")
+    damaged = bytearray(_BASE)
+    for at, replacement in edits:
+        damaged[at : at + len(replacement)] = replacement
+    raw = bytes(damaged)
+    try:
+        expected = loads(raw)
+    except InvalidMessagesError as exc:
+        with pytest.raises(InvalidMessagesError) as caught:
+            parser.parse(raw, "messages")
+        assert str(caught.value) == str(exc)
+        return
+    parsed = parser.parse(raw, "messages")
+    assert parsed == expected and list(parsed) == list(expected)
