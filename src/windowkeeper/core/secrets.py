@@ -6,8 +6,8 @@ repeated for the rest of the session. ``redact`` replaces credentials with
 
 What must hold:
 - idempotent: ``redact(redact(x)) == redact(x)``;
-- fast: a few compiled regexes, each guarded by a cheap substring test, so a 1 MB
-  text without secrets costs a handful of C-level scans;
+- fast: a few compiled regexes, each guarded by cheap tests (:mod:`.secret_hints`), so
+  a 1 MB text without secrets costs a dozen or so C-level scans;
 - conservative on keys: ``key=value`` assignments are only redacted for secret-like
   key names, and obvious non-values (type names, placeholders, env references) stay.
 """
@@ -21,6 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .messages import Message
+from .secret_hints import (
+    LOWERED_HINTS,
+    OVERLAP,
+    TOKEN_GROUPS,
+    Lowered,
+    has_folded_letters,
+    token_hints,
+)
 
 REDACTED = "[REDACTED]"
 
@@ -96,6 +104,9 @@ _FLAG = re.compile(
 )
 # Every alternative of _SECRET_KEY starts with one of these (anchored matching needs it).
 _KEY_HINTS = ("pass", "secret", "token", "api", "access", "private", "client", "auth", "cred")
+# Every word _FLAG names starts with one of these.
+_FLAG_WORDS = ("pass", "secret", "token", "api", "access", "client")
+_ENV_HINTS = ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "CRED", "AUTH")
 
 # Values next to a secret-like key that are not secrets: type hints, placeholders,
 # references to other variables, booleans/nulls and values already redacted.
@@ -169,7 +180,9 @@ class _Rule:
     hint, or with the word a hint is in when ``word_start``), which avoids running a
     slow alternation at every position of a large text; the others run as one ``sub``
     when any hint occurs at all (their patterns start with a literal, which the regex
-    engine finds fast).
+    engine finds fast). ``starts``, when set, gives an anchored case-sensitive rule's
+    positions instead of one scan per hint: it may leave out a position only where the
+    pattern cannot match (the result then is the same, as only matches change text).
     """
 
     pattern: re.Pattern[str]
@@ -178,25 +191,7 @@ class _Rule:
     insensitive: bool = False
     anchored: bool = False
     word_start: bool = False
-
-
-_RULES: tuple[_Rule, ...] = (
-    _Rule(_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",)),
-    _Rule(_TOKEN, REDACTED, _TOKEN_HINTS, anchored=True),
-    _Rule(_AUTH_HEADER, _auth_header, ("authorization",), insensitive=True, anchored=True),
-    _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
-    _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True),
-    _Rule(_SLACK_WEBHOOK, _keep_group_1, ("hooks.slack.com/",)),
-    _Rule(_FLAG, _assignment, ("--",), anchored=True),
-    _Rule(_ASSIGNMENT, _assignment, _KEY_HINTS, insensitive=True, anchored=True),
-    _Rule(
-        _ENV_LINE,
-        _env_line,
-        ("PASS", "PWD", "SECRET", "TOKEN", "KEY", "CRED", "AUTH"),
-        anchored=True,
-        word_start=True,
-    ),
-)
+    starts: Callable[[str, Lowered], list[int]] | None = None
 
 
 _WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
@@ -217,6 +212,70 @@ def _word_start(text: str, index: int) -> int:
     while index and text[index - 1] in _WORD_CHARS:
         index -= 1
     return index
+
+
+# The ``starts`` of the anchored case-sensitive rules: each leaves out only positions
+# where its pattern provably cannot match, as said at each.
+
+
+def _token_starts(text: str, lowered: Lowered) -> list[int]:
+    # a group's hints begin no match where its gate finds nothing (secret_hints)
+    return _positions(text, token_hints(text))
+
+
+def _url_starts(text: str, lowered: Lowered) -> list[int]:
+    # the pattern holds a literal "@" after the "://"
+    return _positions(text, ("://",)) if "@" in text else []
+
+
+def _flag_starts(text: str, lowered: Lowered) -> list[int]:
+    # _FLAG needs one of its words, case-insensitively, right after a "-". Unless the
+    # text holds a letter that IGNORECASE equates to an ASCII one but .lower() does not
+    # lower to it, such a word lowered is in the lowered text: its hint is found there.
+    found = lowered.of(text)
+    if found is not None and not has_folded_letters(text):
+        dashed = (text[at - 1 : at] == "-" for word in _FLAG_WORDS for at in found.get(word, ()))
+        if not any(dashed):
+            return []
+    return _positions(text, ("--",))
+
+
+def _env_starts(text: str, lowered: Lowered) -> list[int]:
+    if "=" not in text:  # the pattern holds a literal "=" after the name
+        return []
+    found = lowered.of(text)
+    if found is None:
+        return _positions(text, _ENV_HINTS, word_start=True)
+    # Lowering kept every position, so each occurrence of an upper-case hint is one
+    # of its lower-cased hint's positions: the same positions as scanning for it.
+    starts = {
+        _word_start(text, at)
+        for hint in _ENV_HINTS
+        for at in found.get(hint.lower(), ())
+        if text.startswith(hint, at)
+    }
+    return sorted(starts)
+
+
+_RULES: tuple[_Rule, ...] = (
+    _Rule(_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",)),
+    _Rule(_TOKEN, REDACTED, _TOKEN_HINTS, anchored=True, starts=_token_starts),
+    _Rule(_AUTH_HEADER, _auth_header, ("authorization",), insensitive=True, anchored=True),
+    _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
+    _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True, starts=_url_starts),
+    _Rule(_SLACK_WEBHOOK, _keep_group_1, ("hooks.slack.com/",)),
+    _Rule(_FLAG, _assignment, ("--",), anchored=True, starts=_flag_starts),
+    _Rule(_ASSIGNMENT, _assignment, _KEY_HINTS, insensitive=True, anchored=True),
+    _Rule(_ENV_LINE, _env_line, _ENV_HINTS, anchored=True, word_start=True, starts=_env_starts),
+)
+# What the fast paths rely on: every case-insensitive hint is found in the lowered
+# pieces, so is every upper-case hint of _ENV_LINE lowered, the token groups hold every
+# token hint, and each hint fits the overlap.
+assert all(h in LOWERED_HINTS for rule in _RULES if rule.insensitive for h in rule.hints)
+assert all(h.lower() in LOWERED_HINTS for h in _ENV_HINTS)
+assert sorted(h for group in TOKEN_GROUPS for h in group.hints) == sorted(_TOKEN_HINTS)
+assert max(len(h) for rule in _RULES for h in rule.hints) - 1 == OVERLAP
+assert max(len(h) for h in LOWERED_HINTS) - 1 <= OVERLAP
 
 
 def _replace(match: re.Match[str], replacement: Callable[[re.Match[str]], str] | str) -> str:
@@ -241,45 +300,19 @@ def _sub_anchored(rule: _Rule, text: str, starts: list[int]) -> str:
     return "".join(pieces)
 
 
-# Case-insensitive hints are looked for in lower-cased pieces of a long text, never in
-# a lower-cased copy of all of it: masking a 30 KB tool output must not hold a second
-# 30 KB string (compress's peak memory). Pieces overlap by the longest hint; one pass
-# finds the hints of every case-insensitive rule.
-_CHUNK = 8_192
-_OVERLAP = max(len(hint) for rule in _RULES for hint in rule.hints) - 1
-
-
-_INSENSITIVE_HINTS = tuple(sorted({h for rule in _RULES if rule.insensitive for h in rule.hints}))
-
-
-def _lowered_positions(text: str) -> dict[str, list[int]] | None:
-    """Where each case-insensitive hint starts in ``text`` (one pass over lower-cased
-    pieces); ``None`` when lower-casing changes the length of the text (some non-ASCII
-    letters do), so the positions would drift."""
-    found: dict[str, list[int]] = {}
-    for start in range(0, len(text), _CHUNK):
-        piece = text[start : start + _CHUNK + _OVERLAP]
-        low = piece.lower()
-        if len(low) != len(piece):
-            return None
-        for hint in _INSENSITIVE_HINTS:
-            index = low.find(hint)
-            while 0 <= index < _CHUNK:  # one starting in the overlap is the next piece's
-                found.setdefault(hint, []).append(start + index)
-                index = low.find(hint, index + 1)
-    return found
-
-
-def _apply(rule: _Rule, text: str, lowered: dict[str, list[int]] | None) -> str:
+def _apply(rule: _Rule, text: str, lowered: Lowered) -> str:
     if rule.insensitive:
-        if lowered is None:
+        found = lowered.of(text)
+        if found is None:
             return rule.pattern.sub(rule.replacement, text)
-        starts = sorted({at for hint in rule.hints for at in lowered.get(hint, ())})
+        starts = sorted({at for hint in rule.hints for at in found.get(hint, ())})
         if not starts:
             return text
         if not rule.anchored:
             return rule.pattern.sub(rule.replacement, text)
         return _sub_anchored(rule, text, starts)
+    if rule.starts is not None:
+        return _sub_anchored(rule, text, rule.starts(text, lowered))
     hints = tuple(hint for hint in rule.hints if hint in text)
     if not hints:
         return text
@@ -290,17 +323,32 @@ def _apply(rule: _Rule, text: str, lowered: dict[str, list[int]] | None) -> str:
 
 def redact(text: str) -> str:
     """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``."""
-    if not text:
+    if not text or _holds_no_hint(text):
         return text
-    lowered: dict[str, list[int]] | None = None
-    fresh = False  # positions of the current text computed
+    lowered = Lowered()  # computed by the first rule that needs it
     for rule in _RULES:
-        if rule.insensitive and not fresh:
-            lowered, fresh = _lowered_positions(text), True
         new = _apply(rule, text, lowered)
         if new != text:
-            text, fresh = new, False
+            text = new
     return text
+
+
+# Most texts are short, and there the rules' own gates cost more in calls than in
+# scanning: one search of every hint, lowered, in the lowered text rules them all out.
+# Every rule needs a hint (a case-sensitive one lowered is in the lowered text), so
+# where none occurs and lowering kept the length (the positions the case-insensitive
+# rules would use are those of a lowered text then) no rule changes the text.
+_SHORT = 256
+_ANY_HINT = re.compile(
+    "|".join(re.escape(h) for h in sorted({h.lower() for r in _RULES for h in r.hints}))
+)
+
+
+def _holds_no_hint(text: str) -> bool:
+    if len(text) > _SHORT:
+        return False
+    low = text.lower()
+    return len(low) == len(text) and _ANY_HINT.search(low) is None
 
 
 def redact_message(message: Message) -> Message:
