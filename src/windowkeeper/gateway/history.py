@@ -1,5 +1,13 @@
 """What a branch saw: a client history as units and canonical messages, converted
-incrementally (see :mod:`.sessions`)."""
+incrementally (see :mod:`.sessions`).
+
+Cache markers (``cache_control``) are hints about what to cache, not content, and agents
+move them every turn (Claude Code marks the newest message, so the previous newest loses
+its marker). Whether two histories *agree* — the same branch continued, the same stored
+messages, the same fork — therefore ignores them (:func:`unmarked`); reusing an earlier
+conversion still needs the units to be equal, so what goes upstream always carries the
+client's markers of this request.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +18,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adapters.anthropic import CACHE_KEY, SOURCE_KEY
 from ..core.messages import Message
 from .protocols import Parsed, Protocol
 
-__all__ = ["Seen", "common_prefix", "convert", "digest_of"]
+__all__ = [
+    "Seen",
+    "agreeing_prefix",
+    "common_prefix",
+    "convert",
+    "digest_of",
+    "unmarked",
+    "without_markers",
+]
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 # Sorted keys: a client that re-serializes with another key order sends the same history.
@@ -21,9 +38,81 @@ _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",",
 
 
 def digest_of(value: object) -> str:
-    """A content digest (key order ignored) of a message or a list of units."""
-    text = _ENCODER.encode(value).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=16).hexdigest()
+    """A content digest (key order and cache markers ignored) of a message, a unit or a
+    list of them."""
+    text = _ENCODER.encode(value)
+    if CACHE_KEY in text:
+        plain = [unmarked(v) for v in value] if isinstance(value, list) else unmarked(value)
+        text = _ENCODER.encode(plain)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def unmarked(value: Any) -> Any:
+    """A unit, canonical message or system block without its cache markers: on itself,
+    its content blocks and the blocks inside those (a tool result's), and the same for
+    the client unit a canonical message keeps as its source. Bounded depth on purpose:
+    markers sit nowhere else, and a walk of arbitrary depth could exhaust the stack."""
+    if not isinstance(value, dict):
+        return value
+    out = without_markers(value)
+    content = out.get("content")
+    if isinstance(content, list):
+        out = {**out, "content": _plain_text(content)}
+    source = out.get(SOURCE_KEY)
+    if isinstance(source, dict) and isinstance(source.get("message"), dict):
+        out = {**out, SOURCE_KEY: {**source, "message": unmarked(source["message"])}}
+    return out
+
+
+def _plain_text(blocks: list[Any]) -> str | list[Any]:
+    """A lone plain text block as its text: a marker needs a block, so a client marks a
+    message ``"x"`` by sending it as ``[{"type": "text", "text": "x", ...}]``."""
+    if len(blocks) == 1 and isinstance(blocks[0], dict) and blocks[0].keys() == {"type", "text"}:
+        text = blocks[0]["text"]
+        if blocks[0]["type"] == "text" and isinstance(text, str):
+            return text
+    return blocks
+
+
+def without_markers(value: Any) -> Any:
+    """A unit without the cache markers on itself, its content blocks and the blocks in
+    those (``value`` itself when it has none)."""
+    if not isinstance(value, dict):
+        return value
+    out = _without_marker(value)
+    content = out.get("content")
+    if isinstance(content, list):
+        blocks = [_block(block) for block in content]
+        if any(new is not old for new, old in zip(blocks, content, strict=True)):
+            out = {**out, "content": blocks}
+    return out
+
+
+def _block(block: Any) -> Any:
+    if not isinstance(block, dict):
+        return block
+    out = _without_marker(block)
+    inner = out.get("content")
+    if isinstance(inner, list):
+        blocks = [_without_marker(b) if isinstance(b, dict) else b for b in inner]
+        if any(new is not old for new, old in zip(blocks, inner, strict=True)):
+            out = {**out, "content": blocks}
+    return out
+
+
+def _without_marker(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k != CACHE_KEY} if CACHE_KEY in value else value
+
+
+def agreeing_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading elements of ``a`` and ``b`` agree: equal, or equal once their
+    cache markers are ignored (only the few elements after the equal run are compared
+    that way: markers move at a history's end)."""
+    n = common_prefix(a, b)
+    end = min(len(a), len(b))
+    while n < end and unmarked(a[n]) == unmarked(b[n]):
+        n += 1
+    return n
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .history import Seen, convert
+from .history import Seen, agreeing_prefix, convert
 from .protocols import Parsed, dumps
 from .recall import RECALL_SCHEMA
 from .sessions import Branch, GatewaySession, Prepared
@@ -64,7 +64,8 @@ def _covers(branch: Branch, history: Seen, reuse: int) -> bool:
     return (
         seen is not None
         and covered <= len(history.messages)
-        and history.messages[reuse:covered] == seen.messages[reuse:covered]
+        and agreeing_prefix(history.messages[reuse:covered], seen.messages[reuse:covered])
+        == covered - reuse
     )
 
 

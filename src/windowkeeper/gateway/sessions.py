@@ -37,7 +37,7 @@ from ..loop.events import Event
 from ..loop.manager import ContextManager
 from ..store import MemoryStore
 from ..summary.llm.summarizer import LLMSummarizer
-from .history import Seen, common_prefix, digest_of
+from .history import Seen, agreeing_prefix, digest_of, without_markers
 from .protocols import Parsed, Protocol
 from .settings import GatewaySettings
 
@@ -266,9 +266,13 @@ class Branch:
         self.session.last_estimate = estimate
 
     def wire_prefix(self, protocol: Protocol) -> tuple[Any, list[Any]]:
+        """The compacted prefix as units, without cache markers: those it kept are the
+        markers of the request it was made in, stale now (the client marks what it sends
+        after the prefix; a provider also limits how many markers a request may carry)."""
         prefix = self.prefix
         if prefix.wire is None:
-            prefix.wire = protocol.wire(prefix.messages)
+            system, units = protocol.wire(prefix.messages)
+            prefix.wire = system, [without_markers(unit) for unit in units]
         return prefix.wire
 
 
@@ -312,7 +316,7 @@ class GatewaySession:
             if seen is None or seen.system != parsed.system:
                 length = 0
             else:
-                length = common_prefix(parsed.units, seen.units)
+                length = agreeing_prefix(parsed.units, seen.units)
             if length > agreed:
                 found, agreed = branch, length
         return found, max(agreed, 0)
