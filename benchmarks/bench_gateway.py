@@ -1,7 +1,6 @@
 """Gateway overhead: added latency and CPU per request, over real HTTP on loopback.
 
-Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]
-[--model-latency S] [--changing-tail]``.
+Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]``.
 
 Three processes: the loopback upstream (answers at once), the gateway (``windowkeeper
 serve`` under uvicorn) and this load generator (a lean keep-alive client, so the client's
@@ -11,9 +10,7 @@ For 1, 16 and 64 concurrent clients the same number of requests goes to the upst
 directly and through the gateway; the table shows p50 / p99 latency of both and the
 difference. The gateway's CPU per request (user + system time of its process, from
 /proc, over the concurrency-1 run) is divided by what one ``json.loads`` plus one
-``json.dumps`` of the body costs in this process. With ``--changing-tail`` each request
-keeps the first 98 messages and changes the last two (16 variants, a real agent's next
-turn): the gateway then parses and converts those two, not the whole body.
+``json.dumps`` of the body costs in this process.
 
 ``--variants`` repeats the concurrency-1 CPU figure with orjson patched in for the
 gateway's JSON parsing and/or uvicorn's httptools parser (each only if installed):
@@ -68,18 +65,9 @@ serve_command(upstream=sys.argv[1], port=int(sys.argv[2]), context_length=10_000
 """
 
 
-def bodies(changing_tail: bool) -> list[bytes]:
-    """The request bodies: one, or (``changing_tail``) 16 whose last two messages differ,
-    as a real agent's next request repeats the history and changes its end."""
+def body() -> bytes:
     messages = long_session(rounds=25, output_chars=8_600)[:100]
-    if not changing_tail:
-        return [json.dumps({"model": "bench", "messages": messages}).encode()]
-    return [
-        json.dumps({"model": "bench", "messages": [*messages[:98],
-                    {"role": "assistant", "content": f"Turn {n}: the output looks fine."},
-                    {"role": "user", "content": f"Continue with turn {n + 1}."}]}).encode()
-        for n in range(16)
-    ]  # fmt: skip
+    return json.dumps({"model": "bench", "messages": messages}).encode()
 
 
 @contextmanager
@@ -110,7 +98,7 @@ def wait_up(url: str) -> None:
     raise SystemExit(f"{url} did not come up")
 
 
-async def load(base: str, payloads: list[bytes], clients: int, requests: int) -> list[float]:
+async def load(base: str, payload: bytes, clients: int, requests: int) -> list[float]:
     """Latencies (s) of ``requests`` POSTs from ``clients`` concurrent keep-alive clients."""
     pool = Pool(base, timeout=120, connect_timeout=10, max_idle=clients)
     samples: list[float] = []
@@ -119,8 +107,7 @@ async def load(base: str, payloads: list[bytes], clients: int, requests: int) ->
     async def client(number: int) -> None:
         headers = [("content-type", "application/json"),
                    ("x-windowkeeper-session", f"bench-{number}")]  # fmt: skip
-        for turn in range(per_client):
-            payload = payloads[(number + turn) % len(payloads)]
+        for _ in range(per_client):
             started = time.perf_counter()
             response = await pool.request("POST", pool.path("/chat/completions"), headers, payload)
             await response.read()
@@ -149,7 +136,7 @@ def json_baseline(payload: bytes, repeat: int = 40) -> float:
 ROUNDS = 8
 
 
-def level(upstream: str, gateway_url: str, pid: int, payload: list[bytes], clients: int,
+def level(upstream: str, gateway_url: str, pid: int, payload: bytes, clients: int,
           requests: int) -> tuple[list[float], list[float], list[float], list[float]]:  # fmt: skip
     """``ROUNDS`` alternating batches direct / through the gateway (a shared machine drifts;
     alternating spreads the drift over both paths): latencies of both, the gateway's CPU
@@ -165,12 +152,12 @@ def level(upstream: str, gateway_url: str, pid: int, payload: list[bytes], clien
         before = cpu_seconds(pid)
         samples = asyncio.run(load(gateway_url, payload, clients, batch))
         cpus.append((cpu_seconds(pid) - before) / len(samples))
-        baselines.append(json_baseline(payload[0]))
+        baselines.append(json_baseline(payload))
         via += samples
     return direct, via, cpus, baselines
 
 
-def measure(upstream: str, payload: list[bytes], requests: int, flags: tuple[str, ...],
+def measure(upstream: str, payload: bytes, requests: int, flags: tuple[str, ...],
             levels: tuple[int, ...]) -> tuple[list[list[Any]], float]:  # fmt: skip
     """Table rows per level and the first level's gateway CPU ÷ json.loads+dumps (the
     median over rounds of the per-round ratio)."""
@@ -198,19 +185,16 @@ def main() -> None:
     parser.add_argument("--variants", action="store_true")
     parser.add_argument("--model-latency", type=float, default=0.0,
                         help="seconds the upstream waits before each answer (a model)")  # fmt: skip
-    parser.add_argument("--changing-tail", action="store_true",
-                        help="each request changes the last two messages")  # fmt: skip
     args = parser.parse_args()
-    payload = bodies(args.changing_tail)
-    baseline = statistics.median(json_baseline(payload[0]) for _ in range(5))
+    payload = body()
+    baseline = statistics.median(json_baseline(payload) for _ in range(5))
     with process(UPSTREAM, str(args.model_latency)) as upstream:
         assert upstream.stdout is not None
         upstream_url = f"http://127.0.0.1:{upstream.stdout.readline().strip()}/v1"
         rows, ratio = measure(upstream_url, payload, args.requests, (), (1, 16, 64))
         header = ["clients", "requests", "direct p50 ms", "gateway p50 ms", "added p50",
                   "direct p99 ms", "gateway p99 ms", "added p99", "gateway CPU ms/req"]  # fmt: skip
-        print(f"body: {len(payload[0]) / 1024:.0f} KiB, 100 messages"
-              f"{' (last two change)' if args.changing_tail else ''}; upstream latency "
+        print(f"body: {len(payload) / 1024:.0f} KiB, 100 messages; upstream latency "
               f"{args.model_latency * 1000:.0f} ms; json.loads+json.dumps {baseline * 1000:.2f} "
               f"ms; gateway CPU per request / that = {ratio:.2f}x\n")  # fmt: skip
         print(markdown_table(header, rows))
@@ -219,7 +203,7 @@ def main() -> None:
             print(variants(upstream_url, payload, args.requests // 2))
 
 
-def variants(upstream: str, payload: list[bytes], requests: int) -> str:
+def variants(upstream: str, payload: bytes, requests: int) -> str:
     """The concurrency-1 figures with orjson and/or httptools patched in (when installed)."""
     chosen: list[tuple[str, tuple[str, ...]]] = [("stdlib json, h11", ())]
     for flags in (("orjson",), ("httptools",), ("orjson", "httptools")):

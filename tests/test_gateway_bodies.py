@@ -190,3 +190,14 @@ def test_a_damaged_body_after_a_known_one_parses_or_fails_as_json_loads_does(
         return
     parsed = parser.parse(raw, "messages")
     assert parsed == expected and list(parsed) == list(expected)
+
+
+def test_an_agent_moving_its_cache_marker_keeps_one_body_remembered() -> None:
+    parser = BodyParser()
+    history: list[Any] = [{"role": "user", "content": "task " + "t" * 2_000}]
+    for turn in range(30):
+        history = [*history, {"role": "assistant", "content": f"step {turn} " + "s" * 2_000}]
+        marked = [*history[:-1], {**history[-1], "cache_control": {"type": "ephemeral"}}]
+        _same(parser, _dump({"model": "m"}, marked, {}, {}))
+    assert parser.remembered_bytes < 2 * len(_dump({"model": "m"}, history, {}, {}))
+    assert parser.reused_bytes > 25 * 2_000 * 15  # most of every body came from the last

@@ -108,8 +108,9 @@ class BodyParser:
         return known.body(key)
 
     def _reuse(self, raw: bytes, key: str, entries: list[_Known]) -> tuple[_Known, _Known | None]:
-        """The parsed body, and the remembered one it makes redundant (it held a prefix of
-        this body's units: whatever shared with it shares as much with this one)."""
+        """The parsed body, and the remembered one it supersedes: one whose bytes this body
+        repeats (nearly) all of, as an agent's next request repeats its last one, moved
+        cache markers aside. Entries are newest first, so the first such one is taken."""
         best: tuple[int, _Known] | None = None
         for known in entries:
             if known.raw == raw:
@@ -120,11 +121,13 @@ class BodyParser:
             shared = _shared_units(raw, known)
             if shared and (best is None or shared > best[0]):
                 best = (shared, known)
+                if _supersedes(known, shared):
+                    break
         if best is None:
             return _full(raw, key), None
         shared, known = best
         self.reused_bytes += known.ends[shared - 1]
-        return _extend(raw, key, known, shared), known if shared == len(known.ends) else None
+        return _extend(raw, key, known, shared), known if _supersedes(known, shared) else None
 
     def _remember(self, bucket: _Bucket, known: _Known, replaces: _Known | None) -> None:
         entries = self._buckets.setdefault(bucket, [])
@@ -141,6 +144,13 @@ class BodyParser:
             self._bytes -= len(oldest.pop().raw)  # least recently used bucket, oldest body
             if not oldest:
                 del self._buckets[oldest_bucket]
+
+
+def _supersedes(known: _Known, shared: int) -> bool:
+    """Whether a body that repeats ``known``'s first ``shared`` units makes it redundant:
+    all of them but the last two, or nine tenths of its bytes (an agent's next request
+    repeats the last one but for the message whose cache marker moved)."""
+    return shared >= len(known.ends) - 2 or known.ends[shared - 1] * 10 >= len(known.raw) * 9
 
 
 def _shared_units(raw: bytes, known: _Known) -> int:
