@@ -12,8 +12,8 @@ difference. The gateway's CPU per request (user + system time of its process, fr
 /proc, over the concurrency-1 run) is divided by what one ``json.loads`` plus one
 ``json.dumps`` of the body costs in this process.
 
-``--variants`` repeats the concurrency-1 CPU figure with orjson patched in for the
-gateway's JSON parsing and/or uvicorn's httptools parser (each only if installed):
+``--variants`` repeats the concurrency-1 CPU figure with orjson parsing every body whole
+(incremental reuse off) and/or uvicorn's httptools parser (each only if installed):
 figures for a dependency proposal, not what the product ships.
 """
 
@@ -54,8 +54,9 @@ import sys
 from windowkeeper.cli.serve import serve_command
 if "orjson" in sys.argv[1:]:
     import orjson
-    from windowkeeper.gateway import service
-    service.loads = orjson.loads  # the gateway's parsing of request bodies only
+    from windowkeeper.gateway import bodies
+    bodies.loads = orjson.loads  # every body parsed whole, by orjson (no incremental reuse)
+    bodies.BodyParser.__init__.__defaults__ = (0,)
 import uvicorn
 run = uvicorn.run
 parser = "httptools" if "httptools" in sys.argv[1:] else "h11"  # h11: what the extra installs
