@@ -87,7 +87,7 @@ class BodyParser:
         self._buckets: OrderedDict[_Bucket, list[_Known]] = OrderedDict()
         self._bytes = 0
         self.reused_bytes = 0
-        """Bytes of bodies not parsed again (for tests and the stats)."""
+        """Bytes of bodies not parsed again (tests read it)."""
 
     @property
     def remembered_bytes(self) -> int:
