@@ -20,6 +20,7 @@ from _workers import make_compressor, round_messages
 
 from windowkeeper.cli.app import main
 from windowkeeper.store import SessionStore, StoreDamageError, compact_session, open_store
+from windowkeeper.store.sqlite import file_problem
 
 Damage = Callable[[Path, str], None]
 
@@ -223,3 +224,20 @@ def test_a_new_store_appears_whole(tmp_path: Path) -> None:
         assert store.check().ok
     assert path.read_bytes()[:16] == b"SQLite format 3\x00"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.db"]  # no temporary left
+
+
+def test_a_checkpoint_cut_short_is_not_damage_while_its_log_is_there(tmp_path: Path) -> None:
+    """Killed mid-checkpoint, SQLite may have written page 1 (the new page count) before
+    growing the file; the write-ahead log still holds the pages and the next open
+    finishes the checkpoint. Without a log, the same file is truncated."""
+    path = tmp_path / "sessions.db"
+    _store(path)
+    header = bytearray(path.read_bytes()[:100])
+    pages = int.from_bytes(header[28:32], "big")
+    assert header[92:96] == header[24:28]  # the page count is in force
+    with path.open("r+b") as handle:
+        handle.seek(28)
+        handle.write((pages + 8).to_bytes(4, "big"))  # 8 pages more than the file holds
+    assert isinstance(file_problem(str(path)), StoreDamageError)
+    (tmp_path / "sessions.db-wal").write_bytes(b"\x37\x7f\x06\x82" + bytes(28))
+    assert file_problem(str(path)) is None

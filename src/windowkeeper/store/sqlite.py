@@ -125,11 +125,23 @@ def file_problem(path: str) -> StoreDamageError | None:
     page_size = 65_536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
     # The page count is valid when its "version-valid-for" matches the change counter.
-    counted = header[92:96] == header[24:28]
+    # A process killed while it checkpoints may leave page 1 (with the new count) written
+    # and the file not yet grown; the write-ahead log (or a hot journal) beside it still
+    # holds those pages, and SQLite finishes the job on the next open: not damage.
+    counted = header[92:96] == header[24:28] and not _has_log(path)
     short = len(header) < 100 or (counted and size < pages * page_size)
     if short or page_size < 512 or size % page_size:
         return StoreDamageError(f"{where}: it is truncated or damaged ({size:,} bytes)")
     return None
+
+
+def _has_log(path: str) -> bool:
+    """Whether a non-empty write-ahead log or rollback journal lies beside ``path``."""
+    for suffix in ("-wal", "-journal"):
+        with suppress(OSError):
+            if os.path.getsize(path + suffix) > 0:
+                return True
+    return False
 
 
 def _remove(path: str) -> None:
