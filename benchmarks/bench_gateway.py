@@ -1,6 +1,7 @@
 """Gateway overhead: added latency and CPU per request, over real HTTP on loopback.
 
-Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]``.
+Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]
+[--model-latency S] [--growing]``.
 
 Three processes: the loopback upstream (answers at once), the gateway (``windowkeeper
 serve`` under uvicorn) and this load generator (a lean keep-alive client, so the client's
@@ -11,6 +12,9 @@ directly and through the gateway; the table shows p50 / p99 latency of both and 
 difference. The gateway's CPU per request (user + system time of its process, from
 /proc, over the concurrency-1 run) is divided by what one ``json.loads`` plus one
 ``json.dumps`` of the body costs in this process.
+
+``--growing`` adds one client whose history grows by two messages per request (a new
+session each round), so the gateway parses, converts and estimates only the new ones.
 
 ``--variants`` repeats the concurrency-1 CPU figure with orjson parsing every body whole
 (incremental reuse off) and/or uvicorn's httptools parser (each only if installed):
@@ -99,16 +103,20 @@ def wait_up(url: str) -> None:
     raise SystemExit(f"{url} did not come up")
 
 
-async def load(base: str, payload: bytes, clients: int, requests: int) -> list[float]:
-    """Latencies (s) of ``requests`` POSTs from ``clients`` concurrent keep-alive clients."""
+async def load(base: str, payload: bytes | list[bytes], clients: int, requests: int,
+               session: str = "bench") -> list[float]:  # fmt: skip
+    """Latencies (s) of ``requests`` POSTs from ``clients`` concurrent keep-alive clients
+    (``payload``: one body, or the bodies each client sends in turn)."""
     pool = Pool(base, timeout=120, connect_timeout=10, max_idle=clients)
     samples: list[float] = []
     per_client = max(1, requests // clients)
+    bodies = payload if isinstance(payload, list) else [payload]
 
     async def client(number: int) -> None:
         headers = [("content-type", "application/json"),
-                   ("x-windowkeeper-session", f"bench-{number}")]  # fmt: skip
-        for _ in range(per_client):
+                   ("x-windowkeeper-session", f"{session}-{number}")]  # fmt: skip
+        for turn in range(per_client):
+            payload = bodies[turn % len(bodies)]
             started = time.perf_counter()
             response = await pool.request("POST", pool.path("/chat/completions"), headers, payload)
             await response.read()
@@ -186,6 +194,8 @@ def main() -> None:
     parser.add_argument("--variants", action="store_true")
     parser.add_argument("--model-latency", type=float, default=0.0,
                         help="seconds the upstream waits before each answer (a model)")  # fmt: skip
+    parser.add_argument("--growing", action="store_true",
+                        help="also: one client whose history grows each request")  # fmt: skip
     args = parser.parse_args()
     payload = body()
     baseline = statistics.median(json_baseline(payload) for _ in range(5))
@@ -202,6 +212,43 @@ def main() -> None:
         if args.variants:
             print()
             print(variants(upstream_url, payload, args.requests // 2))
+        if args.growing:
+            print()
+            print(growing(upstream_url))
+
+
+def growing(upstream: str, turns: int = 200, rounds: int = 3) -> str:
+    """One client whose history grows by a reply and a follow-up per request, as an
+    agent's does (a new session each round): added latency and the gateway's CPU per
+    request against json.loads + json.dumps of the same bodies."""
+    base = long_session(rounds=25, output_chars=8_600)[:100]
+    extra = [m for n in range(turns) for m in (
+        {"role": "assistant", "content": f"Turn {n}: the output looks fine, next step."},
+        {"role": "user", "content": f"Go on with turn {n + 1}."})]  # fmt: skip
+    bodies = [json.dumps({"model": "bench", "messages": base + extra[: 2 * k]}).encode()
+              for k in range(turns)]  # fmt: skip
+    port = unused_port()
+    direct: list[float] = []
+    via: list[float] = []
+    cpus, floors = [], []
+    with process(GATEWAY, upstream, str(port)) as gateway:
+        wait_up(f"http://127.0.0.1:{port}/healthz")
+        asyncio.run(load(f"http://127.0.0.1:{port}/v1", bodies[:20], 1, 20, "warm"))
+        for number in range(rounds):
+            direct += asyncio.run(load(upstream, bodies, 1, turns))
+            before = cpu_seconds(gateway.pid)
+            via += asyncio.run(load(f"http://127.0.0.1:{port}/v1", bodies, 1, turns,
+                                    f"grow{number}"))  # fmt: skip
+            cpus.append((cpu_seconds(gateway.pid) - before) / turns)
+            floors.append(statistics.mean(json_baseline(b, repeat=2) for b in bodies[::10]))
+    cpu, floor = statistics.median(cpus), statistics.median(floors)
+    header = ["requests", "body KiB", "direct p50 ms", "gateway p50 ms", "added p50",
+              "gateway CPU ms/req", "CPU ÷ loads+dumps"]  # fmt: skip
+    row = [len(via), f"{len(bodies[0]) / 1024:.0f}–{len(bodies[-1]) / 1024:.0f}",
+           f"{pct(direct, .5):.2f}", f"{pct(via, .5):.2f}",
+           f"{pct(via, .5) - pct(direct, .5):+.2f}", f"{cpu * 1000:.2f}",
+           f"{cpu / floor:.2f}x"]  # fmt: skip
+    return markdown_table(header, [row])
 
 
 def variants(upstream: str, payload: bytes, requests: int) -> str:
