@@ -104,10 +104,14 @@ class BodyParser:
             known, replaces = self._reuse(raw, key, entries)
         except (_Unusable, StopIteration, ValueError, RecursionError, IndexError):
             return loads(raw)  # the canonical parse and its error message
+        if not isinstance(known, _Known):
+            return known
         self._remember(bucket, known, replaces)
         return known.body(key)
 
-    def _reuse(self, raw: bytes, key: str, entries: list[_Known]) -> tuple[_Known, _Known | None]:
+    def _reuse(
+        self, raw: bytes, key: str, entries: list[_Known]
+    ) -> tuple[_Known | dict[str, Any], _Known | None]:
         """The parsed body, and the remembered one it supersedes: one whose bytes this body
         repeats (nearly) all of, as an agent's next request repeats its last one, moved
         cache markers aside. Entries are newest first, so the first such one is taken."""
@@ -176,14 +180,15 @@ def _shared_units(raw: bytes, known: _Known) -> int:
     return low
 
 
-def _full(raw: bytes, key: str) -> _Known:
-    """``raw`` parsed member by member, with the offset after each unit of ``key``."""
+def _full(raw: bytes, key: str) -> _Known | dict[str, Any]:
+    """``raw`` parsed member by member, with the offset after each unit of ``key``; a
+    body without that list is returned as it parsed (there is nothing to reuse later)."""
     text = raw.decode("utf-8", "surrogatepass")
-    at = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    at = _skip(text, 0)
     if text[at : at + 1] != "{":
         raise _Unusable
     head: dict[str, Any] = {}
-    at = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+    at = _skip(text, at + 1)
     while text[at] != "}":
         name, at = _member_name(text, at)
         if name == key and text[at] == "[":
@@ -192,7 +197,9 @@ def _full(raw: bytes, key: str) -> _Known:
             return _Known(raw, head, units, ends, rest_text, _rest(rest_text, key))
         head[name], at = _SCAN(text, at)
         at = _after_member(text, at)
-    raise _Unusable  # no history list: nothing to reuse later
+    if text[at + 1 :].strip(" \t\n\r"):
+        raise _Unusable  # something after the object: the full parse says what
+    return head
 
 
 def _extend(raw: bytes, key: str, known: _Known, shared: int) -> _Known:
@@ -219,20 +226,20 @@ def _units(text: str, at: int, first: bool = True) -> tuple[list[Any], list[int]
     units: list[Any] = []
     ends: list[int] = []
     counted = offset = 0  # text[:counted] is ``offset`` bytes long
-    at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    at = _skip(text, at)
     expect_comma = not first or text[at] == "]"
     while True:
         if expect_comma:
             if text[at] != ",":
                 break
-            at = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+            at = _skip(text, at + 1)
         value, at = _SCAN(text, at)
         units.append(value)
         piece = text[counted:at]
         offset += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
         counted = at
         ends.append(offset)
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
         expect_comma = True
     if text[at] != "]":
         raise _Unusable
@@ -241,18 +248,23 @@ def _units(text: str, at: int, first: bool = True) -> tuple[list[Any], list[int]
 
 def _rest(text: str, key: str) -> dict[str, Any]:
     """The members after the history list (``text`` starts right after its ``]``)."""
-    at = _WS.match(text, 0).end()  # type: ignore[union-attr]
+    at = _skip(text, 0)
     rest: dict[str, Any] = {}
     while text[at] == ",":
-        at = _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+        at = _skip(text, at + 1)
         name, at = _member_name(text, at)
         if name == key:
             raise _Unusable  # the history key twice: json.loads keeps the last one
         rest[name], at = _SCAN(text, at)
-        at = _WS.match(text, at).end()  # type: ignore[union-attr]
+        at = _skip(text, at)
     if text[at] != "}" or text[at + 1 :].strip(" \t\n\r"):
         raise _Unusable
     return rest
+
+
+def _skip(text: str, at: int) -> int:
+    """The position after the whitespace at ``at``."""
+    return _WS.match(text, at).end()  # type: ignore[union-attr]  # [ \t\n\r]* always matches
 
 
 def _member_name(text: str, at: int) -> tuple[str, int]:
@@ -260,17 +272,17 @@ def _member_name(text: str, at: int) -> tuple[str, int]:
     if text[at] != '"':
         raise _Unusable
     name, at = _NAME(text, at + 1)
-    at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    at = _skip(text, at)
     if text[at] != ":":
         raise _Unusable
-    return name, _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+    return name, _skip(text, at + 1)
 
 
 def _after_member(text: str, at: int) -> int:
     """The position of the next member's name (after ``,``) or of the closing ``}``."""
-    at = _WS.match(text, at).end()  # type: ignore[union-attr]
+    at = _skip(text, at)
     if text[at] == ",":
-        return _WS.match(text, at + 1).end()  # type: ignore[union-attr]
+        return _skip(text, at + 1)
     if text[at] != "}":
         raise _Unusable
     return at
