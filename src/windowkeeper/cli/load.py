@@ -12,7 +12,7 @@ from ..adapters.formats import Format, load_tools
 from ..core.config import CompressionConfig, resolve_model_threshold, threshold_override
 from ..core.errors import ConfigError
 from ..core.messages import Message, ToolSchema, conversation_warnings
-from ..core.settings import load_settings
+from ..core.settings import Settings, load_settings
 from ..core.tokens import TextCounter, estimate_request_tokens
 from ..engine.compressor import ContextCompressor
 from ..summary.protocol import Summarizer
@@ -82,6 +82,26 @@ def threshold_note(
     return threshold_override(window, ratio, reserve)
 
 
+def _config(
+    settings: Settings, threshold: float | None, choice: SummarizerChoice
+) -> CompressionConfig:
+    """The config file's compression settings with the command line's overrides."""
+    config = settings.compression_config()
+    return replace(
+        config,
+        threshold=config.threshold if threshold is None else threshold,
+        allow_small_summary_model=choice.allow_small or config.allow_small_summary_model,
+    )
+
+
+def _reserve(max_tokens: int | None, settings: Settings) -> int | None:
+    """Tokens kept free for the answer: ``--max-tokens``, else the config's."""
+    reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
+    if reserve is not None and reserve < 0:
+        raise ConfigError(f"--max-tokens must be >= 0, got {reserve}")
+    return reserve
+
+
 def load(
     source: str | None,
     *,
@@ -102,19 +122,12 @@ def load(
     """
     settings = load_settings(config_file)
     choice = choice or SummarizerChoice()
-    config = settings.compression_config()
-    config = replace(
-        config,
-        threshold=config.threshold if threshold is None else threshold,
-        allow_small_summary_model=choice.allow_small or config.allow_small_summary_model,
-    )
+    config = _config(settings, threshold, choice)
     read = read_input(source, stored, fmt)
     conversation = read.conversation
     model = conversation.model or settings.model.name
     window = resolve_window(context_length, settings, model)
-    reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
-    if reserve is not None and reserve < 0:
-        raise ConfigError(f"--max-tokens must be >= 0, got {reserve}")
+    reserve = _reserve(max_tokens, settings)
     tools = load_tools(tools_file) if tools_file is not None else conversation.tools
     summarizer, summary_window = build_summarizer(choice, main_model=model)
     if choice.kind == "llm" and summary_window is None:
