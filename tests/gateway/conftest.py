@@ -24,13 +24,27 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def assert_no_threads_left(before: set[threading.Thread]) -> None:
+    """Fail when a thread started during the test outlives it.
+
+    A thread that was told to stop may still be winding down when the test ends: the
+    server's thread, or an AnyIO worker the event loop stopped on shutdown (it exits
+    after it reads its stop signal). Each gets five seconds to finish; one still alive
+    after that is a leak.
+    """
+    leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    for thread in leftover:
+        thread.join(timeout=5)
+    leftover = [t for t in leftover if t.is_alive()]
+    assert not leftover, f"threads left running: {leftover}"
+
+
 @pytest.fixture
 def upstream() -> Iterator[OpenAITestServer]:
     before = set(threading.enumerate())
     with OpenAITestServer(models=[{"id": "listed-model", "context_length": 50_000}]) as server:
         yield server
-    leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
-    assert not leftover, f"threads left running: {leftover}"
+    assert_no_threads_left(before)
 
 
 @pytest.fixture
@@ -39,8 +53,4 @@ def loopback() -> Iterator[LoopbackUpstream]:
     before = set(threading.enumerate())
     with LoopbackUpstream(models=[{"id": "listed-model", "context_length": 50_000}]) as server:
         yield server
-    leftover = [t for t in threading.enumerate() if t not in before and t.is_alive()]
-    for thread in leftover:  # a server thread or its idle workers may still be winding down
-        thread.join(timeout=5)
-    leftover = [t for t in leftover if t.is_alive()]
-    assert not leftover, f"threads left running: {leftover}"
+    assert_no_threads_left(before)
