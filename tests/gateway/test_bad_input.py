@@ -53,6 +53,11 @@ CASES: dict[str, Any] = {
     "missing-history": lambda p: _without(p, HISTORY[p]),
     "history-wrong-type": lambda p: _with(p, **{HISTORY[p]: 3}),
     "bad-message-inside": lambda p: _with(p, **{HISTORY[p]: BAD_ITEM[p]}),
+    # A list where a name belongs: a set lookup of it once raised TypeError (a 500).
+    "role-a-list": lambda p: _with(p, **{HISTORY[p]: [{"role": ["user"], "content": "x"}]}),
+    "part-type-an-object": lambda p: _with(
+        p, **{HISTORY[p]: [{"role": "user", "content": [{"type": {"a": 1}, "text": "x"}]}]}
+    ),
     "stream-not-a-bool": lambda p: _with(p, stream="yes"),
     "tools-not-objects": lambda p: _with(p, tools=[1]),
     "nan": lambda p: _with(p, temperature=float("nan")),

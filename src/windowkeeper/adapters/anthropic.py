@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import one_of
 from ..core.messages import Message, call_arguments, call_id, call_name, tool_calls
 
 AnthropicSystem: TypeAlias = str | list[dict[str, Any]] | None
@@ -170,7 +171,7 @@ def _assistant_from(content: str | list[Mapping[str, Any]], where: str) -> Messa
     thinking: list[Block] = []
     for block in content:
         kind = block.get("type")
-        if kind in _THINKING_TYPES:
+        if one_of(kind, _THINKING_TYPES):
             thinking.append(dict(block))
         elif kind == "tool_use":
             calls.append(_call_from(block, where))
@@ -398,6 +399,6 @@ def _append(
     merged = _as_blocks(out[-1]["content"]) + _as_blocks(content)
     # Stable partition: tool results lead a user turn, thinking leads an assistant turn.
     lead = frozenset({"tool_result"}) if role == "user" else _THINKING_TYPES
-    leading = [b for b in merged if b.get("type") in lead]
-    rest = [b for b in merged if b.get("type") not in lead]
+    leading = [b for b in merged if one_of(b.get("type"), lead)]
+    rest = [b for b in merged if not one_of(b.get("type"), lead)]
     out[-1] = {"role": role, "content": leading + rest}

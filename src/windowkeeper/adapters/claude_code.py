@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.invariants import group_end
+from ..core.jsonsafe import one_of
 from ..core.messages import Conversation, Message, call_id, tool_calls
 from .anthropic import THINKING_KEY, from_anthropic
 from .jsonl import json_objects
@@ -57,7 +58,7 @@ def looks_like_claude_code(value: object) -> bool:
 def parse_claude_code(text: str) -> Conversation:
     """The conversation of a Claude Code transcript (see the module docstring)."""
     events = [event for _, event in json_objects(text, "a Claude Code event")]
-    messages = [e for e in events if e.get("type") in _MESSAGE_EVENTS and _has_message(e)]
+    messages = [e for e in events if one_of(e.get("type"), _MESSAGE_EVENTS) and _has_message(e)]
     main = [e for e in messages if not e.get("isSidechain")]
     turns = _turns(main or messages)
     converted = from_anthropic(None, turns)
@@ -68,7 +69,7 @@ def parse_claude_code(text: str) -> Conversation:
 
 def _has_message(event: Mapping[str, Any]) -> bool:
     message = event.get("message")
-    return isinstance(message, Mapping) and message.get("role") in _MESSAGE_EVENTS
+    return isinstance(message, Mapping) and one_of(message.get("role"), _MESSAGE_EVENTS)
 
 
 def _turns(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

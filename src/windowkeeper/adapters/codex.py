@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import one_of
 from ..core.messages import Conversation
 from .jsonl import json_objects
 from .responses import ITEMS_KEY, from_responses
@@ -44,7 +45,7 @@ def looks_like_codex(value: object) -> bool:
     """True for a Codex rollout line (one parsed line), current or older layout."""
     if not isinstance(value, Mapping) or "role" in value:
         return False
-    if value.get("type") in _LINE_TYPES and "payload" in value:
+    if one_of(value.get("type"), _LINE_TYPES) and "payload" in value:
         return True
     return "record_type" in value or {"id", "timestamp", "instructions"} <= value.keys()
 
@@ -66,7 +67,7 @@ def rollout_items(text: str) -> tuple[list[dict[str, Any]], str | None, str | No
         elif kind == "compacted" and isinstance(payload, Mapping):
             items.append(_summary_item(payload, number))
         elif kind == "response_item" and isinstance(payload, dict):
-            if payload.get("type") not in _SKIPPED_ITEMS:
+            if not one_of(payload.get("type"), _SKIPPED_ITEMS):
                 items.append(payload)
         elif _bare_item(value):
             items.append(value)  # the older layout: a bare item
@@ -77,7 +78,7 @@ def _bare_item(value: Mapping[str, Any]) -> bool:
     kind = value.get("type")
     if kind is None or "payload" in value or "record_type" in value:
         return False
-    return kind not in _SKIPPED_ITEMS and kind not in _LINE_TYPES
+    return not one_of(kind, _SKIPPED_ITEMS) and not one_of(kind, _LINE_TYPES)
 
 
 def _summary_item(payload: Mapping[str, Any], number: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
-from ..core.jsonsafe import DOCUMENT_DEPTH, loads, loads_or_none
+from ..core.jsonsafe import DOCUMENT_DEPTH, loads, loads_or_none, one_of
 from ..core.messages import Conversation, Message, ToolSchema, validate_message, validate_messages
 from .anthropic import from_anthropic
 from .claude_code import looks_like_claude_code, parse_claude_code
@@ -111,7 +111,7 @@ def _is_anthropic_body(body: dict[str, Any]) -> bool:
     if not isinstance(messages, list):
         return False
     return any(
-        isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS
+        isinstance(block, Mapping) and one_of(block.get("type"), _ANTHROPIC_BLOCKS)
         for message in messages
         if isinstance(message, Mapping) and isinstance(message.get("content"), list)
         for block in message["content"]

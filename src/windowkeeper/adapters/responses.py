@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import one_of
 from ..core.messages import Message, content_text
 from .responses_items import CALLS as _CALLS
 from .responses_items import OUTPUTS as _OUTPUTS
@@ -158,8 +159,9 @@ def model_turn(items: Sequence[Mapping[str, Any]]) -> Message:
 def _turn_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
     if not parts:
         return None
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return str(parts[0]["text"])
+    only = parts[0]
+    if len(parts) == 1 and only.get("type") == "text" and isinstance(only.get("text"), str):
+        return only["text"]  # a text part without its text stays a part (validation names it)
     return parts
 
 
@@ -168,7 +170,7 @@ def _parts_from(parts: Sequence[Any]) -> list[Any]:
 
 
 def _part_from(part: Any) -> Any:
-    if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS:
+    if isinstance(part, Mapping) and one_of(part.get("type"), _TEXT_PARTS):
         text = part.get("text")
         if isinstance(text, str):
             return {"type": "text", "text": text}
@@ -247,7 +249,7 @@ def _tool_item(
     output = _parts_to(message.get("content"))
     if output is None:
         output = ""
-    if original is not None and original.get("type") in _OUTPUTS:
+    if original is not None and one_of(original.get("type"), _OUTPUTS):
         base = {k: v for k, v in original.items() if k != "id"}
         return {**base, "call_id": call_id, "output": output}
     kind = "custom_tool_call_output" if call_id in custom else "function_call_output"

@@ -21,7 +21,7 @@ def item_kind(item: Mapping[str, Any], where: str) -> str:
         role = item.get("role")
         if role == "assistant":
             return "model"
-        if role in SYSTEM_ROLES:
+        if isinstance(role, str) and role in SYSTEM_ROLES:  # a list or object is not hashable
             return "system"
         if role == "user":
             return "user"
@@ -38,6 +38,8 @@ def checked_item(item: object, where: str) -> Mapping[str, Any]:
     if not isinstance(item, Mapping):
         raise InvalidMessagesError(where, "expected an item object")
     kind = item.get("type")
+    if kind is not None and not isinstance(kind, str):  # nor hashable, when a list or object
+        raise InvalidMessagesError(where, "an item's 'type' must be a string")
     if kind in CALLS:
         payload = "arguments" if kind == "function_call" else "input"
         if not (_nonempty(item.get("call_id")) and isinstance(item.get("name"), str)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Set
 from typing import Any
 
 from .errors import InvalidMessagesError
@@ -37,6 +37,12 @@ MAX_INT_DIGITS = sys.get_int_max_str_digits() or 4300
 DOCUMENT_DEPTH = MAX_JSON_DEPTH + 2
 """The limit for a whole document (a JSON array of messages, or a body with ``messages``):
 the wrapper's own levels on top of one message's."""
+
+
+def one_of(value: object, names: Set[str]) -> bool:
+    """``value in names`` for a parsed value: a list or an object there (hostile or broken
+    input) is simply not one of the names, where ``in`` on a set would raise ``TypeError``."""
+    return isinstance(value, str) and value in names
 
 
 def depth_defect(limit: int = MAX_JSON_DEPTH) -> str:
