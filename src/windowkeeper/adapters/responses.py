@@ -159,9 +159,9 @@ def model_turn(items: Sequence[Mapping[str, Any]]) -> Message:
 def _turn_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
     if not parts:
         return None
-    only = parts[0]
-    if len(parts) == 1 and only.get("type") == "text" and isinstance(only.get("text"), str):
-        return only["text"]  # a text part without its text stays a part (validation names it)
+    text = parts[0].get("text")
+    if len(parts) == 1 and parts[0].get("type") == "text" and isinstance(text, str):
+        return text  # a text part without its text stays a part (validation names it)
     return parts
 
 
