@@ -175,7 +175,7 @@ class SessionPersistence:
             generation=branch.generation,
             watermark=watermark,
             messages=branch.prefix.messages,
-            archive=archive,
+            archive=(*self._inherited(branch), *archive),
             guard_state=compressor.guard.to_json(),
             previous_summary=compressor.previous_summary,
         )
@@ -186,7 +186,16 @@ class SessionPersistence:
             return False
         branch.generation, branch.committed = outcome.generation, branch.prefix.covered
         branch.saved_guard = compaction.guard_state
+        branch.archive_from = None  # the inherited entries are the branch's own now
         return True
+
+    def _inherited(self, branch: Branch) -> tuple[tuple[str, str, str, Message], ...]:
+        """A fork's parent archive (what its adopted prefix refers to), for its first
+        commit; a store that duplicates a handle keeps the first."""
+        if branch.archive_from is None:
+            return ()
+        entries = self.store.archived(branch.archive_from)
+        return tuple((e.handle, e.kind, e.text, e.message) for e in entries)
 
     def _save_state(self, branch: Branch, store_id: str) -> None:
         compressor = branch.compressor

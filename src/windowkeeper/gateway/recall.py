@@ -73,8 +73,9 @@ def tool_for(branch: Branch, store: SessionStore | None) -> RecallTool | None:
     """The recall tool over the branch's archive, or None when it has none."""
     if not branch.has_archive:
         return None
-    if store is not None and branch.store_id is not None:
-        return RecallTool(store, branch.store_id)
+    if store is not None:
+        held = branch.store_id if branch.archive_from is None else branch.archive_from
+        return RecallTool(store, held) if held is not None else None
     if branch.archive is not None:
         session = branch.archive.list_sessions(limit=1)[0]
         return RecallTool(branch.archive, session.id)

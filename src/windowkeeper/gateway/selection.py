@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .history import Seen, agreeing_prefix, convert
 from .protocols import Parsed, dumps
-from .recall import RECALL_SCHEMA
+from .recall import RECALL_SCHEMA, tool_for
 from .sessions import Branch, GatewaySession, Prepared
 
 if TYPE_CHECKING:
@@ -46,7 +46,9 @@ def select(gateway: GatewayCore, session: GatewaySession, parsed: Parsed, window
     session.client_messages = len(history.messages)
     session.branches.move_to_end(branch.key)
     branch.use_model(parsed.model, window)
-    offered = gateway.settings.recall_rounds > 0 and branch.has_archive
+    # Offered only where the gateway can answer it: a recall call must never reach a client
+    # that has no such tool.
+    offered = gateway.settings.recall_rounds > 0 and tool_for(branch, gateway.store) is not None
     return branch.prepare(parsed, history, RECALL_SCHEMA if offered else None)
 
 

@@ -188,6 +188,9 @@ class Branch:
         self.archive: MemoryStore | None = None  # recall without a durable store
         # Persistence bookkeeping (store-backed gateways only).
         self.store_id: str | None = None
+        # A fork's adopted prefix shows handles archived in its parent's store session:
+        # recall reads them there until the fork's first commit copies them into its own.
+        self.archive_from: str | None = None
         self.stored = self.generation = self.committed = 0
         self.saved_guard: str | None = None
         self.saved_window: int | None = None
@@ -207,6 +210,7 @@ class Branch:
         if parent.compressor.context_length != self.compressor.context_length:
             self.compressor.update_model(context_length=parent.compressor.context_length)
         self.has_archive, self.archive = parent.has_archive, parent.archive
+        self.archive_from = parent.store_id if parent.store_id is not None else parent.archive_from
 
     def prepare(self, parsed: Parsed, history: Seen, added: ToolSchema | None = None) -> Prepared:
         """Substitute the compacted prefix and apply the message-count hygiene trigger;
