@@ -1,5 +1,6 @@
-"""Any JSON value anywhere in a transcript or body: the readers either take it or refuse it
-with a windowkeeper error, and compaction of what they took never fails.
+"""Any JSON value anywhere in a transcript, a body or a message list: the readers and the
+engine either take it or refuse it with a windowkeeper error, and compaction of what they
+took never fails.
 
 A list or an object where a reader expects a name ("type", "role") once escaped as
 ``TypeError: unhashable type`` from the Claude Code, Codex and Responses readers (found
@@ -18,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper import ContextCompressor, parse_conversation
+from windowkeeper import ContextCompressor, ContextManager, parse_conversation
 from windowkeeper.adapters.responses import from_items
-from windowkeeper.core.errors import WindowkeeperError
+from windowkeeper.core.errors import InvalidMessagesError, WindowkeeperError
 from windowkeeper.core.jsonsafe import one_of
 
 Path = tuple[str | int, ...]
@@ -177,3 +178,69 @@ def test_one_of_takes_values_a_set_cannot_hash() -> None:
     assert not one_of("tool", names)
     assert not one_of(["user"], names) and not one_of({"user": 1}, names)
     assert not one_of(None, names)
+
+
+# --- the library API: what a caller passes straight to the engine ---------------------
+
+CANONICAL = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": [{"type": "text", "text": "Run the tests " + "w " * 300}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "ok " * 400},
+    {"role": "assistant", "content": "Done " * 100},
+    {"role": "user", "content": "Next?"},
+]  # fmt: skip
+
+
+def _engine_calls(messages: Any) -> None:
+    ContextCompressor(context_length=1_500).compress(messages, force=True)
+    manager = ContextManager(ContextCompressor(context_length=1_500))
+    manager.after_response({"prompt_tokens": 1_400}, manager.preflight(messages))
+    manager.compress(messages)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_the_engine_takes_any_list_or_refuses_it(data: st.DataObject) -> None:
+    """Only :class:`InvalidMessagesError` escapes, whatever sits wherever in the list."""
+    path = data.draw(st.sampled_from([p for p in _paths(CANONICAL) if p]))
+    messages = _replaced(CANONICAL, path, data.draw(JSON_VALUES))
+    with contextlib.suppress(InvalidMessagesError):
+        _engine_calls(messages)
+
+
+@pytest.mark.parametrize(
+    ("messages", "said"),
+    [
+        (5, "input: messages must be a list, got int"),
+        ([*CANONICAL[:2], 7], "message 2: expected a message object, got int"),
+        ([{"role": ["user"], "content": "x"}], "message 0: message has no string 'role'"),
+        ([{"role": "user", "content": {"a": 1}}], "message 0: content must be a string"),
+        ([{"role": "user", "content": [3]}], "message 0: content parts must be objects"),
+        ([{"role": "assistant", "tool_calls": {}}], "message 0: 'tool_calls' must be a list"),
+        ([{"role": "tool", "tool_call_id": 3, "content": "x"}], "message 0: 'tool_call_id'"),
+    ],
+    ids=["not-a-list", "not-an-object", "role", "content", "part", "tool-calls", "call-id"],
+)
+def test_what_the_engine_refuses_is_named(messages: Any, said: str) -> None:
+    for call in (
+        lambda: ContextCompressor(context_length=1_500).compress(messages, force=True),
+        lambda: ContextManager(ContextCompressor(context_length=1_500)).preflight(messages),
+        lambda: ContextManager(ContextCompressor(context_length=1_500)).compress(messages),
+    ):
+        with pytest.raises(InvalidMessagesError) as caught:
+            call()
+        assert str(caught.value).startswith(said), caught.value
+        assert "validate_messages" in str(caught.value) or "input" in said
+
+
+def test_a_valid_list_is_checked_once_per_message() -> None:
+    """The check rides on the records and estimates: a message already seen is not
+    checked again (a compaction costs no second pass over its input)."""
+    compressor = ContextCompressor(context_length=1_500)
+    messages = [dict(m) for m in CANONICAL]
+    compressor.analyzer.analyze(messages)
+    messages[3]["content"] = 5  # replaced in place: a new content object, checked again
+    with pytest.raises(InvalidMessagesError, match="message 3"):
+        compressor.analyzer.analyze(messages)

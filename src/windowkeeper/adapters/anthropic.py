@@ -155,6 +155,8 @@ def _tool_from(block: Mapping[str, Any], where: str) -> Message:
     content = block.get("content")
     if isinstance(content, list):
         content = [_part_from(part) for part in _checked_blocks(content, where)]
+    elif content is not None and not isinstance(content, str):
+        raise InvalidMessagesError(where, "tool_result content must be a string or a list")
     message: Message = {"role": "tool", "tool_call_id": tool_use_id, "content": content}
     if "is_error" in block:
         message[IS_ERROR_KEY] = bool(block["is_error"])

@@ -79,10 +79,12 @@ def parse_conversation(text: str, fmt: Format | str = Format.AUTO) -> Conversati
         if not isinstance(body, dict) or "messages" not in body:
             raise InvalidMessagesError("input", f"expected a {fmt.value} request body object")
         return _from_body(body, anthropic=fmt is Format.ANTHROPIC)
-    if fmt is Format.CLAUDE_CODE:
-        return parse_claude_code(text)
-    if fmt is Format.CODEX:
-        return parse_codex(text)
+    if fmt in (Format.CLAUDE_CODE, Format.CODEX):
+        read = parse_claude_code(text) if fmt is Format.CLAUDE_CODE else parse_codex(text)
+        # What a transcript's events convert to is held to the same rules as a message
+        # line (a defect the conversion let through is named here, not inside a pass).
+        validate_messages(read.messages, label="converted message", bounded_depth=False)
+        return read
     return Conversation(_parse_jsonl(text))
 
 

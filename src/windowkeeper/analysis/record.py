@@ -19,8 +19,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..core.errors import InvalidMessagesError
 from ..core.jsonsafe import loads_or_none
-from ..core.messages import Message, call_arguments, call_id, call_name, content_text, tool_calls
+from ..core.messages import (
+    Message,
+    call_arguments,
+    call_id,
+    call_name,
+    check_input,
+    content_text,
+    input_defect,
+    input_error,
+    tool_calls,
+)
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
 from .kinds import is_handoff, is_real_user
 from .toolshapes import ToolAction, ToolKind, classify_call
@@ -123,23 +134,31 @@ class Analyzer:
 
     def facts(self, message: Message) -> MessageFacts:
         """The record of ``message``, from the cache when it is still the same message."""
-        content, calls = message.get("content"), message.get("tool_calls")
-        cached = self._records.get(id(message))
+        cached = self._records.get(id(message))  # only messages that were checked are kept
         if (
             cached is not None
             and cached[2].message is message
-            and cached[0] is content
-            and cached[1] is calls
+            and cached[0] is message.get("content")
+            and cached[1] is message.get("tool_calls")
         ):
             return cached[2]
+        if (defect := input_defect(message)) is not None:
+            raise input_error("message", defect)
         record = self._analyze(message)
-        self._records[id(message)] = (content, calls, record)
+        self._records[id(message)] = (message.get("content"), message.get("tool_calls"), record)
         return record
 
     def analyze(self, messages: Sequence[Message]) -> list[MessageFacts]:
-        """The records of ``messages``, in order."""
+        """The records of ``messages``, in order; a message the engine cannot take (checked
+        once, when its record is made) raises :class:`InvalidMessagesError`."""
+        if not isinstance(messages, list | tuple):
+            check_input(messages)  # raises: not a list
         facts = self.facts
-        return [facts(m) for m in messages]
+        try:
+            return [facts(m) for m in messages]
+        except InvalidMessagesError:
+            check_input(messages)  # the same defect, with the message's index
+            raise
 
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""

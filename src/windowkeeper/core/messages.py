@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .errors import InvalidMessagesError
-from .jsonsafe import MAX_JSON_DEPTH, check_depth, dumps, loads_or_none, value_depth_exceeds
+from .jsonsafe import MAX_JSON_DEPTH, check_depth, dumps, loads_or_none, one_of, value_depth_exceeds
 
 Message: TypeAlias = dict[str, Any]
 ToolSchema: TypeAlias = dict[str, Any]
@@ -37,7 +37,7 @@ class Conversation:
 
 def is_image_part(part: object) -> bool:
     """True for an OpenAI ``image_url``, Responses ``input_image`` or Anthropic ``image`` part."""
-    return isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES
+    return isinstance(part, Mapping) and one_of(part.get("type"), IMAGE_PART_TYPES)
 
 
 def content_text(content: object) -> str:
@@ -156,6 +156,50 @@ def _kind(value: object) -> str:
         return "null"
     return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
         type(value), type(value).__name__
+    )
+
+
+def input_defect(message: object) -> str | None:
+    """What makes ``message`` unusable to the engine, or ``None``.
+
+    Looser than :func:`validate_message`, and cheap: the engine takes what library callers
+    pass without a full validation (tool pairing it repairs, depth it bounds itself), but
+    it relies on these shapes, so anything else is refused with a line that says so
+    instead of failing somewhere inside a pass.
+    """
+    if not isinstance(message, dict):
+        return f"expected a message object, got {_kind(message)}"
+    if not isinstance(message.get("role"), str):
+        return "message has no string 'role'"
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        if not isinstance(content, list):
+            return f"content must be a string, null or a list of parts, got {_kind(content)}"
+        if not all(isinstance(part, str | Mapping) for part in content):
+            return "content parts must be objects (or strings)"
+    calls = message.get("tool_calls")
+    if calls is not None and not (
+        isinstance(calls, list) and all(isinstance(call, Mapping) for call in calls)
+    ):
+        return "'tool_calls' must be a list of objects"
+    if not isinstance(message.get("tool_call_id", ""), str | None):
+        return "'tool_call_id' must be a string"
+    return None
+
+
+def check_input(messages: object, label: str = "message") -> None:
+    """Refuse a list the engine cannot take (see :func:`input_defect`), naming the first
+    unusable message."""
+    if not isinstance(messages, list | tuple):
+        raise InvalidMessagesError("input", f"messages must be a list, got {_kind(messages)}")
+    for index, message in enumerate(messages):
+        if (defect := input_defect(message)) is not None:
+            raise input_error(f"{label} {index}", defect)
+
+
+def input_error(where: str, defect: str) -> InvalidMessagesError:
+    return InvalidMessagesError(
+        where, f"{defect}; pass OpenAI-style chat messages (validate_messages names each defect)"
     )
 
 

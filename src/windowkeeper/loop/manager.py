@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from ..compaction.truncate import last_rungs
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
-from ..core.messages import Message, ToolSchema, conversation_warnings
+from ..core.messages import Message, ToolSchema, check_input, conversation_warnings
 from ..core.report import Tier
 from ..core.tokens import IMAGE_TOKENS, message_tokens
 from ..engine.base import ContextEngine
@@ -125,8 +125,9 @@ class ContextManager:
         """True when the full estimate is worth running (design §2: count, then characters)."""
         config = self._compressor.config if self._compressor else None
         protected = (config.protect_first_n + config.protect_last_n) if config else 23
-        if len(messages) > protected + 1:
-            return True
+        if isinstance(messages, list) and len(messages) > protected + 1:
+            return True  # the estimate checks each message it has not seen
+        check_input(messages)
         chars = sum(rough_chars(m, self._cache.image_tokens) for m in messages)
         return chars // 4 + self.schema_tokens() >= self.threshold
 
