@@ -161,6 +161,7 @@ class GatewaySection(_Section):
     anthropic_api_key_env: str | None = None
     api_keys: list[str] = Field(default_factory=list)
     max_body_mib: Annotated[float, Field(gt=0)] = 32.0
+    max_session_mib: Annotated[float, Field(gt=0)] = 1024.0
     recall_rounds: Annotated[int, Field(ge=0, le=8)] = 2
 
     @field_serializer("api_keys")

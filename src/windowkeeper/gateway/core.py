@@ -12,8 +12,8 @@ from ..store import SessionStore
 from .bodies import BodyParser
 from .metrics import Metrics
 from .persist import SessionPersistence
-from .sessions import SessionTable
 from .settings import GatewaySettings
+from .table import SessionTable
 from .upstream import Upstream
 
 T = TypeVar("T")
@@ -32,7 +32,7 @@ class GatewayCore:
     ) -> None:
         self.settings = settings
         self.upstream = Upstream(settings)
-        self.sessions = SessionTable(settings.max_sessions)
+        self.sessions = SessionTable(settings.max_sessions, settings.max_session_bytes)
         self.store = store
         self.persistence = SessionPersistence(store) if store is not None else None
         self.clock = clock

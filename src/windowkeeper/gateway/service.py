@@ -68,7 +68,10 @@ class Gateway(GatewayCore):
             GatewaySession(key, protocol, self.settings, self.clock, self.metrics.on_event)
         )
         self.metrics.sessions.set(len(self.sessions))
-        return await exchange.run(session, window)
+        try:
+            return await exchange.run(session, window)
+        finally:
+            self.sessions.account(session)
 
     async def count_tokens(
         self,

@@ -194,6 +194,8 @@ class Branch:
         self.stored = self.generation = self.committed = 0
         self.saved_guard: str | None = None
         self.saved_window: int | None = None
+        self.size = 0
+        """Bytes of the newest request body of the branch (what its history costs to hold)."""
 
     def use_model(self, model: str, window: int) -> None:
         """A model switch re-derives the thresholds (a limit learned from an overflow
@@ -226,7 +228,7 @@ class Branch:
             self.compressor.tools = list(tools) if tools else None
         self.manager.tools = self.tools
         self.compressor.compacted.clear()
-        self.seen = history
+        self.seen, self.size = history, len(parsed.raw)
         client = history.messages
         covered = self.prefix.covered
         substituted = 0 < covered <= len(client)
@@ -311,6 +313,10 @@ class GatewaySession:
             self.branches.popitem(last=False)
         return branch
 
+    def size(self) -> int:
+        """Bytes of the newest request body of each branch (see :mod:`.table`)."""
+        return sum(branch.size for branch in self.branches.values())
+
     def best(self, parsed: Parsed) -> tuple[Branch | None, int]:
         """The branch whose history agrees longest with ``parsed`` (in units)."""
         found: Branch | None = None
@@ -362,32 +368,3 @@ class GatewaySession:
             "recall_available": bool(branch and branch.has_archive),
             "store_session_id": branch.store_id if branch else None,
         }
-
-
-class SessionTable:
-    """Sessions by key, least recently used evicted first (a locked session never is)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._sessions: OrderedDict[str, GatewaySession] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def get(self, key: str) -> GatewaySession | None:
-        session = self._sessions.get(key)
-        if session is not None:
-            self._sessions.move_to_end(key)
-        return session
-
-    def add(self, session: GatewaySession) -> GatewaySession:
-        """Insert ``session`` unless one with its key exists; returns the one kept."""
-        existing = self._sessions.get(session.key)
-        if existing is not None:
-            return existing
-        self._sessions[session.key] = session
-        if len(self._sessions) > self.capacity:
-            idle = [k for k, s in self._sessions.items() if not s.lock.locked()]
-            for key in idle[: len(self._sessions) - self.capacity]:
-                del self._sessions[key]
-        return session

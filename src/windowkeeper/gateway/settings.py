@@ -22,6 +22,7 @@ from ..summary.llm.config import LLMSummarizerConfig
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
+DEFAULT_MAX_SESSION_BYTES = 1024 * 1024 * 1024
 KEYS_ENV = "WINDOWKEEPER_GATEWAY_KEYS"
 """Comma-separated gateway keys (added to ``gateway.api_keys`` of the config)."""
 DEFAULT_KEY = "*"
@@ -52,6 +53,9 @@ class GatewaySettings:
         compression: the compressor's tunables (its ``threshold`` is replaced by
             ``hygiene_threshold``: the gateway is the safety net, design §2).
         max_sessions: sessions kept in memory (least recently used evicted first).
+        max_session_bytes: the sessions kept in memory hold at most about this much: the
+            sum of the newest request body of each of their branches (least recently used
+            evicted first; a store rebuilds an evicted session on its next request).
         timeout: seconds to wait for the upstream (connect and each read).
         models_lookup: ask the upstream's ``/models`` for unknown windows.
         summary: the LLM summarizer's settings (``auxiliary.compression`` of the config);
@@ -71,6 +75,7 @@ class GatewaySettings:
     hard_message_limit: int = 5_000
     compression: CompressionConfig = field(default_factory=CompressionConfig)
     max_sessions: int = 1_000
+    max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES
     timeout: float = 600.0
     models_lookup: bool = True
     summary: LLMSummarizerConfig | None = None
@@ -90,6 +95,11 @@ class GatewaySettings:
             raise ConfigError("the hard message limit must be at least 4 messages")
         if self.max_sessions < 1 or self.timeout <= 0:
             raise ConfigError("max_sessions must be >= 1 and timeout > 0")
+        if self.max_session_bytes < self.max_body_bytes:
+            raise ConfigError(
+                "the sessions' memory bound must be at least one request body "
+                "(gateway.max_session_mib >= gateway.max_body_mib)"
+            )
         if self.max_body_bytes < 1024 or not 0 <= self.recall_rounds <= 8:
             raise ConfigError("max_body_bytes must be >= 1 KiB and recall_rounds in 0..8")
         keys = frozenset(k.strip() for k in self.api_keys if k.strip())
@@ -143,6 +153,7 @@ def gateway_settings(
     lengths: dict[str, int] = {}
     hygiene, limit, compression = 0.85, 5_000, CompressionConfig()
     keys, body, rounds = set(api_keys or ()), DEFAULT_MAX_BODY, 2
+    memory = DEFAULT_MAX_SESSION_BYTES
     if settings is not None:
         compression = settings.compression_config()
         hygiene = settings.compression.hygiene_threshold
@@ -153,6 +164,7 @@ def gateway_settings(
         section = settings.gateway
         keys.update(section.api_keys)
         body, rounds = int(section.max_body_mib * 1024 * 1024), section.recall_rounds
+        memory = int(section.max_session_mib * 1024 * 1024)
         anthropic_upstream = anthropic_upstream or section.anthropic_upstream
     keys.update((env if env is not None else os.environ).get(KEYS_ENV, "").split(","))
     if context_length is not None:
@@ -162,6 +174,7 @@ def gateway_settings(
         upstream_base_url=upstream, upstream_api_key=api_key,
         anthropic_base_url=anthropic_upstream, anthropic_api_key=anthropic_api_key,
         api_keys=frozenset(keys), max_body_bytes=body, recall_rounds=rounds,
+        max_session_bytes=memory,
         context_lengths=lengths, hygiene_threshold=hygiene, hard_message_limit=limit,
         compression=compression, summary=_summary_config(settings),
     )  # fmt: skip
