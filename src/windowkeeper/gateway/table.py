@@ -7,7 +7,7 @@ its memory follows the size of the bodies its agent sends. The table keeps the s
 each session's newest body sizes (one per branch) under ``max_bytes`` as well as the
 number of sessions under ``capacity``. An evicted session is rebuilt on its next request:
 from the store when there is one, else by compacting its history again. A session whose
-lock is held (a request in flight) is never evicted.
+lock is held (a request in flight) is never evicted, nor the one just used.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class SessionTable:
         if existing is not None:
             return existing
         self._sessions[session.key] = session
-        self._trim()
+        self._trim(session)
         return session
 
     def account(self, session: GatewaySession) -> None:
@@ -54,13 +54,16 @@ class SessionTable:
         size = session.size()
         self.total += size - self._sizes.get(session.key, 0)
         self._sizes[session.key] = size
-        self._trim()
+        self._trim(session)
 
-    def _trim(self) -> None:
+    def _trim(self, newest: GatewaySession) -> None:
+        """Evict idle sessions, oldest first, while over a bound; never ``newest`` (the
+        one just used: a session larger than the bound alone stays until another is used)."""
         over = len(self._sessions) - self.capacity
         if over <= 0 and self.total <= self.max_bytes:
             return
-        for key in [k for k, s in self._sessions.items() if not s.lock.locked()]:
+        idle = [k for k, s in self._sessions.items() if s is not newest and not s.lock.locked()]
+        for key in idle:
             if over <= 0 and self.total <= self.max_bytes:
                 break
             del self._sessions[key]
