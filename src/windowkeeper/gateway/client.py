@@ -4,8 +4,11 @@ The gateway's request path forwards bodies of hundreds of KiB many times a secon
 general-purpose client spends more CPU per request than the gateway's own work (measured
 in docs/benchmarks.md). This one does only what forwarding needs: one base URL (http or
 https), ``Content-Length`` request bodies, responses with ``Content-Length``, chunked or
-close-delimited bodies, idle connections reused. No redirects, no proxies, no
-decompression (the gateway never asks for an encoding).
+close-delimited bodies, idle connections reused, an HTTP proxy from the environment
+(``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY``, minus ``NO_PROXY``: a ``CONNECT``
+tunnel to an https upstream, absolute-form requests to an http one; loopback upstreams
+never go through it). No redirects, no decompression (the gateway never asks for an
+encoding).
 
 What must hold: a response body is read to its end or its connection is closed, never
 returned half-read to the pool; a reused connection that the server closed while idle is
@@ -16,11 +19,14 @@ by the timeout; transport failures surface as :class:`TransportError` only.
 from __future__ import annotations
 
 import asyncio
+import base64
+import ipaddress
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 __all__ = ["ConnectTimeout", "Pool", "ReadTimeout", "Response", "TransportError"]
 
@@ -60,6 +66,65 @@ class Origin:
         default = 443 if self.scheme == "https" else 80
         host = f"[{self.host}]" if ":" in self.host else self.host
         return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """An HTTP proxy (``http://[user:password@]host:port``) the upstream is reached through."""
+
+    host: str
+    port: int
+    authorization: str | None
+
+    @classmethod
+    def parse(cls, url: str) -> Proxy:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(
+                f"only http:// proxies are supported, got {url!r} (unset the proxy variable "
+                "or list the upstream's host in NO_PROXY)"
+            )
+        authorization = None
+        if parts.username is not None:
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            authorization = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        return cls(parts.hostname, parts.port or 80, authorization)
+
+    @classmethod
+    def for_origin(cls, origin: Origin) -> Proxy | None:
+        """The proxy the environment names for ``origin``, if any (``NO_PROXY`` applies;
+        a loopback host is always reached directly)."""
+        if _is_loopback(origin.host):
+            return None
+        proxies = urllib.request.getproxies_environment()
+        url = proxies.get(origin.scheme) or proxies.get("all")
+        if not url or _bypassed(origin, proxies.get("no", "")):
+            return None
+        return cls.parse(url)
+
+
+def _bypassed(origin: Origin, no_proxy: str) -> bool:
+    """``NO_PROXY`` as curl reads it: ``*``, or hosts and domains (``example.com`` and
+    ``.example.com`` both cover its subdomains), each optionally with ``:port``."""
+    host = origin.host.lower()
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        name, _, port = entry.partition(":") if entry.count(":") == 1 else (entry, "", "")
+        if entry == "*":
+            return True
+        name = name.strip("[]").lstrip(".")
+        matches = bool(name) and (host == name or host.endswith("." + name))
+        if matches and (not port or port == str(origin.port)):
+            return True
+    return False
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class _Connection:
@@ -166,6 +231,10 @@ class Pool:
         self.max_idle = max_idle
         self._idle: list[_Connection] = []
         self._ssl = _ssl_context() if self.origin.scheme == "https" else None
+        self.proxy = Proxy.for_origin(self.origin)
+        # Through a proxy an http upstream is asked in absolute form (no tunnel).
+        forwarded = self.proxy is not None and self._ssl is None
+        self._target = f"http://{self.origin.host_header}" if forwarded else ""
         self._closed = False
 
     def path(self, suffix: str) -> str:
@@ -205,7 +274,9 @@ class Pool:
         headers: Sequence[tuple[str, str]],
         body: bytes,
     ) -> Response:
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.origin.host_header}"]
+        lines = [f"{method} {self._target}{path} HTTP/1.1", f"Host: {self.origin.host_header}"]
+        if self._target and self.proxy is not None and self.proxy.authorization:
+            lines.append(f"Proxy-Authorization: {self.proxy.authorization}")
         lines += [f"{name}: {value}" for name, value in headers]
         lines.append(f"Content-Length: {len(body)}")
         conn.used = True
@@ -229,14 +300,30 @@ class Pool:
             conn.close()
         try:
             async with asyncio.timeout(self.connect_timeout):
-                reader, writer = await asyncio.open_connection(
-                    self.origin.host, self.origin.port, ssl=self._ssl, limit=_MAX_HEAD
-                )
+                return await self._dial()
         except TimeoutError:
             raise ConnectTimeout("connecting to the upstream timed out") from None
-        except OSError as exc:
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
             raise TransportError(f"{type(exc).__name__}: {exc}") from exc
-        return _Connection(reader, writer)
+
+    async def _dial(self) -> _Connection:
+        origin, proxy = self.origin, self.proxy
+        if proxy is None:
+            reader, writer = await asyncio.open_connection(
+                origin.host, origin.port, ssl=self._ssl, limit=_MAX_HEAD
+            )
+            return _Connection(reader, writer)
+        reader, writer = await asyncio.open_connection(proxy.host, proxy.port, limit=_MAX_HEAD)
+        conn = _Connection(reader, writer)
+        if self._ssl is None:
+            return conn  # an http upstream: requests in absolute form through the proxy
+        try:
+            await _tunnel(conn, origin, proxy)
+            await writer.start_tls(self._ssl, server_hostname=origin.host)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def release(self, conn: _Connection, *, reusable: bool) -> None:
         if reusable and not self._closed and len(self._idle) < self.max_idle:
@@ -251,6 +338,19 @@ class Pool:
             conn.close()
             with suppress(Exception):
                 await conn.writer.wait_closed()
+
+
+async def _tunnel(conn: _Connection, origin: Origin, proxy: Proxy) -> None:
+    """Ask the proxy for a tunnel to ``origin`` (``CONNECT``); TransportError unless 2xx."""
+    host = f"[{origin.host}]" if ":" in origin.host else origin.host
+    authority = f"{host}:{origin.port}"
+    lines = [f"CONNECT {authority} HTTP/1.1", f"Host: {authority}"]
+    if proxy.authorization:
+        lines.append(f"Proxy-Authorization: {proxy.authorization}")
+    conn.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    status, _, _ = _parse_head(await conn.reader.readuntil(b"\r\n\r\n"))
+    if not 200 <= status < 300:
+        raise TransportError(f"the proxy {proxy.host}:{proxy.port} refused the tunnel ({status})")
 
 
 def _parse_head(head: bytes) -> tuple[int, list[tuple[str, str]], bool]:

@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
-from ..core.errors import UpstreamError
+from ..core.errors import ConfigError, UpstreamError
 from .client import ConnectTimeout, Pool, ReadTimeout, Response, TransportError
 from .protocols.base import Target
 from .settings import GatewaySettings
@@ -132,14 +132,16 @@ class Upstream:
         }
         timeout = settings.timeout
         connect = min(timeout, _CONNECT_TIMEOUT)
-        if settings.upstream_base_url:
-            self._pools["openai"] = Pool(
-                settings.upstream_base_url, timeout=timeout, connect_timeout=connect
-            )
-        if settings.anthropic_base_url:
-            self._pools["anthropic"] = Pool(
-                settings.anthropic_base_url, timeout=timeout, connect_timeout=connect
-            )
+        bases: dict[Target, str | None] = {
+            "openai": settings.upstream_base_url,
+            "anthropic": settings.anthropic_base_url,
+        }
+        for target, base in bases.items():
+            if base:
+                try:
+                    self._pools[target] = Pool(base, timeout=timeout, connect_timeout=connect)
+                except ValueError as exc:  # a proxy variable we cannot use
+                    raise ConfigError(str(exc)) from exc
 
     def serves(self, target: Target) -> bool:
         return target in self._pools
