@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .errors import InvalidMessagesError
-from .jsonsafe import MAX_JSON_DEPTH, check_depth, dumps, loads_or_none, one_of, value_depth_exceeds
+from .jsonsafe import MAX_JSON_DEPTH, check_depth, dumps, loads_or_none, value_depth_exceeds
 
 Message: TypeAlias = dict[str, Any]
 ToolSchema: TypeAlias = dict[str, Any]
@@ -37,7 +37,12 @@ class Conversation:
 
 def is_image_part(part: object) -> bool:
     """True for an OpenAI ``image_url``, Responses ``input_image`` or Anthropic ``image`` part."""
-    return isinstance(part, Mapping) and one_of(part.get("type"), IMAGE_PART_TYPES)
+    # Called for every part of every message: plain dicts skip the ABC check, and a type
+    # that is not a string (a list, from hostile input) cannot be hashed into the set.
+    if type(part) is not dict and not isinstance(part, Mapping):
+        return False
+    kind = part.get("type")
+    return isinstance(kind, str) and kind in IMAGE_PART_TYPES
 
 
 def content_text(content: object) -> str:
@@ -165,25 +170,39 @@ def input_defect(message: object) -> str | None:
     Looser than :func:`validate_message`, and cheap: the engine takes what library callers
     pass without a full validation (tool pairing it repairs, depth it bounds itself), but
     it relies on these shapes, so anything else is refused with a line that says so
-    instead of failing somewhere inside a pass.
+    instead of failing somewhere inside a pass. Runs once per message a compressor or a
+    manager first sees, so the common case (plain dicts and strings) takes type checks
+    only.
     """
     if not isinstance(message, dict):
         return f"expected a message object, got {_kind(message)}"
-    if not isinstance(message.get("role"), str):
+    get = message.get
+    if not isinstance(get("role"), str):
         return "message has no string 'role'"
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        if not isinstance(content, list):
-            return f"content must be a string, null or a list of parts, got {_kind(content)}"
-        if not all(isinstance(part, str | Mapping) for part in content):
-            return "content parts must be objects (or strings)"
-    calls = message.get("tool_calls")
+    content = get("content")
+    if content is not None and type(content) is not str:
+        defect = _content_defect(content)
+        if defect is not None:
+            return defect
+    calls = get("tool_calls")
     if calls is not None and not (
-        isinstance(calls, list) and all(isinstance(call, Mapping) for call in calls)
+        type(calls) is list and all(type(c) is dict or isinstance(c, Mapping) for c in calls)
     ):
         return "'tool_calls' must be a list of objects"
-    if not isinstance(message.get("tool_call_id", ""), str | None):
+    call = get("tool_call_id")
+    if call is not None and not isinstance(call, str):
         return "'tool_call_id' must be a string"
+    return None
+
+
+def _content_defect(content: object) -> str | None:
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"content must be a string, null or a list of parts, got {_kind(content)}"
+    # Plain dicts first: an ABC check costs many times a type check, per part.
+    if not all(type(p) is dict or isinstance(p, str | Mapping) for p in content):
+        return "content parts must be objects (or strings)"
     return None
 
 
