@@ -172,6 +172,25 @@ def test_a_text_part_without_text_is_kept_as_a_part() -> None:
     assert messages[1]["content"] == [{"type": "text"}]
 
 
+@pytest.mark.parametrize(
+    ("fmt", "lines"),
+    [
+        ("claude-code", [{"type": "summary", "uuid": "u", "summary": "s"}]),
+        (
+            "claude-code",
+            [{"type": "user", "uuid": "u", "message": {"role": "user", "content": {}}}],
+        ),
+        ("codex", [{"type": "session_meta", "payload": {"id": "x"}}]),
+    ],
+    ids=["bookkeeping-only", "unreadable-message", "meta-only"],
+)
+def test_a_transcript_without_a_conversation_is_refused(
+    fmt: str, lines: list[dict[str, Any]]
+) -> None:
+    with pytest.raises(InvalidMessagesError, match="no conversation in this"):
+        parse_conversation(_lines(lines), fmt)
+
+
 def test_one_of_takes_values_a_set_cannot_hash() -> None:
     names = frozenset({"user", "assistant"})
     assert one_of("user", names)

@@ -84,6 +84,11 @@ def parse_conversation(text: str, fmt: Format | str = Format.AUTO) -> Conversati
         # What a transcript's events convert to is held to the same rules as a message
         # line (a defect the conversion let through is named here, not inside a pass).
         validate_messages(read.messages, label="converted message", bounded_depth=False)
+        if not read.messages:
+            raise InvalidMessagesError(
+                "input", f"no conversation in this {fmt.value} transcript: none of its lines "
+                "is a user or assistant message it can read",
+            )  # fmt: skip
         return read
     return Conversation(_parse_jsonl(text))
 
