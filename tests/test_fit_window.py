@@ -123,6 +123,27 @@ def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
     assert messages[2]["tool_calls"][0]["function"]["arguments"].count("return 1") > 800
 
 
+def test_preflight_shortens_long_assistant_texts_after_the_other_rungs() -> None:
+    # Nothing to summarize, small tool results, short arguments: only the assistant's own
+    # long prose can give way (a request that is not sent helps no one); the newest user
+    # message stays verbatim and the cut is marked.
+    request = user("Write the plan, then check it. " + "Keep every step. " * 40)
+    prose = "## Proposed plan\n" + "".join(f"Step {n}: refactor module {n}.\n" for n in range(900))
+    messages = [system(), request, assistant(prose, call("p", "write_file", path="plan.md",
+                content="see above")), tool("p", "wrote plan.md")]  # fmt: skip
+    events: list[Event] = []
+    manager = ContextManager(compressor(window=4_000), on_event=events.append)
+    assert manager.estimate(messages) > manager.window
+    sent = manager.preflight(messages)
+    assert manager.estimate(sent) < manager.window and violations(sent) == []
+    assert sent[1] == request  # the newest user message, verbatim
+    assert "characters cut here" in str(sent[2]["content"])
+    assert sent[2]["tool_calls"] == messages[2]["tool_calls"]
+    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
+    assert any("assistant message(s) were cut" in w for w in warnings), warnings
+    assert messages[2]["content"] == prose  # the caller's list is not touched
+
+
 def test_forced_compaction_that_would_not_fit_summarizes_a_large_head_listing() -> None:
     # The protected head (first three messages) holds a huge first listing: when the
     # request must fit, only the system prompt and the first user message stay protected.

@@ -1,5 +1,7 @@
 """The last rungs of the ladder (design §4): shortening the largest tool results, then
-long tool-call arguments, when compaction alone cannot bring a request under the window.
+long tool-call arguments, then the longest assistant texts, when compaction alone cannot
+bring a request under the window (a request that is not sent is worse than one with a
+visible cut). User messages are never cut: the newest one stays verbatim.
 
 Used by a forced compaction that must fit (the compressor) and by overflow recovery (the
 context manager). Messages and pairing stay as they are; every cut leaves a visible
@@ -35,10 +37,25 @@ def truncate_tool_results(messages: list[Message], excess_tokens: int) -> tuple[
     totals about ``excess_tokens`` (~4 characters a token). Returns the messages (the input
     list itself when nothing was cut) and how many results were shortened.
     """
+    return _truncate_texts(messages, excess_tokens, "tool")
+
+
+def truncate_assistant_texts(
+    messages: list[Message], excess_tokens: int
+) -> tuple[list[Message], int]:
+    """The rung after :func:`truncate_call_arguments`: the longest assistant texts keep
+    their head and tail around a marker, by the same water-filling (tool calls, and the
+    thinking a provider must get back unchanged, are not touched)."""
+    return _truncate_texts(messages, excess_tokens, "assistant")
+
+
+def _truncate_texts(
+    messages: list[Message], excess_tokens: int, role: str
+) -> tuple[list[Message], int]:
     sizes = {
         i: size
         for i, m in enumerate(messages)
-        if m.get("role") == "tool" and (size := _text_size(m.get("content")))
+        if m.get("role") == role and (size := _text_size(m.get("content")))
     }
     need = excess_tokens * 4
     cap = _water_level(sorted(sizes.values(), reverse=True), need)
@@ -118,15 +135,18 @@ def last_rungs(
     analyzer: Analyzer | None = None,
 ) -> tuple[list[Message], int, tuple[Cut, ...]]:
     """The end of the overflow ladder, after compaction could not fit ``window``: shorten
-    the largest tool results, then long call arguments, each only while still over."""
+    the largest tool results, then long call arguments, then the longest assistant texts,
+    each only while still over."""
     cuts: list[Cut] = []
-    for what in ("tool result", "tool-call argument"):
+    for what in ("tool result", "tool-call argument", "assistant message"):
         if tokens < window:
             break
         if what == "tool result":
             shorter, count = truncate_tool_results(messages, tokens - int(window * 0.9))
-        else:
+        elif what == "tool-call argument":
             shorter, count = truncate_call_arguments(messages, config, analyzer)
+        else:
+            shorter, count = truncate_assistant_texts(messages, tokens - int(window * 0.9))
         after = estimate(shorter) if count else tokens
         if after < tokens:  # a rung that does not help is not taken
             cuts.append(Cut(what, count, tokens, after))
