@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import InvalidMessagesError
+from ..core.jsonsafe import one_of
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 CALLS = frozenset({"function_call", "custom_tool_call"})
@@ -21,7 +22,7 @@ def item_kind(item: Mapping[str, Any], where: str) -> str:
         role = item.get("role")
         if role == "assistant":
             return "model"
-        if isinstance(role, str) and role in SYSTEM_ROLES:  # a list or object is not hashable
+        if one_of(role, SYSTEM_ROLES):
             return "system"
         if role == "user":
             return "user"

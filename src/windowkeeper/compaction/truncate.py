@@ -137,16 +137,17 @@ def last_rungs(
     """The end of the overflow ladder, after compaction could not fit ``window``: shorten
     the largest tool results, then long call arguments, then the longest assistant texts,
     each only while still over."""
+    Rung = Callable[[list[Message], int], tuple[list[Message], int]]
+    rungs: tuple[tuple[str, Rung], ...] = (
+        ("tool result", lambda m, t: truncate_tool_results(m, t - int(window * 0.9))),
+        ("tool-call argument", lambda m, t: truncate_call_arguments(m, config, analyzer)),
+        ("assistant message", lambda m, t: truncate_assistant_texts(m, t - int(window * 0.9))),
+    )
     cuts: list[Cut] = []
-    for what in ("tool result", "tool-call argument", "assistant message"):
+    for what, rung in rungs:
         if tokens < window:
             break
-        if what == "tool result":
-            shorter, count = truncate_tool_results(messages, tokens - int(window * 0.9))
-        elif what == "tool-call argument":
-            shorter, count = truncate_call_arguments(messages, config, analyzer)
-        else:
-            shorter, count = truncate_assistant_texts(messages, tokens - int(window * 0.9))
+        shorter, count = rung(messages, tokens)
         after = estimate(shorter) if count else tokens
         if after < tokens:  # a rung that does not help is not taken
             cuts.append(Cut(what, count, tokens, after))

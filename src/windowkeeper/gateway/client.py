@@ -108,9 +108,10 @@ def _bypassed(origin: Origin, no_proxy: str) -> bool:
     ``.example.com`` both cover its subdomains), each optionally with ``:port``."""
     host = origin.host.lower()
     for entry in (e.strip().lower() for e in no_proxy.split(",")):
-        name, _, port = entry.partition(":") if entry.count(":") == 1 else (entry, "", "")
         if entry == "*":
             return True
+        # "host:port" splits; a bare IPv6 address (several colons) has no port.
+        name, _, port = entry.partition(":") if entry.count(":") == 1 else (entry, "", "")
         name = name.strip("[]").lstrip(".")
         matches = bool(name) and (host == name or host.endswith("." + name))
         if matches and (not port or port == str(origin.port)):

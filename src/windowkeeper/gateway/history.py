@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,29 +79,29 @@ def without_markers(value: Any) -> Any:
     those (``value`` itself when it has none)."""
     if not isinstance(value, dict):
         return value
-    out = _without_marker(value)
-    content = out.get("content")
-    if isinstance(content, list):
-        blocks = [_block(block) for block in content]
-        if any(new is not old for new, old in zip(blocks, content, strict=True)):
-            out = {**out, "content": blocks}
-    return out
+    return _with_content(_without_marker(value), _block)
 
 
 def _block(block: Any) -> Any:
-    if not isinstance(block, dict):
-        return block
-    out = _without_marker(block)
-    inner = out.get("content")
-    if isinstance(inner, list):
-        blocks = [_without_marker(b) if isinstance(b, dict) else b for b in inner]
-        if any(new is not old for new, old in zip(blocks, inner, strict=True)):
-            out = {**out, "content": blocks}
-    return out
+    return _with_content(_without_marker(block), _without_marker)
 
 
-def _without_marker(value: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in value.items() if k != CACHE_KEY} if CACHE_KEY in value else value
+def _with_content(value: Any, each: Callable[[Any], Any]) -> Any:
+    """``value`` with ``each`` applied to the elements of its content list (``value``
+    itself when nothing changed)."""
+    content = value.get("content") if isinstance(value, dict) else None
+    if not isinstance(content, list):
+        return value
+    mapped = [each(item) for item in content]
+    if all(new is old for new, old in zip(mapped, content, strict=True)):
+        return value
+    return {**value, "content": mapped}
+
+
+def _without_marker(value: Any) -> Any:
+    if not isinstance(value, dict) or CACHE_KEY not in value:
+        return value
+    return {k: v for k, v in value.items() if k != CACHE_KEY}
 
 
 def agreeing_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
