@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from windowkeeper.adapters.anthropic import IS_ERROR_KEY, THINKING_KEY, from_anthropic, to_anthropic
+from windowkeeper.adapters.anthropic import IS_ERROR_KEY, THINKING_KEY, from_anthropic
+from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.core.errors import InvalidMessagesError
 from windowkeeper.core.messages import validate_messages
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from windowkeeper.adapters.anthropic import SOURCE_KEY, from_anthropic, to_anthropic
+from windowkeeper.adapters.anthropic import SOURCE_KEY, from_anthropic
+from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.core.messages import strip_private_keys, validate_messages
 
 SYSTEM = [

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from factories import assistant, call, system, tool, user
-from windowkeeper.adapters.anthropic import to_anthropic
+from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.adapters.caching import MAX_MARKERS, apply_cache_markers, count_cache_markers
 from windowkeeper.core.errors import ConfigError
 

@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from factories import long_session
-from windowkeeper.adapters.anthropic import from_anthropic, to_anthropic
+from windowkeeper.adapters.anthropic import from_anthropic
+from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.adapters.formats import Format, detect_format
 from windowkeeper.cli import app as cli
 from windowkeeper.core.invariants import violations

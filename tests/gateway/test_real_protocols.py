@@ -17,7 +17,7 @@ import pytest
 from serving import MODEL, loopback_settings, serving
 
 from realdata import real_session_paths
-from windowkeeper.adapters.anthropic import to_anthropic
+from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.adapters.formats import load_conversation
 from windowkeeper.adapters.responses import INSTRUCTIONS_KEY, to_responses
 from windowkeeper.core.messages import Message, ToolSchema

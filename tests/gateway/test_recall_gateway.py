@@ -13,7 +13,7 @@ import pytest
 from serving import MODEL, loopback_settings, serving
 
 from factories import long_session
-from windowkeeper.adapters.anthropic import to_anthropic
+from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.adapters.responses import INSTRUCTIONS_KEY, to_responses
 from windowkeeper.core.tokens import estimate_messages_tokens
 from windowkeeper.testing.loopback import LoopbackUpstream, Reply, call

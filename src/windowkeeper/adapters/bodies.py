@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.errors import InvalidMessagesError
 from ..core.messages import dump_jsonl, strip_private_keys, to_json
-from .anthropic import to_anthropic
+from .anthropic_write import to_anthropic
 from .formats import Format
 
 __all__ = ("render_like",)

@@ -174,14 +174,9 @@ def _dumps_iterative(
     # Each frame: the open iterator of a container and whether it is a dict.
     stack: list[tuple[Iterator[Any], bool, list[bool]]] = []
 
-    def scalar(item: object) -> str | None:
-        if item is None or isinstance(item, str | int | float):
-            return json.dumps(item, ensure_ascii=ensure_ascii)
-        return None
-
     def open_item(item: object) -> None:
         while True:
-            text = scalar(item)
+            text = _scalar(item, ensure_ascii)
             if text is not None:
                 out.append(text)
                 return
@@ -214,6 +209,12 @@ def _dumps_iterative(
             out.append(json.dumps(_key(key), ensure_ascii=ensure_ascii) + key_sep)
         open_item(element)
     return "".join(out)
+
+
+def _scalar(item: object, ensure_ascii: bool) -> str | None:
+    if item is None or isinstance(item, str | int | float):
+        return json.dumps(item, ensure_ascii=ensure_ascii)
+    return None
 
 
 def _key(key: object) -> str:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, Union, get_args, get_origin
+from typing import Annotated, Any, NamedTuple
 
 import yaml
 from pydantic import (
@@ -47,6 +46,7 @@ from .config import (
     resolve_model_threshold,
 )
 from .errors import ConfigError
+from .setting_keys import assign, describe, env_overrides, flatten_keys, leaves
 
 ENV_PREFIX = "WINDOWKEEPER_"
 CONFIG_ENV = "WINDOWKEEPER_CONFIG"
@@ -55,7 +55,6 @@ DEFAULT_SOURCE = "default"
 STORE_SCHEMES = ("sqlite://", "postgresql://", "postgres://")
 
 _DEFAULTS = CompressionConfig()
-_NULL_WORDS = frozenset({"", "null", "none", "~"})
 
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Count = Annotated[int, Field(ge=0)]
@@ -193,7 +192,7 @@ class Settings(_Section):
 
     def entries(self) -> list[SettingEntry]:
         """Every leaf setting in declaration order, with its value and source."""
-        values = _leaves(self.model_dump())
+        values = leaves(Settings, self.model_dump())
         return [SettingEntry(key, value, self.source(key)) for key, value in values.items()]
 
     def compression_config(self) -> CompressionConfig:
@@ -264,14 +263,14 @@ def load_settings(
     """
     config_file = find_config_file(path, env, cwd=cwd)
     raw = read_config_file(config_file) if config_file is not None else {}
-    sources = dict.fromkeys(_flatten_keys(raw, Settings), str(config_file))
-    for name, dotted, value in _env_overrides(env):
-        _assign(raw, dotted, value, config_file)
+    sources = dict.fromkeys(flatten_keys(raw, Settings), str(config_file))
+    for name, dotted, value in env_overrides(Settings, env, ENV_PREFIX):
+        assign(raw, dotted, value, config_file)
         sources[dotted] = name
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, sources)) from None
+        raise ConfigError(describe(exc, sources, DEFAULT_SOURCE)) from None
     settings._sources = sources
     settings._config_file = config_file
     try:
@@ -301,117 +300,3 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections, got {type(data).__name__}")
     return data
-
-
-# --- helpers ----------------------------------------------------------------------------
-
-
-def _submodel(annotation: object) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
-def _flatten_keys(raw: Mapping[str, Any], model: type[BaseModel], prefix: str = "") -> list[str]:
-    """Dotted keys of the leaves in ``raw`` (unknown keys included, for error reports)."""
-    keys: list[str] = []
-    for key, value in raw.items():
-        dotted = f"{prefix}{key}"
-        field = model.model_fields.get(str(key))
-        sub = _submodel(field.annotation) if field is not None else None
-        if sub is not None and isinstance(value, Mapping):
-            keys.extend(_flatten_keys(value, sub, dotted + "."))
-        else:
-            keys.append(dotted)
-    return keys
-
-
-def _leaves(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        field_model = _model_at(f"{prefix}{key}".split("."))
-        if isinstance(value, dict) and field_model is not None:
-            out.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _model_at(path: list[str]) -> type[BaseModel] | None:
-    """The section model at a dotted path, None for leaves and unknown paths."""
-    model: type[BaseModel] | None = Settings
-    for name in path:
-        field = model.model_fields.get(name) if model is not None else None
-        model = _submodel(field.annotation) if field is not None else None
-    return model
-
-
-def _leaf_annotation(path: list[str]) -> tuple[bool, object]:
-    """(known leaf?, its annotation) for a path of field names."""
-    section = _model_at(path[:-1]) if len(path) > 1 else None
-    field = section.model_fields.get(path[-1]) if section is not None else None
-    if field is None or _submodel(field.annotation) is not None:
-        return False, None
-    return True, field.annotation
-
-
-def _is_text(annotation: object) -> bool:
-    if annotation is str:
-        return True
-    return get_origin(annotation) in (Union, types.UnionType) and str in get_args(annotation)
-
-
-def _env_overrides(env: Mapping[str, str]) -> list[tuple[str, str, Any]]:
-    """(variable, dotted key, parsed value) for each ``WINDOWKEEPER_<A>__<B>`` variable."""
-    out: list[tuple[str, str, Any]] = []
-    for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
-            continue
-        path = name[len(ENV_PREFIX) :].lower().split("__")
-        known, annotation = _leaf_annotation(path)
-        if not known:
-            raise ConfigError(f"{name}: no setting {'.'.join(path)} (check the spelling)")
-        out.append((name, ".".join(path), _parse_env_value(env[name], annotation)))
-    return out
-
-
-def _parse_env_value(text: str, annotation: object) -> Any:
-    if text.strip().lower() in _NULL_WORDS:
-        return None
-    if _is_text(annotation):
-        return text  # verbatim: a model named "on" or "1.0" stays a string
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text  # validation reports it with the variable's name
-
-
-def _assign(raw: dict[str, Any], dotted: str, value: Any, config_file: Path | None) -> None:
-    *sections, leaf = dotted.split(".")
-    node = raw
-    for depth, name in enumerate(sections):
-        child = node.setdefault(name, {})
-        if not isinstance(child, dict):
-            where = ".".join(sections[: depth + 1])
-            raise ConfigError(f"{where} in {config_file} must be a mapping, got {child!r}")
-        node = child
-    node[leaf] = value
-
-
-def _describe(exc: ValidationError, sources: Mapping[str, str]) -> str:
-    problems = []
-    for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"])
-        source = _source_of(key, sources)
-        message = "unknown setting" if error["type"] == "extra_forbidden" else error["msg"]
-        problems.append(f"{key}: {message}, got {error['input']!r} (from {source})")
-    return "invalid configuration: " + "; ".join(problems)
-
-
-def _source_of(key: str, sources: Mapping[str, str]) -> str:
-    parts = key.split(".")
-    for end in range(len(parts), 0, -1):
-        found = sources.get(".".join(parts[:end]))
-        if found is not None:
-            return found
-    return DEFAULT_SOURCE

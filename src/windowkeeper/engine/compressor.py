@@ -21,26 +21,11 @@ from typing import Any
 from ..analysis.events import Analysis
 from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
-from ..compaction.plan import (
-    CompactionPlan,
-    archive_turns,
-    assemble,
-    make_plan,
-    summarized_turns,
-)
+from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
-from ..core.config import (
-    CompressionConfig,
-    tail_budget_tokens,
-    usable_window,
-)
+from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
 from ..core.messages import Message, ToolSchema
-from ..core.report import (
-    CompressionResult,
-    Outcome,
-    Reason,
-    Tier,
-)
+from ..core.report import CompressionResult, Outcome, Reason, Tier
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer

@@ -135,12 +135,7 @@ def breakdown(
             sums["user"] += own
         else:
             sums["assistant"] += own
-    by_tool = tuple(
-        sorted(
-            (ToolUsage(name, count, tokens) for name, (count, tokens) in per_tool.items()),
-            key=lambda usage: (-usage.tokens, usage.name),
-        )
-    )
+    by_tool = _heaviest_first(per_tool)
     return TokenBreakdown(
         system=sums["system"],
         tool_schemas=tool_schema_tokens(tools),
@@ -154,6 +149,11 @@ def breakdown(
         tool_call_count=calls_seen,
         by_tool=by_tool,
     )
+
+
+def _heaviest_first(per_tool: Mapping[str, list[int]]) -> tuple[ToolUsage, ...]:
+    usages = (ToolUsage(name, count, tokens) for name, (count, tokens) in per_tool.items())
+    return tuple(sorted(usages, key=lambda usage: (-usage.tokens, usage.name)))
 
 
 class PlanLike(Protocol):
@@ -270,16 +270,6 @@ class Inspection:
         ``tokens``, the middle also ``pruned_outputs`` and ``pruned_tokens``;
         ``restated_request``, ``restated_index``, ``summary_budget_tokens``).
         """
-        segments = {
-            name: {"messages": seg.messages, "tokens": seg.tokens}
-            for name, seg in (
-                ("head", self.plan.head),
-                ("middle", self.plan.middle),
-                ("tail", self.plan.tail),
-            )
-        }
-        segments["middle"]["pruned_outputs"] = self.plan.pruned_outputs
-        segments["middle"]["pruned_tokens"] = self.plan.pruned_tokens
         return {
             "messages": self.messages,
             "context_length": self.context_length,
@@ -299,13 +289,23 @@ class Inspection:
             "tool_results_by_tool": [
                 {"name": t.name, "count": t.count, "tokens": t.tokens} for t in self.tokens.by_tool
             ],
-            "plan": {
-                "compressible": self.plan.compressible,
-                **segments,
-                "restated_request": self.plan.restates_request,
-                "restated_index": self.plan.restated_index,
-                "summary_budget_tokens": self.plan.summary_budget_tokens,
-            },
+            "plan": self._plan_dict(),
+        }
+
+    def _plan_dict(self) -> dict[str, Any]:
+        plan = self.plan
+        segments: dict[str, dict[str, Any]] = {
+            name: {"messages": seg.messages, "tokens": seg.tokens}
+            for name, seg in (("head", plan.head), ("middle", plan.middle), ("tail", plan.tail))
+        }
+        segments["middle"]["pruned_outputs"] = plan.pruned_outputs
+        segments["middle"]["pruned_tokens"] = plan.pruned_tokens
+        return {
+            "compressible": plan.compressible,
+            **segments,
+            "restated_request": plan.restates_request,
+            "restated_index": plan.restated_index,
+            "summary_budget_tokens": plan.summary_budget_tokens,
         }
 
 

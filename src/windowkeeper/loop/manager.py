@@ -39,14 +39,9 @@ from .hooks import (
     budget_blocks,
     insert_live_state,
 )
-from .overflow import (
-    Overflow,
-    OverflowKind,
-    classify,
-    lighter_images,
-)
+from .overflow import Overflow, OverflowKind, classify, lighter_images
 from .recovery import Attempt, exhausted_error, floor_tokens, target_tokens, with_tier_limit
-from .steps import Answered, Failed, Turn, TurnResult, answer, wire
+from .steps import Answered, Turn, TurnResult, adrive, drive, wire
 
 R = TypeVar("R")
 _QUIET_REASONS = frozenset({"below_threshold", "disabled"})
@@ -221,34 +216,13 @@ class ContextManager:
 
     def run(self, call: Callable[[list[Message]], R], messages: list[Message]) -> TurnResult[R]:
         """Run one request through ``call`` with all three triggers around it."""
-        steps = self.turn(messages)
-        request = next(steps)
-        while True:
-            try:
-                response = call(request)
-            # The call is the user's client: every error goes to ``recover``, which
-            # re-raises anything that is not an overflow unchanged.
-            except Exception as exc:
-                failure = Failed(exc)
-            else:
-                return TurnResult(response, answer(steps, response))
-            request = steps.send(failure)
+        return drive(self.turn(messages), call)
 
     async def arun(
         self, acall: Callable[[list[Message]], Awaitable[R]], messages: list[Message]
     ) -> TurnResult[R]:
         """The async twin of :meth:`run`: the same state machine, an awaited call."""
-        steps = self.turn(messages)
-        request = next(steps)
-        while True:
-            try:
-                response = await acall(request)
-            # As in ``run``: classified by ``recover``, re-raised unchanged otherwise.
-            except Exception as exc:
-                failure = Failed(exc)
-            else:
-                return TurnResult(response, answer(steps, response))
-            request = steps.send(failure)
+        return await adrive(self.turn(messages), acall)
 
     # --- compaction ------------------------------------------------------------------
 

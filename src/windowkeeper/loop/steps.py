@@ -2,12 +2,12 @@
 
 The machine is a generator: it yields the messages to send, and receives ``Answered`` or
 ``Failed``; ``wire`` and ``answer`` are the two operations every driver (sync or async)
-shares.
+shares, and :func:`drive` and :func:`adrive` are the two drivers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -57,3 +57,32 @@ def answer(steps: Turn, response: object) -> list[Message]:
         final: list[Message] = stop.value
         return final
     raise RuntimeError("the turn machine asked for another call after an answer")
+
+
+def drive(steps: Turn, call: Callable[[list[Message]], R]) -> TurnResult[R]:
+    """Perform each call the machine asks for with ``call``, until it ends the turn."""
+    request = next(steps)
+    while True:
+        try:
+            response = call(request)
+        # The call is the user's client: every error goes to the machine's ``recover``,
+        # which re-raises anything that is not an overflow unchanged.
+        except Exception as exc:
+            failure = Failed(exc)
+        else:
+            return TurnResult(response, answer(steps, response))
+        request = steps.send(failure)
+
+
+async def adrive(steps: Turn, acall: Callable[[list[Message]], Awaitable[R]]) -> TurnResult[R]:
+    """The async twin of :func:`drive`: the same machine, an awaited call."""
+    request = next(steps)
+    while True:
+        try:
+            response = await acall(request)
+        # As in ``drive``: classified by ``recover``, re-raised unchanged otherwise.
+        except Exception as exc:
+            failure = Failed(exc)
+        else:
+            return TurnResult(response, answer(steps, response))
+        request = steps.send(failure)

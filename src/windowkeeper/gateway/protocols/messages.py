@@ -12,12 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...adapters.anthropic import (
-    SOURCE_KEY,
-    from_anthropic,
-    message_from_anthropic,
-    to_anthropic,
-)
+from ...adapters.anthropic import SOURCE_KEY, from_anthropic, message_from_anthropic
+from ...adapters.anthropic_write import to_anthropic
 from ...core.errors import InvalidMessagesError
 from ...core.messages import Message, ToolSchema, content_text
 from .base import (

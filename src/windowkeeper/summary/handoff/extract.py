@@ -82,16 +82,7 @@ def extract_state(
     its tool events count as the oldest of the summarized ones (its user words stay
     verbatim there and are not quoted).
     """
-    turns = user_turns(analysis.facts)
-    task, in_head, turns = _task(previous, placement, turns)
-    request, kept = _request(placement, turns)
-    turns = kept if placement.restated else turns
-    texts = [t.text for t in turns]
-    turns = kept
-    carried_users = [*previous.users, *([previous.request] if previous.request else [])]
-    users = _deduped([*carried_users, *(quoted(t) for t in turns)])
-    new_task = task is not None and task is not previous.task
-    stated = constraints_of(([task.text] if new_task and task else []) + texts)
+    said = _user_side(analysis, previous, placement)
     events = [e for e in analysis.events() if not e.orphan]
     # The head's pruned tool events are the oldest of the trail; positions are relative
     # to the summarized turns, so the work state reads those turns' events only.
@@ -104,32 +95,57 @@ def extract_state(
     kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
     every = [*trail, *kept_events]
     touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
-    facts_texts = ([task.text] if new_task and task else []) + texts
     files, base = anchored(merged_files(previous.files, touches), cwds[-1])
     listed, counts = commands_of(trail)
     return HandoffState(
-        task=task,
-        task_in_head=in_head,
-        request=request,
+        task=said.task,
+        task_in_head=said.task_in_head,
+        request=said.request,
         request_restated=placement.restated,
-        users=users,
-        constraints=merged_constraints(previous.constraints, stated),
+        users=said.users,
+        constraints=merged_constraints(previous.constraints, said.constraints),
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
         decisions=decisions(assistant, previous.decisions, focus_words(focus)),
         root=repository_root(files, cwds[-1] or base) or previous.root,
         files=files,
         values=merged_values(
-            previous.values, values_of(trail, facts_texts, [t for _, t in assistant])
+            previous.values, values_of(trail, said.texts, [t for _, t in assistant])
         ),
         next_step=next_step(assistant, events, previous.next_step),
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, facts_texts)),
+        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, said.texts)),
         earlier_commands=previous.earlier_commands,
         environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
     )
+
+
+@dataclass(frozen=True)
+class _Said:
+    """What the summarized turns' user messages contribute."""
+
+    task: Quote | None
+    task_in_head: bool
+    request: Quote | None
+    users: tuple[Quote, ...]
+    constraints: tuple[str, ...]
+    texts: list[str]
+    """The texts facts are lifted from: a newly found task, then the turns' own."""
+
+
+def _user_side(analysis: Analysis, previous: HandoffState, placement: Placement) -> _Said:
+    turns = user_turns(analysis.facts)
+    task, in_head, turns = _task(previous, placement, turns)
+    request, kept = _request(placement, turns)
+    turns = kept if placement.restated else turns
+    texts = [t.text for t in turns]
+    carried_users = [*previous.users, *([previous.request] if previous.request else [])]
+    users = _deduped([*carried_users, *(quoted(t) for t in kept)])
+    new_task = task is not None and task is not previous.task
+    lifted = ([task.text] if new_task and task else []) + texts
+    return _Said(task, in_head, request, users, tuple(constraints_of(lifted)), lifted)
 
 
 def _task(
