@@ -105,9 +105,9 @@ def test_forced_compaction_that_would_not_fit_keeps_only_the_minimum_tail() -> N
 
 
 def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
-    # Nothing to summarize (one user turn, the minimum tail) and no large tool result:
-    # only the bodies of the writes can give way, and the JSON stays valid.
-    messages = [system(), user("Write the two modules."), *big_edits(2, 12_000)]
+    # Nothing to summarize (one user turn, one tool exchange) and no large tool result:
+    # only the body of the write can give way, and the JSON stays valid.
+    messages = [system(), user("Write the module."), *big_edits(1, 24_000)]
     events: list[Event] = []
     manager = ContextManager(compressor(window=4_000), on_event=events.append)
     assert manager.estimate(messages) > manager.window
@@ -121,6 +121,24 @@ def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
     warnings = [e.message for e in events if e.kind is EventKind.WARNING]
     assert any("tool-call argument(s) were cut" in w for w in warnings)
     assert messages[2]["tool_calls"][0]["function"]["arguments"].count("return 1") > 800
+
+
+def test_must_fit_summarizes_older_exchanges_of_the_turn_before_cutting_any() -> None:
+    # One user turn of two large writes: past the minimum tail, the older write is
+    # summarized (with its handle) and the newest exchange stays verbatim, uncut.
+    messages = [system(), user("Write the two modules."), *big_edits(2, 12_000)]
+    events: list[Event] = []
+    manager = ContextManager(compressor(window=4_000), on_event=events.append)
+    assert manager.estimate(messages) > manager.window
+    sent = manager.preflight(messages)
+    assert manager.estimate(sent) < manager.window and violations(sent) == []
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
+    assert sent[-2:] == messages[-2:]  # the newest write and its result, untouched
+    handoff = content_text(sent[1]["content"])
+    assert "Wrote m0.py" in handoff  # the older write, summarized with its evidence
+    assert handoff.endswith("\n\nWrite the two modules.")  # the request, restated verbatim
+    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
+    assert not any("were cut" in w for w in warnings), warnings
 
 
 def test_preflight_shortens_long_assistant_texts_after_the_other_rungs() -> None:

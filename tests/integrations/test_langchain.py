@@ -124,3 +124,37 @@ def test_threads_have_their_own_state_and_the_window_must_be_known() -> None:
     assert middleware.conversations.manager("a") is not middleware.conversations.manager("b")
     with pytest.raises(ConfigError, match="context window"):
         WindowkeeperMiddleware()
+
+
+class RecordingChat(BaseChatModel):
+    """Answers "ok" and keeps the messages of every call, as LangChain passed them."""
+
+    seen: Any = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        self.seen.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="ok"))])
+
+
+def test_messages_langchain_cannot_convert_go_to_the_model_unchanged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An image block without a source: LangChain's own converter refuses it. The agent's
+    # call must not fail because of the middleware; the model (or its provider) judges it.
+    model = RecordingChat(seen=[])
+    middleware = WindowkeeperMiddleware(context_length=2_000)
+    agent = create_agent(model, tools=[], system_prompt="Be brief.", middleware=[middleware])
+    content: list[str | dict[str, Any]] = [{"type": "text", "text": "word " * 3_000}]
+    content.append({"type": "image", "detail": "high"})
+    with pytest.raises(ValueError, match="content block"):
+        convert_to_openai_messages([HumanMessage(content=content)])
+    with caplog.at_level("WARNING", logger="windowkeeper.integrations.langchain"):
+        agent.invoke({"messages": [HumanMessage(content=content)]})
+    assert [m.content for m in model.seen[0][1:]] == [content]  # after the system prompt
+    assert any("request not compacted" in r.getMessage() for r in caplog.records)

@@ -24,6 +24,7 @@ from agents import (
     SQLiteSession,
     Usage,
 )
+from agents.run_config import CallModelData, ModelInputData
 from driving import SESSION_PARAMS, Recorded, Replayer, Watch, holds_a_compaction, load
 from openai.types.responses import (
     ResponseFunctionToolCall,
@@ -197,3 +198,15 @@ def test_the_compacting_session_keeps_the_compaction_across_runs(tmp_path: Any) 
     assert sum(is_handoff(m) for m in history) <= 1  # one handoff at most, never stacked
     # Every request stayed inside the window, and runs began from the stored compaction.
     assert max(watch.tokens) < watch.window
+
+
+def test_model_input_the_engine_cannot_read_goes_to_the_model_as_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A message whose content is a number: the engine refuses it. The filter must not be
+    # what fails the run; the API judges the input.
+    keep = input_filter(context_length=2_000)
+    given = ModelInputData(input=[{"role": "user", "content": 5}], instructions="Be brief.")  # type: ignore[list-item]
+    with caplog.at_level("WARNING", logger="windowkeeper.integrations.openai_agents"):
+        assert keep(CallModelData(model_data=given, agent=Agent(name="a"), context=None)) is given
+    assert any("not compacted" in r.getMessage() for r in caplog.records)

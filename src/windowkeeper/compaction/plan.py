@@ -107,12 +107,28 @@ def fitting_plan(
     tight = make_plan(messages, costs, tight_config, context_length, 0, facts)
     moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
     chosen = tight if tight.compressible and moved else plan
+    if not _fits(messages, costs, chosen, room):
+        # Still too large with the minimum tail (a turn of a few large tool exchanges):
+        # the older exchanges of the turn are summarized too and only the newest message
+        # (with its tool group) stays verbatim, before any of it is cut to fit.
+        least = replace(tight_config, min_tail_messages=1)
+        smallest = make_plan(messages, costs, least, context_length, 0, facts)
+        if smallest.compressible and smallest.tail_start > chosen.tail_start:
+            chosen = smallest
     # On a small window the handoff's floor (design §5) may itself be what does not fit:
     # then it gets what is left, down to a minimum that still carries the essentials.
     left = room - _kept(messages, costs, chosen) - HANDOFF_FRAME_TOKENS
     if chosen.compressible and left < chosen.summary_budget_tokens:
         return replace(chosen, summary_budget_tokens=max(MIN_FIT_BUDGET, left))
     return chosen
+
+
+def _fits(
+    messages: Sequence[Message], costs: Sequence[int], plan: CompactionPlan, room: int
+) -> bool:
+    """Whether ``plan`` with its smallest handoff can be under ``room``."""
+    least = HANDOFF_FRAME_TOKENS + MIN_FIT_BUDGET
+    return plan.compressible and _kept(messages, costs, plan) + least < room
 
 
 def _kept(messages: Sequence[Message], costs: Sequence[int], plan: CompactionPlan) -> int:

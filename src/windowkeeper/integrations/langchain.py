@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import InvalidMessagesError
 from ..core.messages import Message, ToolSchema, call_arguments, call_id, call_name, tool_calls
 from ._common import Conversations
 from ._deps import missing
@@ -58,12 +60,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ("WindowkeeperMiddleware",)
 
+log = logging.getLogger("windowkeeper.integrations.langchain")
+
 
 @dataclass(frozen=True)
 class _Prepared:
     key: Hashable
     request: ModelRequest[Any]
-    canonical: list[Message]
+    canonical: list[Message] | None
+    """``None`` when the request could not be read (it goes to the model unchanged)."""
     compacted: bool
 
 
@@ -107,8 +112,16 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         key = _thread_key()
         system = self._noted_system(key, request.system_message)
         originals: list[BaseMessage] = [*([system] if system else []), *request.messages]
-        canonical = [dict(m) for m in convert_to_openai_messages(originals)]
-        out = self.conversations.before(key, canonical, _schemas(request.tools))
+        try:
+            canonical = [dict(m) for m in convert_to_openai_messages(originals)]
+            out = self.conversations.before(key, canonical, _schemas(request.tools))
+        # LangChain's converter refuses malformed content blocks (ValueError, or a
+        # KeyError/TypeError from inside it), and the engine refuses shapes it cannot
+        # read: either way the request goes to the model as it is, and the model (or its
+        # provider) judges it; compacting is never why an agent's call fails.
+        except (ValueError, KeyError, TypeError, InvalidMessagesError) as exc:
+            log.warning("request not compacted (the model will judge it): %s", _first_line(exc))
+            return _Prepared(key, request, None, False)
         if out is canonical:
             if system is request.system_message:
                 return _Prepared(key, request, canonical, False)
@@ -120,6 +133,8 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _finish(
         self, prepared: _Prepared, response: ModelResponse[Any]
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        if prepared.canonical is None:
+            return response
         usage = _usage(response.result)
         out = self.conversations.after(prepared.key, usage, prepared.canonical)
         if out is not prepared.canonical:
@@ -168,6 +183,13 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return SystemMessage(content=note[1], id=system.id)
 
 
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"LangChain cannot convert a content block without the key {exc}"
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
 def _thread_key() -> Hashable:
     try:
         configurable = get_config().get("configurable") or {}
@@ -183,7 +205,8 @@ def _schemas(tools: Sequence[Any]) -> list[ToolSchema]:
         try:
             schemas.append(dict(convert_to_openai_tool(tool)))
         except (TypeError, ValueError):  # a provider built-in tool: count its JSON
-            schemas.append({"type": "function", "function": {"name": json.dumps(tool)}})
+            name = json.dumps(tool, default=str)
+            schemas.append({"type": "function", "function": {"name": name}})
     return schemas
 
 
