@@ -136,8 +136,10 @@ def on_usage(state: GuardState, prompt_tokens: int, threshold: int) -> GuardStat
     floor of system prompt and tool schemas may exceed the trigger); under it clears them.
     """
     if prompt_tokens <= 0:
-        return replace(state, verify_pending=False)
+        return replace(state, verify_pending=False) if state.verify_pending else state
     if prompt_tokens < threshold:
+        if not state.strikes and not state.verify_pending and state.probe_at is None:
+            return state  # the common case, every response under the trigger: unchanged
         return replace(state, strikes=0, verify_pending=False, probe_at=None)
     if state.verify_pending:
         return replace(state, strikes=state.strikes + 1, verify_pending=False)

@@ -348,10 +348,10 @@ class Exchange:
 
     def _observe(self, started: float) -> None:
         metrics = self.gateway.metrics
-        metrics.upstream_seconds.labels(self.protocol.name).observe(time.perf_counter() - started)
+        metrics.observe_upstream(self.protocol.name, time.perf_counter() - started)
 
     def _count(self, outcome: str) -> None:
-        self.gateway.metrics.requests.labels(self.protocol.name, outcome).inc()
+        self.gateway.metrics.count_request(self.protocol.name, outcome)
 
 
 def _heavy(session: GatewaySession, parsed: Parsed) -> bool:

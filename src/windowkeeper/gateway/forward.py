@@ -35,7 +35,7 @@ async def passthrough(
         session.passthrough += 1
     own = [("x-windowkeeper-passthrough", str(parsed.continues))]
     upstream = gateway.upstream
-    gateway.metrics.requests.labels(protocol.name, "passthrough").inc()
+    gateway.metrics.count_request(protocol.name, "passthrough")
     try:
         if not parsed.stream:
             reply = await upstream.call(protocol.target, "POST", parsed.upstream_path(), headers,

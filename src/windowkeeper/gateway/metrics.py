@@ -69,6 +69,22 @@ class Metrics:
         self.sessions = Gauge(
             "windowkeeper_gateway_sessions", "Sessions held in memory.", registry=r
         )
+        # The labelled children of the per-request metrics, found once: ``labels()``
+        # validates and locks on every call, and every request counts twice.
+        self._requests: dict[tuple[str, str], Counter] = {}
+        self._upstream: dict[str, Histogram] = {}
+
+    def count_request(self, protocol: str, outcome: str) -> None:
+        child = self._requests.get((protocol, outcome))
+        if child is None:
+            child = self._requests[protocol, outcome] = self.requests.labels(protocol, outcome)
+        child.inc()
+
+    def observe_upstream(self, protocol: str, seconds: float) -> None:
+        child = self._upstream.get(protocol)
+        if child is None:
+            child = self._upstream[protocol] = self.upstream_seconds.labels(protocol)
+        child.observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

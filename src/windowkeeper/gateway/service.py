@@ -97,7 +97,7 @@ class Gateway(GatewayCore):
             body = self.bodies.parse(raw, protocol.history_key, caller.scope, protocol.name)
             parsed = protocol.parse(raw, body)
         except (InvalidMessagesError, RecursionError) as exc:
-            self.metrics.requests.labels(protocol.name, "invalid").inc()
+            self.metrics.count_request(protocol.name, "invalid")
             reason = exc if isinstance(exc, InvalidMessagesError) else "JSON nested too deeply"
             return error_answer(protocol, 400, f"windowkeeper gateway: {reason}")
         if not self.upstream.serves(protocol.target):

@@ -89,8 +89,14 @@ class ContextManager:
     # --- figures ---------------------------------------------------------------------
 
     @property
-    def _compressor(self) -> ContextCompressor | None:
-        return self.engine if isinstance(self.engine, ContextCompressor) else None
+    def engine(self) -> ContextEngine:
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: ContextEngine) -> None:
+        self._engine = engine
+        # Read on every trigger (a dozen times a request): decided once per engine.
+        self._compressor = engine if isinstance(engine, ContextCompressor) else None
 
     @property
     def threshold(self) -> int:
