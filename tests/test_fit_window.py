@@ -104,21 +104,26 @@ def test_forced_compaction_that_would_not_fit_keeps_only_the_minimum_tail() -> N
     assert roomy is usual
 
 
-def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
-    # Nothing to summarize (one user turn, one tool exchange) and no large tool result:
-    # only the body of the write can give way, and the JSON stays valid.
-    messages = [system(), user("Write the module."), *big_edits(1, 24_000)]
+def preflight_at_4k(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """A must-fit preflight at a 4K window: what is sent (checked under the window and
+    valid) and the warnings it raised."""
     events: list[Event] = []
     manager = ContextManager(compressor(window=4_000), on_event=events.append)
     assert manager.estimate(messages) > manager.window
     sent = manager.preflight(messages)
-    assert manager.estimate(sent) < manager.window
-    assert violations(sent) == []
+    assert manager.estimate(sent) < manager.window and violations(sent) == []
+    return sent, [e.message for e in events if e.kind is EventKind.WARNING]
+
+
+def test_preflight_shortens_call_arguments_as_the_last_rung() -> None:
+    # Nothing to summarize (one user turn, one tool exchange) and no large tool result:
+    # only the body of the write can give way, and the JSON stays valid.
+    messages = [system(), user("Write the module."), *big_edits(1, 24_000)]
+    sent, warnings = preflight_at_4k(messages)
     for message in sent:
         for item in message.get("tool_calls") or []:
             arguments = json.loads(item["function"]["arguments"])
             assert arguments["path"].startswith("m")
-    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
     assert any("tool-call argument(s) were cut" in w for w in warnings)
     assert messages[2]["tool_calls"][0]["function"]["arguments"].count("return 1") > 800
 
@@ -127,17 +132,12 @@ def test_must_fit_summarizes_older_exchanges_of_the_turn_before_cutting_any() ->
     # One user turn of two large writes: past the minimum tail, the older write is
     # summarized (with its handle) and the newest exchange stays verbatim, uncut.
     messages = [system(), user("Write the two modules."), *big_edits(2, 12_000)]
-    events: list[Event] = []
-    manager = ContextManager(compressor(window=4_000), on_event=events.append)
-    assert manager.estimate(messages) > manager.window
-    sent = manager.preflight(messages)
-    assert manager.estimate(sent) < manager.window and violations(sent) == []
+    sent, warnings = preflight_at_4k(messages)
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
     assert sent[-2:] == messages[-2:]  # the newest write and its result, untouched
     handoff = content_text(sent[1]["content"])
     assert "Wrote m0.py" in handoff  # the older write, summarized with its evidence
     assert handoff.endswith("\n\nWrite the two modules.")  # the request, restated verbatim
-    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
     assert not any("were cut" in w for w in warnings), warnings
 
 
@@ -149,15 +149,10 @@ def test_preflight_shortens_long_assistant_texts_after_the_other_rungs() -> None
     prose = "## Proposed plan\n" + "".join(f"Step {n}: refactor module {n}.\n" for n in range(900))
     messages = [system(), request, assistant(prose, call("p", "write_file", path="plan.md",
                 content="see above")), tool("p", "wrote plan.md")]  # fmt: skip
-    events: list[Event] = []
-    manager = ContextManager(compressor(window=4_000), on_event=events.append)
-    assert manager.estimate(messages) > manager.window
-    sent = manager.preflight(messages)
-    assert manager.estimate(sent) < manager.window and violations(sent) == []
+    sent, warnings = preflight_at_4k(messages)
     assert sent[1] == request  # the newest user message, verbatim
     assert "characters cut here" in str(sent[2]["content"])
     assert sent[2]["tool_calls"] == messages[2]["tool_calls"]
-    warnings = [e.message for e in events if e.kind is EventKind.WARNING]
     assert any("assistant message(s) were cut" in w for w in warnings), warnings
     assert messages[2]["content"] == prose  # the caller's list is not touched
 
