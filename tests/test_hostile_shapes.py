@@ -172,6 +172,11 @@ def test_a_text_part_without_text_is_kept_as_a_part() -> None:
     assert messages[1]["content"] == [{"type": "text"}]
 
 
+# A tool result whose call is not in the file: pairing repair would drop it.
+_RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}
+_RESULT_ONLY = {"type": "user", "uuid": "u", "message": {"role": "user", "content": [_RESULT]}}
+
+
 @pytest.mark.parametrize(
     ("fmt", "lines"),
     [
@@ -181,8 +186,9 @@ def test_a_text_part_without_text_is_kept_as_a_part() -> None:
             [{"type": "user", "uuid": "u", "message": {"role": "user", "content": {}}}],
         ),
         ("codex", [{"type": "session_meta", "payload": {"id": "x"}}]),
+        ("claude-code", [_RESULT_ONLY]),
     ],
-    ids=["bookkeeping-only", "unreadable-message", "meta-only"],
+    ids=["bookkeeping-only", "unreadable-message", "meta-only", "tool-results-only"],
 )
 def test_a_transcript_without_a_conversation_is_refused(
     fmt: str, lines: list[dict[str, Any]]

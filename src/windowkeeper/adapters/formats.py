@@ -84,7 +84,9 @@ def parse_conversation(text: str, fmt: Format | str = Format.AUTO) -> Conversati
         # What a transcript's events convert to is held to the same rules as a message
         # line (a defect the conversion let through is named here, not inside a pass).
         validate_messages(read.messages, label="converted message", bounded_depth=False)
-        if not read.messages:
+        if not any(m.get("role") in ("user", "assistant") for m in read.messages):
+            # Tool results alone (their calls not in the file) are no conversation either:
+            # pairing repair would drop every one of them.
             raise InvalidMessagesError(
                 "input", f"no conversation in this {fmt.value} transcript: none of its lines "
                 "is a user or assistant message it can read",
