@@ -27,9 +27,8 @@ from ..core.messages import (
     call_id,
     call_name,
     check_input,
+    check_message,
     content_text,
-    input_defect,
-    input_error,
     tool_calls,
 )
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
@@ -142,8 +141,7 @@ class Analyzer:
             and cached[1] is message.get("tool_calls")
         ):
             return cached[2]
-        if (defect := input_defect(message)) is not None:
-            raise input_error("message", defect)
+        check_message(message, "message")
         record = self._analyze(message)
         self._records[id(message)] = (message.get("content"), message.get("tool_calls"), record)
         return record

@@ -196,8 +196,6 @@ def input_defect(message: object) -> str | None:
 
 
 def _content_defect(content: object) -> str | None:
-    if isinstance(content, str):
-        return None
     if not isinstance(content, list):
         return f"content must be a string, null or a list of parts, got {_kind(content)}"
     # Plain dicts first: an ABC check costs many times a type check, per part.
@@ -212,14 +210,17 @@ def check_input(messages: object, label: str = "message") -> None:
     if not isinstance(messages, list | tuple):
         raise InvalidMessagesError("input", f"messages must be a list, got {_kind(messages)}")
     for index, message in enumerate(messages):
-        if (defect := input_defect(message)) is not None:
-            raise input_error(f"{label} {index}", defect)
+        check_message(message, f"{label} {index}")
 
 
-def input_error(where: str, defect: str) -> InvalidMessagesError:
-    return InvalidMessagesError(
-        where, f"{defect}; pass OpenAI-style chat messages (validate_messages names each defect)"
-    )
+def check_message(message: object, where: str) -> None:
+    """Refuse one message the engine cannot take (see :func:`input_defect`)."""
+    defect = input_defect(message)
+    if defect is not None:
+        raise InvalidMessagesError(
+            where,
+            f"{defect}; pass OpenAI-style chat messages (validate_messages names each defect)",
+        )
 
 
 def validate_message(message: object, where: str) -> Message:

@@ -14,12 +14,13 @@ compressor is one conversation's and is used for every key.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.config import CompressionConfig
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, InvalidMessagesError
 from ..core.messages import Message, ToolSchema
 from ..core.tokens import TextCounter
 from ..engine.compressor import ContextCompressor
@@ -28,7 +29,10 @@ from ..loop.manager import ContextManager
 from ..summary.feasibility import resolve_context_length
 from ..summary.protocol import Summarizer
 
-__all__ = ("Conversations",)
+__all__ = ("Conversations", "unread")
+
+log = logging.getLogger("windowkeeper.integrations")
+T = TypeVar("T")
 
 MAX_CONVERSATIONS = 1_000
 
@@ -115,14 +119,29 @@ class Conversations:
         was compacted). ``tools`` are the schemas sent with the call (counted)."""
         manager = self.manager(key, model=model)
         manager.tools = list(tools) if tools else None
-        return manager.preflight(messages)
+        try:
+            return manager.preflight(messages)
+        except InvalidMessagesError as exc:
+            return unread(messages, exc)
 
     def after(
         self, key: Hashable, usage: Mapping[str, Any] | None, messages: list[Message]
     ) -> list[Message]:
         """After a model call with the provider's usage: the working list to continue
         with (``messages`` itself unless real ``prompt_tokens`` called for a compaction)."""
-        return self.manager(key).after_response(usage, messages)
+        try:
+            return self.manager(key).after_response(usage, messages)
+        except InvalidMessagesError as exc:
+            return unread(messages, exc)
+
+
+def unread(messages: T, exc: Exception, what: str = "request") -> T:
+    """``messages`` unchanged, with one warning: input an integration cannot read (the
+    engine refuses its shape, or the framework's own converter refuses it) goes to the
+    model as it is. The model or its provider judges it; compacting is never why an
+    agent's call fails."""
+    log.warning("%s not compacted (the model will judge it): %s", what, exc)
+    return messages
 
 
 def _window(context_length: int | None, model: str | None) -> int:

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import InvalidMessagesError
 from ..core.messages import Message, ToolSchema, call_arguments, call_id, call_name, tool_calls
-from ._common import Conversations
+from ._common import Conversations, unread
 from ._deps import missing
 
 try:
@@ -59,8 +57,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise missing("langchain", exc) from exc
 
 __all__ = ("WindowkeeperMiddleware",)
-
-log = logging.getLogger("windowkeeper.integrations.langchain")
 
 
 @dataclass(frozen=True)
@@ -114,14 +110,11 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         originals: list[BaseMessage] = [*([system] if system else []), *request.messages]
         try:
             canonical = [dict(m) for m in convert_to_openai_messages(originals)]
-            out = self.conversations.before(key, canonical, _schemas(request.tools))
         # LangChain's converter refuses malformed content blocks (ValueError, or a
-        # KeyError/TypeError from inside it), and the engine refuses shapes it cannot
-        # read: either way the request goes to the model as it is, and the model (or its
-        # provider) judges it; compacting is never why an agent's call fails.
-        except (ValueError, KeyError, TypeError, InvalidMessagesError) as exc:
-            log.warning("request not compacted (the model will judge it): %s", _first_line(exc))
-            return _Prepared(key, request, None, False)
+        # KeyError/TypeError from inside it): the request goes to the model as it is.
+        except (ValueError, KeyError, TypeError) as exc:
+            return _Prepared(key, unread(request, _first_line(exc)), None, False)
+        out = self.conversations.before(key, canonical, _schemas(request.tools))
         if out is canonical:
             if system is request.system_message:
                 return _Prepared(key, request, canonical, False)
@@ -183,11 +176,12 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return SystemMessage(content=note[1], id=system.id)
 
 
-def _first_line(exc: Exception) -> str:
+def _first_line(exc: Exception) -> Exception:
+    """The converter's error in one line (its messages quote the whole block)."""
     if isinstance(exc, KeyError):
-        return f"LangChain cannot convert a content block without the key {exc}"
+        return ValueError(f"LangChain cannot convert a content block without the key {exc}")
     text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    return ValueError(text.splitlines()[0][:300] if text else type(exc).__name__)
 
 
 def _thread_key() -> Hashable:

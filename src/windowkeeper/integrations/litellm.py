@@ -29,7 +29,7 @@ from typing import Any
 from ..core.errors import ConfigError, InvalidMessagesError
 from ..core.messages import Message, strip_private_keys, validate_messages
 from ..summary.llm.backends import import_litellm
-from ._common import Conversations
+from ._common import Conversations, unread
 from ._deps import missing
 from ._prefix import PrefixMemory, fingerprint
 
@@ -85,8 +85,7 @@ class WindowkeeperHook(CustomLogger):
         try:
             history = validate_messages(data["messages"])
         except InvalidMessagesError as exc:
-            log.warning("request not compacted (the provider will judge it): %s", exc)
-            return data
+            return unread(data, exc)
         key = (model, conversation_key(data, history))
         sent = self.prefixes.apply(key, history)
         try:

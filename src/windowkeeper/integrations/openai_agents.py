@@ -28,7 +28,7 @@ from typing import Any, cast
 from ..adapters.responses import from_responses, to_responses
 from ..core.errors import InvalidMessagesError
 from ..core.messages import Message, ToolSchema
-from ._common import Conversations
+from ._common import Conversations, unread
 from ._deps import missing
 from ._prefix import PrefixMemory, fingerprint
 
@@ -82,17 +82,14 @@ class InputFilter:
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         given = data.model_data
-        # Items the engine cannot read go to the model as they are: compacting is never
-        # why a run fails, and the API judges them.
         try:
             history = from_responses(list(given.input), given.instructions)
-            key = self.key(data) if self.key else fingerprint(history)
-            sent = self.prefixes.apply(key, history)
-            tools = _tool_schemas(getattr(data.agent, "tools", []) or [])
-            out = self.conversations.before(key, sent, tools)
-        except InvalidMessagesError as exc:
-            log.warning("model input not compacted (the model will judge it): %s", exc)
-            return given
+        except InvalidMessagesError as exc:  # items the reader refuses: the API judges them
+            return unread(given, exc, "model input")
+        key = self.key(data) if self.key else fingerprint(history)
+        sent = self.prefixes.apply(key, history)
+        tools = _tool_schemas(getattr(data.agent, "tools", []) or [])
+        out = self.conversations.before(key, sent, tools)
         if out is not sent:
             self.prefixes.remember(key, history, out)
         if out is history:
@@ -159,13 +156,13 @@ class CompactingSession:
             stored = await self.session.get_items()
             try:
                 history: list[Message] = from_responses(list(stored))
-                # A compaction may call an LLM summarizer: keep it off the event loop.
-                out = await asyncio.to_thread(
-                    self.conversations.before, self.session_id, history, self.tools
-                )
-            except InvalidMessagesError as exc:  # stored as they are; the model judges them
-                log.warning("session %s not compacted: %s", self.session_id, exc)
+            except InvalidMessagesError as exc:  # kept as stored; the model judges them
+                unread(stored, exc, f"session {self.session_id}")
                 return False
+            # A compaction may call an LLM summarizer: keep it off the event loop.
+            out = await asyncio.to_thread(
+                self.conversations.before, self.session_id, history, self.tools
+            )
             if out is history:
                 return False
             _, items = to_responses(out)

@@ -21,13 +21,11 @@ documented 1.x one as well.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ..core.errors import InvalidMessagesError
 from ..core.messages import Message, ToolSchema, call_arguments, call_id, call_name, tool_calls
-from ._common import Conversations
+from ._common import Conversations, unread
 from ._deps import missing
 
 try:
@@ -54,7 +52,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ("WindowkeeperCapability", "history_processor")
 
-log = logging.getLogger("windowkeeper.integrations.pydantic_ai")
 KeyFn = Callable[[RunContext[Any]], Hashable]
 _ORIGIN = "_pydantic_ai_origin"  # (message index, part index or None): where it came from
 _OTHER = "_pydantic_ai_parts"  # response parts with no canonical place (thinking, files)
@@ -76,27 +73,18 @@ class _Compactor:
     ) -> list[ModelMessage]:
         # A history Pydantic AI cannot serialize itself (a tool call whose args are
         # neither text nor an object: TypeError or ValueError from ``args_as_json_str``)
-        # or one the engine cannot read goes to the model as it is: compacting is never
-        # why a run fails, and the model's own request building judges it.
+        # goes to the model as it is; its own request building judges it.
         try:
             canonical = to_canonical(history)
         except (TypeError, ValueError) as exc:
-            return _unread(history, exc)
+            return unread(history, exc, "history")
         extra = [{"role": "system", "content": instructions}] if instructions else []
         sent = [*extra, *canonical]
         key = self.key(ctx) if self.key else None
-        try:
-            out = self.conversations.before(key, sent, tools)
-        except InvalidMessagesError as exc:
-            return _unread(history, exc)
+        out = self.conversations.before(key, sent, tools)
         if out is sent:
             return history
         return from_canonical(out[len(extra) :] if extra else out, canonical, history)
-
-
-def _unread(history: list[ModelMessage], exc: Exception) -> list[ModelMessage]:
-    log.warning("history not compacted (the model will judge it): %s", exc)
-    return history
 
 
 def history_processor(

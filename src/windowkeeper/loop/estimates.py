@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.messages import Message, ToolSchema, check_input, input_defect, input_error
+from ..core.messages import Message, ToolSchema, check_input, check_message
 from ..core.tokens import TextCounter, message_tokens, tool_schema_tokens
 
 
@@ -44,8 +44,8 @@ class EstimateCache:
         return self._schema_tokens
 
     def total(self, messages: Sequence[Message]) -> int:
-        """Tokens of ``messages``; each message is checked (:func:`input_defect`) when it
-        is first estimated."""
+        """Tokens of ``messages``; each message is checked (``check_message``) when it is first
+        estimated."""
         if not isinstance(messages, list | tuple):
             check_input(messages)  # raises: not a list
         known, tokens, sums = self._messages, self._tokens, self._sums
@@ -57,8 +57,7 @@ class EstimateCache:
         for index in range(same, len(messages)):
             message = messages[index]
             if index >= len(known) or known[index] is not message:  # else: the same object
-                if (defect := input_defect(message)) is not None:
-                    raise input_error(f"message {index}", defect)
+                check_message(message, f"message {index}")
                 estimate = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
                 if index < len(known):
                     known[index], tokens[index] = message, estimate

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ...analysis.events import Analysis
+from ...analysis.events import Analysis, ToolEvent
 from .model import HandoffState, Quote
 from .parse import parse_state
 from .trail import (
@@ -91,11 +91,7 @@ def extract_state(
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
-    # The file map covers the turns kept verbatim after the handoff too.
-    kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
-    every = [*trail, *kept_events]
-    touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
-    files, base = anchored(merged_files(previous.files, touches), cwds[-1])
+    files, base = _file_map(previous, trail, tail, cwds)
     listed, counts = commands_of(trail)
     return HandoffState(
         task=said.task,
@@ -120,6 +116,17 @@ def extract_state(
         environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
     )
+
+
+def _file_map(
+    previous: HandoffState, trail: list[ToolEvent], tail: Analysis | None, cwds: list[str | None]
+) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """The merged file map, anchored at the newest working directory (and that base); it
+    covers the turns kept verbatim after the handoff too."""
+    kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
+    every = [*trail, *kept_events]
+    touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
+    return anchored(merged_files(previous.files, touches), cwds[-1])
 
 
 @dataclass(frozen=True)
