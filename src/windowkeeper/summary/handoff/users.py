@@ -111,14 +111,42 @@ _CLUES = tuple(
         "because", "so that", "since we",
     )
 )  # fmt: skip
+# Preferences, bans and decisions stated without a rule word: "I'd rather ...", "tabs,
+# not spaces", "leave X alone", "no force pushes", "I chose X over Y", "we settled on ...".
+# Weaker evidence than a rule word, so such sentences only take the slots a message's
+# rules and values left (see constraints_of).
+_SOFT = re.compile(
+    r"\b(?:rather|preference|stick with|let['’]?s not|we(?:['’]ll| will) switch"
+    r"|we(?:['’]re| are) going to|decision|go for|I['’]?d like|I would like"
+    r"|I (?:really )?(?:like|love|want|hate|dislike)|favou?r|nicer|better (?:to|than|if)"
+    r"|leave \S+(?: \S+){0,3} alone|stay away|hands off|off[- ]limits|refrain"
+    r"|stop (?:using|doing|adding|changing)|(?<!or )may not|chose|choose|picked|opted"
+    r"|settled on|switch(?:ing)? to)\b"
+    r"|,\s*not\b|^no\s+(?!problem|worries|thanks|idea|luck|way|wonder)\w+\s+\w+"
+    r"|^(?:please\s+)?use\b",
+    re.IGNORECASE,
+)
+_SOFT_CLUES = tuple(
+    (word, re.compile(word))
+    for word in (
+        "rather", "preference", "stick with", "let", "we", "decision", "go for", "like",
+        "love", "want", "hate", "favo", "nicer", "better", "alone", "stay away",
+        "hands off", "limits", "refrain", "stop", "may not", "chose", "choose", "picked",
+        "opted", "settled", "switch", ",", "no", "use",
+    )
+)  # fmt: skip
 # An exact value stated in prose: a number with two or more digits, a version, a port, a
-# quoted string, a path, an identifier with digits or underscores, a URL.
+# quoted string, a path, an identifier with digits or underscores, a URL, an e-mail
+# address, a name with a digit in it, a small count with its bound ("at most 5").
 _VALUE = re.compile(
     r"\d{2,}|\d+\.\d+|`[^`\n]{1,80}`|\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|https?://"
     r"|(?:^|\s)[~./][\w./-]+|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b"
+    r"|\b[\w.+-]+@[\w-]+\.[\w.-]+|\b[A-Za-z][\w-]*\d[\w-]*"
+    r"|(?i:\b(?:at most|at least|up to|no more than|exactly|max(?:imum)?|min(?:imum)?)\s+\d)"
 )
 _VALUE_RELATION = re.compile(
-    r"\b(?:is|are|=|to|be|use|uses|using|set|called|named|at|on|port|version|value)\b|[:=]",
+    r"\b(?:is|are|=|to|be|use|uses|using|set|called|named|at|on|port|version|value|most"
+    r"|least|exactly|max(?:imum)?|min(?:imum)?)\b|[:=]",
     re.IGNORECASE,
 )
 # "Please <verb> ..." asks for work; it states no rule.
@@ -140,12 +168,19 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
         candidates = [s for s in sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
         rules = [s for s in clued_items(candidates, _CLUES) if _states_rule(s)]
         values = [s for s in candidates if _states_value(s) and s not in rules]
-        found.extend(dedupe(rules + values)[:MAX_PER_MESSAGE])
+        soft = [s for s in clued_items(candidates, _SOFT_CLUES) if _states_soft(s)]
+        found.extend(dedupe(rules + values + soft)[:MAX_PER_MESSAGE])
     return dedupe(found)
 
 
 def _states_rule(sentence: str) -> bool:
     if sentence.endswith("?") or not _RULE.search(sentence):
+        return False
+    return not _TASK_ASK.match(sentence)
+
+
+def _states_soft(sentence: str) -> bool:
+    if sentence.endswith("?") or not _SOFT.search(sentence):
         return False
     return not _TASK_ASK.match(sentence)
 

@@ -1,0 +1,87 @@
+"""Which sentences of what the user wrote are pinned as constraints (design §5 section 3).
+
+Users state rules with rule words ("never", "always", "must") as often as without them:
+preferences as wishes or contrasts, bans as imperatives, decisions as choices, values in
+plain prose. Each form is pinned; the weaker forms only take the slots a message's rules
+and values left.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.analysis.facts import clued_items
+from windowkeeper.summary.handoff import users
+from windowkeeper.summary.handoff.users import MAX_PER_MESSAGE, constraints_of
+
+WITHOUT_RULE_WORDS = [
+    # preferences
+    "I'd rather the helpers live next to their callers.",
+    "I’d like the CSV columns in the order of the spec.",
+    "Spaces, not tabs, in the YAML files.",
+    "Please use dataclasses for the new records.",
+    "Stick with the snake_case names the module already has.",
+    "Favour short functions over long ones here.",
+    "It would be nicer to raise than to return None.",
+    # bans
+    "Leave the vendored parser alone.",
+    "No schema changes in this pull request.",
+    "Stay away from the payments module.",
+    "Refrain from touching the lockfile.",
+    "Stop adding print calls to the tests.",
+    # decisions
+    "I chose msgpack over JSON for the cache files, for their size.",
+    "We settled on one worker per core after the load test.",
+    "Let's not split the module yet; it has one caller.",
+    "We're going to pin the compiler until the next release is out.",
+    # values in plain prose
+    "The on-call address is pager@example.net.",
+    "The bucket is logs-archive-eu-2.",
+    "Retry at most 3 times.",
+]
+
+
+@pytest.mark.parametrize("sentence", WITHOUT_RULE_WORDS)
+def test_a_fact_stated_without_a_rule_word_is_pinned(sentence: str) -> None:
+    assert constraints_of([sentence]) == [sentence]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It may or may not be related.",
+        "Please fix the failing import.",
+        "Would you rather start with the tests?",
+        "No problem at all.",
+        "The build looks fine now.",
+    ],
+)
+def test_chatter_questions_and_requests_for_work_are_not_pinned(sentence: str) -> None:
+    assert constraints_of([sentence]) == []
+
+
+def test_the_weaker_forms_take_only_the_slots_rules_and_values_left() -> None:
+    rules = [f"Never edit generated file number {n}." for n in range(MAX_PER_MESSAGE)]
+    wish = "I'd rather see the old names."
+    assert constraints_of([" ".join([wish, *rules])]) == rules
+    assert constraints_of([" ".join([wish, *rules[1:]])]) == [*rules[1:], wish]
+
+
+_VOCABULARY = (
+    "I I'd I’d we we're we'll let's no No , not rather like want love hate favor favour "
+    "nicer better to than if leave the file alone stay away hands off off-limits limits "
+    "refrain stop using adding may or chose choose picked opted settled on switch switching "
+    "use Use please Please decision preference stick with go for really x"
+)
+_WORDS = st.sampled_from(_VOCABULARY.split(" "))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_WORDS, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=6))
+def test_the_clue_prescan_never_hides_a_sentence_the_pattern_matches(items: list[str]) -> None:
+    # The prescan is only a shortcut: whatever _SOFT (or _RULE) matches, a clue matches too.
+    for pattern, clues in ((users._SOFT, users._SOFT_CLUES), (users._RULE, users._CLUES)):
+        picked = clued_items(items, clues)
+        assert [s for s in items if pattern.search(s)] == [s for s in picked if pattern.search(s)]
