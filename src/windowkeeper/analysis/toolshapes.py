@@ -45,29 +45,49 @@ class ToolAction:
 _SHELL = {
     "bash", "execute_bash", "terminal", "shell", "run_shell_command", "exec_command",
     "run_command", "execute_command", "run_terminal_cmd", "sh", "powershell", "local_shell",
-    "cmd", "run", "exec", "execute", "container.exec",
+    "cmd", "run", "exec", "execute", "container.exec", "run_in_terminal",
+    "run_terminal_command",
 }  # fmt: skip
-_READ = {"read", "read_file", "view", "open", "cat", "view_file", "readfile", "open_file"}
-_WRITE = {"write", "write_file", "create", "create_file", "writefile", "write_to_file"}
+_READ = {
+    "read", "read_file", "view", "open", "cat", "view_file", "readfile", "open_file",
+    "read_text_file", "read_many_files", "read_multiple_files",
+}  # fmt: skip
+_WRITE = {
+    "write", "write_file", "create", "create_file", "writefile", "write_to_file",
+    "create_new_file",
+}  # fmt: skip
 _EDIT = {
     "edit", "edit_file", "str_replace", "apply_patch", "patch", "multiedit", "replace",
-    "insert", "replace_in_file", "str_replace_based_edit_tool", "notebookedit",
+    "insert", "replace_in_file", "str_replace_based_edit_tool", "notebookedit", "multi_edit",
+    "search_replace", "search_and_replace", "replace_string_in_file", "insert_edit_into_file",
+    "edit_existing_file", "apply_diff", "insert_content",
 }  # fmt: skip
 _SEARCH = {
     "grep", "glob", "search", "search_files", "find_file", "search_dir", "search_file",
     "codebase_search", "ripgrep", "find", "list_files", "ls", "list_dir", "file_search",
+    "grep_search", "search_file_content", "list_directory", "directory_tree",
 }  # fmt: skip
 _FETCH = {"webfetch", "web_fetch", "fetch", "browser_navigate", "web_extract", "curl", "fetch_url"}
-_WEB_SEARCH = {"websearch", "web_search", "search_web", "google_search"}
+_WEB_SEARCH = {"websearch", "web_search", "search_web", "google_search", "google_web_search"}
 _EDIT_OR_READ = frozenset(_EDIT | _READ)
+_KNOWN = frozenset(_SHELL | _READ | _WRITE | _EDIT | _SEARCH | _FETCH | _WEB_SEARCH)
+# One editor tool whose ``command`` argument says what it does.
+_EDITORS = frozenset({"str_replace_editor", "text_editor"})
 _EDITOR_COMMANDS = {
     "view": ToolKind.READ,
     "create": ToolKind.WRITE,
+    "write": ToolKind.WRITE,
     "str_replace": ToolKind.EDIT,
     "insert": ToolKind.EDIT,
     "undo_edit": ToolKind.EDIT,
 }
-PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "file_name", "notebook_path")
+# An MCP server's or API's namespace before the operation's own name (``mcp__fs__read_file``,
+# ``functions.bash``, ``default_api:run_shell_command``, ``developer__shell``).
+_NAMESPACE = re.compile(r".*(?:__|[.:/])")
+PATH_KEYS = (
+    "file_path", "path", "filename", "file", "target_file", "file_name", "notebook_path",
+    "filePath", "filepath", "absolute_path", "relative_workspace_path",
+)  # fmt: skip
 _PATTERN_KEYS = ("pattern", "query", "regex", "search", "search_term", "file_name", "glob")
 _URL_KEYS = ("url", "href", "uri", "urls")
 _COMMAND_KEYS = ("command", "cmd", "script", "code")
@@ -100,10 +120,10 @@ def _line(args: Mapping[str, Any]) -> int | None:
 
 def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     """Recognize a tool call from its name and parsed arguments."""
-    key = name.lower()
+    key = tool_key(name)
     path = _first_str(args, PATH_KEYS)
     command = _first_str(args, _COMMAND_KEYS)
-    if key == "str_replace_editor" or (key in _EDIT_OR_READ and command in _EDITOR_COMMANDS):
+    if key in _EDITORS or (key in _EDIT_OR_READ and command in _EDITOR_COMMANDS):
         kind = _EDITOR_COMMANDS.get(command or "", ToolKind.EDIT)
         return ToolAction(name, kind, path or "?", path=path, line=_line(args))
     if key in _SHELL or (command and any(w in key for w in ("bash", "shell", "terminal"))):
@@ -122,6 +142,16 @@ def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     if key in _FETCH or (url and "fetch" in key):
         return ToolAction(name, ToolKind.FETCH, url or "?", url=url)
     return ToolAction(name, ToolKind.OTHER, _generic_target(args), path=path)
+
+
+def tool_key(name: str) -> str:
+    """The operation's own name, lower case: a known name as it is, else without its
+    namespace and a ``builtin_`` prefix (an unknown name stays what it was)."""
+    key = name.lower()
+    if key in _KNOWN or key in _EDITORS:
+        return key
+    base = _NAMESPACE.sub("", key).removeprefix("builtin_")
+    return base if base in _KNOWN or base in _EDITORS else key
 
 
 def _generic_target(args: Mapping[str, Any]) -> str:
