@@ -2,8 +2,8 @@
 
 Users state rules with rule words ("never", "always", "must") as often as without them:
 preferences as wishes or contrasts, bans as imperatives, decisions as choices, values in
-plain prose. Each form is pinned; the weaker forms only take the slots a message's rules
-and values left.
+plain prose, rules as polite requests ("Could you keep ...?"). Each form is pinned; the
+weaker forms only take the slots a message's rules and values left.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from windowkeeper.analysis.facts import clued_items
 from windowkeeper.summary.handoff import users
 from windowkeeper.summary.handoff.users import MAX_PER_MESSAGE, constraints_of
 
-WITHOUT_RULE_WORDS = [
+AS_USERS_STATE_THEM = [
     # preferences
     "I'd rather the helpers live next to their callers.",
     "I’d like the CSV columns in the order of the spec.",
@@ -40,11 +40,16 @@ WITHOUT_RULE_WORDS = [
     "The on-call address is pager@example.net.",
     "The bucket is logs-archive-eu-2.",
     "Retry at most 3 times.",
+    # rules put as requests
+    "Can you always rebase before merging?",
+    "Could you make sure the timeout stays at 30 seconds?",
+    "Could you please not rename the public functions?",
+    "Can you keep the wire format unchanged?",
 ]
 
 
-@pytest.mark.parametrize("sentence", WITHOUT_RULE_WORDS)
-def test_a_fact_stated_without_a_rule_word_is_pinned(sentence: str) -> None:
+@pytest.mark.parametrize("sentence", AS_USERS_STATE_THEM)
+def test_a_fact_as_users_state_it_is_pinned(sentence: str) -> None:
     assert constraints_of([sentence]) == [sentence]
 
 
@@ -52,6 +57,10 @@ def test_a_fact_stated_without_a_rule_word_is_pinned(sentence: str) -> None:
     "sentence",
     [
         "It may or may not be related.",
+        "Why does it always fail on Fridays?",
+        "Would you rather start with the parser?",
+        "Would you like me to keep going?",
+        "Can you help me implement the exporter so that it streams?",
         "Please fix the failing import.",
         "Would you rather start with the tests?",
         "No problem at all.",

@@ -122,7 +122,7 @@ _SOFT = re.compile(
     r"|leave \S+(?: \S+){0,3} alone|stay away|hands off|off[- ]limits|refrain"
     r"|stop (?:using|doing|adding|changing)|(?<!or )may not|chose|choose|picked|opted"
     r"|settled on|switch(?:ing)? to)\b"
-    r"|,\s*not\b|^no\s+(?!problem|worries|thanks|idea|luck|way|wonder)\w+\s+\w+"
+    r"|,\s*not\b|\bplease,?\s+not\b|^no\s+(?!problem|worries|thanks|idea|luck|way|wonder)\w+\s+\w+"
     r"|^(?:please\s+)?use\b",
     re.IGNORECASE,
 )
@@ -132,7 +132,7 @@ _SOFT_CLUES = tuple(
         "rather", "preference", "stick with", "let", "we", "decision", "go for", "like",
         "love", "want", "hate", "favo", "nicer", "better", "alone", "stay away",
         "hands off", "limits", "refrain", "stop", "may not", "chose", "choose", "picked",
-        "opted", "settled", "switch", ",", "no", "use",
+        "opted", "settled", "switch", ",", "no", "use", "please",
     )
 )  # fmt: skip
 # An exact value stated in prose: a number with two or more digits, a version, a port, a
@@ -149,10 +149,16 @@ _VALUE_RELATION = re.compile(
     r"|least|exactly|max(?:imum)?|min(?:imum)?)\b|[:=]",
     re.IGNORECASE,
 )
-# "Please <verb> ..." asks for work; it states no rule.
+# "Can you ...?" is how many users state a rule ("Could you keep the API unchanged?");
+# "Would you rather/like ...?" asks the agent's preference.
+_POLITE_REQUEST = re.compile(
+    r"^(?:please[,\s]+)?(?:can|could|would|will) you\s+(?!rather|like|prefer|want|mind)",
+    re.IGNORECASE,
+)
+# "Please <verb> ..." and "Can you <verb> ..." ask for work; they state no rule.
 _TASK_ASK = re.compile(
-    r"^(?:(?:can|could|would) you\s+)?please\s+(?:fix|add|implement|write|create|run|check"
-    r"|look|update|help|investigate|find|read|review|refactor|debug|build|test|continue"
+    r"^(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+)"
+    r"(?:fix|add|implement|write|create|run|check|look|update|help|investigate|find|read|review|refactor|debug|build|test|continue"
     r"|proceed|go|do|start|try|explain|summari[sz]e|show|open|deploy|install|remove|delete"
     r"|rename|move|port|migrate|resolve|handle|finish|change|modify|edit|set up|setup)\b",
     re.IGNORECASE,
@@ -174,15 +180,20 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
 
 
 def _states_rule(sentence: str) -> bool:
-    if sentence.endswith("?") or not _RULE.search(sentence):
+    if _asks(sentence) or not _RULE.search(sentence):
         return False
     return not _TASK_ASK.match(sentence)
 
 
 def _states_soft(sentence: str) -> bool:
-    if sentence.endswith("?") or not _SOFT.search(sentence):
+    if _asks(sentence) or not _SOFT.search(sentence):
         return False
     return not _TASK_ASK.match(sentence)
+
+
+def _asks(sentence: str) -> bool:
+    """A question, unless it is a request put as one ("Could you avoid ...?")."""
+    return sentence.endswith("?") and not _POLITE_REQUEST.match(sentence)
 
 
 def _states_value(sentence: str) -> bool:
