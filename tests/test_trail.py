@@ -180,6 +180,18 @@ def test_shell_writes_count_as_modified() -> None:
     assert files(state, "deleted") == ("old.py",)
 
 
+def test_every_file_an_in_place_edit_names_is_modified() -> None:
+    turns = rounds(
+        ("i1", "bash", {"command": "sed -i -e 's/a/b/' -e 's/c/d/' src/one.py src/two.py"}, ""),
+        ("i2", "bash", {"command": "sed -i '' 's/x/y/' mac.cfg"}, ""),  # BSD: empty suffix
+        ("i3", "bash", {"command": "perl -pi -e 's/old/new/g' lib/a.pm lib/b.pm"}, ""),
+        ("i4", "bash", {"command": "sed -i 's/q/r/' three.txt four.txt"}, ""),
+    )
+    assert files(trail(turns), "modified") == (
+        "src/one.py", "src/two.py", "mac.cfg", "lib/a.pm", "lib/b.pm", "three.txt", "four.txt"
+    )  # fmt: skip
+
+
 def test_paths_in_text_are_not_reads() -> None:
     turns = [user("Look at src/a.py and README.md"), say("I will read src/b.py next.")]
     assert trail(turns).files == ()

@@ -230,8 +230,8 @@ def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
         return
     head = words[0].rsplit("/", 1)[-1]
     operands = _operands(words[1:])
-    if head in {"sed", "perl"} and any(_in_place(t, head) for t in words[1:]) and operands:
-        yield operands[-1], MODIFIED
+    if head in {"sed", "perl"} and any(_in_place(t, head) for t in words[1:]):
+        yield from ((path, MODIFIED) for path in _edited_in_place(words[1:]))
     elif head == "tee":
         yield from ((path, MODIFIED) for path in operands)
     elif head in {"cp", "install", "ln"} and len(operands) >= 2:
@@ -275,6 +275,20 @@ def _until_redirect(tokens: Sequence[str]) -> list[str]:
     return found
 
 
+def _edited_in_place(args: Sequence[str]) -> list[str]:
+    """The files of ``sed -i`` / ``perl -pi``: every operand after the script (the first
+    operand, unless ``-e``/``-f`` gave it), the arguments of ``-e``/``-f`` skipped."""
+    operands, scripted, skip = [], False, False
+    for token in _until_redirect(args):
+        if skip or not token:
+            skip = False
+        elif token in ("-e", "-f", "--expression", "--file"):
+            skip = scripted = True
+        elif not token.startswith("-"):
+            operands.append(token)
+    return operands if scripted else operands[1:]
+
+
 def _in_place(token: str, program: str) -> bool:
     if program == "sed":
         return token.startswith(("-i", "--in-place=")) or token == "--in-place"
@@ -297,37 +311,6 @@ def _looks_like_file(path: str) -> bool:
 
 def _path_like(token: str) -> bool:
     return bool(_PATHY.fullmatch(token)) and not token.startswith("-") and token != "/dev/null"
-
-
-# --- what command output says about files ----------------------------------------------
-
-_STATUS_LINE = re.compile(
-    r"^\s*(modified|new file|deleted|renamed):\s+(?:\S+ -> )?(\S+)\s*$"
-    r"|^(?:diff --git a/\S+ b/(\S+))$"
-    r"|^([ MADRCU?!]{2}) (\S+)$",
-    re.M,
-)
-_GIT_STATUS_HOW = {"modified": MODIFIED, "new file": MODIFIED, "renamed": MODIFIED,
-                   "deleted": DELETED}  # fmt: skip
-
-
-def reported_touches(command: str, output: str) -> list[Touch]:
-    """Files that ``git status`` / ``git diff`` output reports as changed (paths as shown,
-    relative to the repository root)."""
-    if "git" not in command[:2_000] or not output:
-        return []
-    if not re.search(r"\bgit\s+(?:-C\s+\S+\s+)?(?:status|diff)\b", command[:2_000]):
-        return []
-    found: list[Touch] = []
-    for match in _STATUS_LINE.finditer(output[:SCAN_CHARS]):
-        if match.group(1):
-            found.append((match.group(2), _GIT_STATUS_HOW[match.group(1)]))
-        elif match.group(3):
-            found.append((match.group(3), MODIFIED))
-        elif match.group(4) and match.group(5):
-            code = match.group(4)
-            found.append((match.group(5), DELETED if "D" in code else MODIFIED))
-    return found
 
 
 # --- read-only commands ----------------------------------------------------------------

@@ -18,13 +18,13 @@ from ...analysis.commands import (
     command_touches,
     is_read_only,
     program_of,
-    reported_touches,
     short_command,
 )
 from ...analysis.events import ToolEvent, remembered
 from ...analysis.facts import dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
+from ...analysis.reported import reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
 from ...analysis.toolshapes import ToolKind
 from .model import Command
