@@ -2,8 +2,9 @@
 
 Users state rules with rule words ("never", "always", "must") as often as without them:
 preferences as wishes or contrasts, bans as imperatives, decisions as choices, values in
-plain prose, rules as polite requests ("Could you keep ...?"). Each form is pinned; the
-weaker forms only take the slots a message's rules and values left.
+plain prose (settings in words, too: "the default branch is develop"), rules as polite
+requests ("Could you keep ...?"). Each form is pinned; the weaker forms only take the
+slots a message's rules and values left.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ AS_USERS_STATE_THEM = [
     "The on-call address is pager@example.net.",
     "The bucket is logs-archive-eu-2.",
     "Retry at most 3 times.",
+    "The default branch is develop.",
+    "Our package manager is pnpm.",
+    "The owner of this service is the payments team.",
     # rules put as requests
     "Can you always rebase before merging?",
     "Could you make sure the timeout stays at 30 seconds?",
@@ -57,6 +61,8 @@ def test_a_fact_as_users_state_it_is_pinned(sentence: str) -> None:
     "sentence",
     [
         "It may or may not be related.",
+        "The problem is that the test fails.",
+        "The output is empty.",
         "Why does it always fail on Fridays?",
         "Would you rather start with the parser?",
         "Would you like me to keep going?",

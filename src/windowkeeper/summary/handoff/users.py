@@ -137,7 +137,8 @@ _SOFT_CLUES = tuple(
 )  # fmt: skip
 # An exact value stated in prose: a number with two or more digits, a version, a port, a
 # quoted string, a path, an identifier with digits or underscores, a URL, an e-mail
-# address, a name with a digit in it, a small count with its bound ("at most 5").
+# address, a name with a digit in it, a small count with its bound ("at most 5"); or a
+# setting stated in words (_SETTING).
 _VALUE = re.compile(
     r"\d{2,}|\d+\.\d+|`[^`\n]{1,80}`|\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|https?://"
     r"|(?:^|\s)[~./][\w./-]+|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b"
@@ -147,6 +148,19 @@ _VALUE = re.compile(
 _VALUE_RELATION = re.compile(
     r"\b(?:is|are|=|to|be|use|uses|using|set|called|named|at|on|port|version|value|most"
     r"|least|exactly|max(?:imum)?|min(?:imum)?)\b|[:=]",
+    re.IGNORECASE,
+)
+# A setting stated in words, with no digit or path to give it away: "the default branch
+# is develop", "our package manager is pnpm", "the customer is Acme Corp".
+_SETTING = re.compile(
+    r"\b(?:the|our|my|its|their)\s+(?:[\w-]+\s+){0,3}?(?:names?|branch|port|host(?:name)?"
+    r"|server|endpoint|url|domain|path|dir(?:ectory)?|folder|key|token|user(?:name)?|account"
+    r"|owner|e-?mail|address|password|version|release|region|zone|bucket|database|db|schema"
+    r"|table|queue|topic|channel|cluster|namespace|project|repo(?:sitory)?|org(?:anization)?"
+    r"|team|env(?:ironment)?|model|provider|framework|runner|manager|language|locale"
+    r"|timezone|encoding|format|level|mode|default|target|timeout|deadline|currency|prefix"
+    r"|suffix|tag|label|id|image|registry|customer|client)(?:\s+[\w-]+){0,3}?"
+    r"\s+(?:is|are|(?:should|must|will) be)\s+(?!not\b|that\b|what\b|why\b|how\b)\S",
     re.IGNORECASE,
 )
 # "Can you ...?" is how many users state a rule ("Could you keep the API unchanged?");
@@ -199,7 +213,9 @@ def _asks(sentence: str) -> bool:
 def _states_value(sentence: str) -> bool:
     if sentence.endswith("?") or len(sentence) > 240:
         return False
-    return bool(_VALUE.search(sentence)) and bool(_VALUE_RELATION.search(sentence))
+    if _VALUE.search(sentence) and _VALUE_RELATION.search(sentence):
+        return True
+    return _SETTING.search(sentence) is not None
 
 
 def merged_constraints(previous: Sequence[str], new: Iterable[str]) -> tuple[str, ...]:
