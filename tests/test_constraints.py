@@ -32,11 +32,17 @@ AS_USERS_STATE_THEM = [
     "Stay away from the payments module.",
     "Refrain from touching the lockfile.",
     "Stop adding print calls to the tests.",
+    "Skip the slow integration tests on laptops.",
+    "Leave the fixtures as they are.",
     # decisions
     "I chose msgpack over JSON for the cache files, for their size.",
     "We settled on one worker per core after the load test.",
     "Let's not split the module yet; it has one caller.",
     "We're going to pin the compiler until the next release is out.",
+    "We went with plain SQL; the ORM hid the locking.",
+    "We decided against a plugin system for now.",
+    "The plan is to release the CLI first and the API after.",
+    "Let us drop the Python 2 shims.",
     # values in plain prose
     "The on-call address is pager@example.net.",
     "The bucket is logs-archive-eu-2.",

@@ -116,7 +116,9 @@ _CLUES = tuple(
 # Weaker evidence than a rule word, so such sentences only take the slots a message's
 # rules and values left (see constraints_of).
 _SOFT = re.compile(
-    r"\b(?:rather|preference|stick with|let['’]?s not|we(?:['’]ll| will) switch"
+    r"\b(?:rather|preference|stick with|let(?:['’]?s| us) not|let us|we(?:['’]ll| will) switch"
+    r"|skip|leave \S+(?: \S+){0,3} as (?:it is|they are|is)|going with|went with|decided"
+    r"|the plan is"
     r"|we(?:['’]re| are) going to|decision|go for|I['’]?d like|I would like"
     r"|I (?:really )?(?:like|love|want|hate|dislike)|favou?r|nicer|better (?:to|than|if)"
     r"|leave \S+(?: \S+){0,3} alone|stay away|hands off|off[- ]limits|refrain"
@@ -132,7 +134,8 @@ _SOFT_CLUES = tuple(
         "rather", "preference", "stick with", "let", "we", "decision", "go for", "like",
         "love", "want", "hate", "favo", "nicer", "better", "alone", "stay away",
         "hands off", "limits", "refrain", "stop", "may not", "chose", "choose", "picked",
-        "opted", "settled", "switch", ",", "no", "use", "please",
+        "opted", "settled", "switch", ",", "no", "use", "please", "skip", "leave", "going with",
+        "went with", "decided", "the plan is",
     )
 )  # fmt: skip
 # An exact value stated in prose: a number with two or more digits, a version, a port, a
@@ -157,7 +160,8 @@ _SETTING = re.compile(
     r"|server|endpoint|url|domain|path|dir(?:ectory)?|folder|key|token|user(?:name)?|account"
     r"|owner|e-?mail|address|password|version|release|region|zone|bucket|database|db|schema"
     r"|table|queue|topic|channel|cluster|namespace|project|repo(?:sitory)?|org(?:anization)?"
-    r"|team|env(?:ironment)?|model|provider|framework|runner|manager|language|locale"
+    r"|team|env(?:ironment)?|model|provider|framework|runner|manager|language|locale|style"
+    r"|guide|convention"
     r"|timezone|encoding|format|level|mode|default|target|timeout|deadline|currency|prefix"
     r"|suffix|tag|label|id|image|registry|customer|client)(?:\s+[\w-]+){0,3}?"
     r"\s+(?:is|are|(?:should|must|will) be)\s+(?!not\b|that\b|what\b|why\b|how\b)\S",
