@@ -130,6 +130,11 @@ literal and a pattern that starts with it, and wherever the pattern matches, one
 does (so text none of them matches cannot match the pattern)."""
 
 
+def word_clues(*words: str) -> Clues:
+    """Clues that are plain lower-case words, each its own pattern."""
+    return tuple((word, re.compile(re.escape(word))) for word in words)
+
+
 def matching_clues(text: str, clues: Clues) -> Clues:
     """The clues that match somewhere in ``text``."""
     probe = folded(text)

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ...analysis.facts import clued_items, dedupe, sentences
+from ...analysis.facts import clued_items, dedupe, sentences, word_clues
 from ...analysis.kinds import live_text, user_text
 from ...analysis.record import MessageFacts
 from ...compaction.plan import message_handle
@@ -101,15 +101,12 @@ _RULE = re.compile(
     r"|I(?:'ve| have)? decided|decided to|go with|because|so that|since we)\b",
     re.IGNORECASE,
 )
-_CLUES = tuple(
-    (word, re.compile(word))
-    for word in (
-        "must", "never", "always", "don", "do not", "does not need", "should", "prefer",
-        "avoid", "only", "make sure", "ensure", "require", "cannot", "can't", "can’t",
-        "no need", "not allowed", "forbidden", "circumstances", "keep", "stick", "instead",
-        "rather", "from now", "going forward", "let", "we'll", "we will", "decided", "go with",
-        "because", "so that", "since we",
-    )
+_CLUES = word_clues(
+    "must", "never", "always", "don", "do not", "does not need", "should", "prefer",
+    "avoid", "only", "make sure", "ensure", "require", "cannot", "can't", "can’t",
+    "no need", "not allowed", "forbidden", "circumstances", "keep", "stick", "instead",
+    "rather", "from now", "going forward", "let", "we'll", "we will", "decided", "go with",
+    "because", "so that", "since we",
 )  # fmt: skip
 # Preferences, bans and decisions stated without a rule word: "I'd rather ...", "tabs,
 # not spaces", "leave X alone", "no force pushes", "I chose X over Y", "we settled on ...".
@@ -128,15 +125,12 @@ _SOFT = re.compile(
     r"|^(?:please\s+)?use\b",
     re.IGNORECASE,
 )
-_SOFT_CLUES = tuple(
-    (word, re.compile(word))
-    for word in (
-        "rather", "preference", "stick with", "let", "we", "decision", "go for", "like",
-        "love", "want", "hate", "favo", "nicer", "better", "alone", "stay away",
-        "hands off", "limits", "refrain", "stop", "may not", "chose", "choose", "picked",
-        "opted", "settled", "switch", ",", "no", "use", "please", "skip", "leave", "going with",
-        "went with", "decided", "the plan is",
-    )
+_SOFT_CLUES = word_clues(
+    "rather", "preference", "stick with", "let", "we", "decision", "go for", "like",
+    "love", "want", "hate", "favo", "nicer", "better", "alone", "stay away",
+    "hands off", "limits", "refrain", "stop", "may not", "chose", "choose", "picked",
+    "opted", "settled", "switch", ",", "no", "use", "please", "skip", "leave", "going with",
+    "went with", "decided", "the plan is",
 )  # fmt: skip
 # An exact value stated in prose: a number with two or more digits, a version, a port, a
 # quoted string, a path, an identifier with digits or underscores, a URL, an e-mail
@@ -190,21 +184,16 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
         if "```" in text or len(text) > 20_000:
             text = re.sub(r"```.*?(?:```|\Z)", "\n", text[:20_000], flags=re.DOTALL)
         candidates = [s for s in sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
-        rules = [s for s in clued_items(candidates, _CLUES) if _states_rule(s)]
+        rules = [s for s in clued_items(candidates, _CLUES) if _states(_RULE, s)]
         values = [s for s in candidates if _states_value(s) and s not in rules]
-        soft = [s for s in clued_items(candidates, _SOFT_CLUES) if _states_soft(s)]
+        soft = [s for s in clued_items(candidates, _SOFT_CLUES) if _states(_SOFT, s)]
         found.extend(dedupe(rules + values + soft)[:MAX_PER_MESSAGE])
     return dedupe(found)
 
 
-def _states_rule(sentence: str) -> bool:
-    if _asks(sentence) or not _RULE.search(sentence):
-        return False
-    return not _TASK_ASK.match(sentence)
-
-
-def _states_soft(sentence: str) -> bool:
-    if _asks(sentence) or not _SOFT.search(sentence):
+def _states(pattern: re.Pattern[str], sentence: str) -> bool:
+    """Whether ``sentence`` states what ``pattern`` recognizes (a rule, or a softer one)."""
+    if _asks(sentence) or not pattern.search(sentence):
         return False
     return not _TASK_ASK.match(sentence)
 

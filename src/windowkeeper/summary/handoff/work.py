@@ -15,7 +15,15 @@ from collections.abc import Iterator, Sequence
 
 from ...analysis.commands import is_read_only, short_command
 from ...analysis.events import ToolEvent
-from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, paragraphs, prose
+from ...analysis.facts import (
+    clued_items,
+    collapse,
+    dedupe,
+    item_sentences,
+    paragraphs,
+    prose,
+    word_clues,
+)
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
 from ...analysis.resolution import OpenFailures
@@ -44,10 +52,9 @@ _DECISION = re.compile(
     r"|turns out|so only)\b",
     re.IGNORECASE,
 )
-_DECISION_CLUES = tuple(
-    (w, re.compile(w))
-    for w in ("decide", "instead", "rather", "fix", "root", "'ll", "will", "let's", "going",
-              "opted", "chose", "bug", "problem", "issue", "culprit", "turns", "only")
+_DECISION_CLUES = word_clues(
+    "decide", "instead", "rather", "fix", "root", "'ll", "will", "let's", "going", "opted",
+    "chose", "bug", "problem", "issue", "culprit", "turns", "only",
 )  # fmt: skip
 
 
