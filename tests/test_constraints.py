@@ -55,6 +55,9 @@ AS_USERS_STATE_THEM = [
     "Could you make sure the timeout stays at 30 seconds?",
     "Could you please not rename the public functions?",
     "Can you keep the wire format unchanged?",
+    # a request for work that goes on to a rule
+    "Please fix the login bug, but never push to main.",
+    "Can you add the flag; keep the default off.",
 ]
 
 
@@ -73,6 +76,7 @@ def test_a_fact_as_users_state_it_is_pinned(sentence: str) -> None:
         "Would you rather start with the parser?",
         "Would you like me to keep going?",
         "Can you help me implement the exporter so that it streams?",
+        "Please fix the test that always fails.",
         "Please fix the failing import.",
         "Would you rather start with the tests?",
         "No problem at all.",

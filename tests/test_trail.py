@@ -192,6 +192,19 @@ def test_every_file_an_in_place_edit_names_is_modified() -> None:
     )  # fmt: skip
 
 
+def test_a_script_that_writes_through_a_variable_or_copies_modifies_the_file() -> None:
+    script = (
+        "python3 - <<'EOF'\npath = 'pkg/query.py'\nsource = open(path).read()\n"
+        "with open(path, 'w') as f:\n    f.write(source.replace('a', 'b'))\n"
+        "import shutil\nshutil.copyfile('pkg/query.py', 'pkg/query_backup.py')\nEOF"
+    )
+    reader = "python3 - <<'EOF'\nname = 'pkg/models.py'\nprint(open(name).read())\nEOF"
+    state = trail(
+        rounds(("p1", "bash", {"command": script}, ""), ("p2", "bash", {"command": reader}, ""))
+    )
+    assert files(state, "modified") == ("pkg/query.py", "pkg/query_backup.py")
+
+
 def test_paths_in_text_are_not_reads() -> None:
     turns = [user("Look at src/a.py and README.md"), say("I will read src/b.py next.")]
     assert trail(turns).files == ()

@@ -5,7 +5,8 @@ steps (``&&``, ``||``, ``;``, ``|``). A step writes a file by redirect (``>``, `
 ``tee``, ``sed -i`` / ``perl -i``, ``cp`` / ``mv`` / ``install`` / ``ln`` targets,
 ``touch``, ``git mv`` / ``git checkout --`` / ``git restore``, ``patch`` and ``git apply``
 (the files named in a patch written in the same command), and a Python script (inline or
-in a heredoc) that opens a file for writing; it deletes with ``rm``, ``unlink``,
+in a heredoc) that opens a file for writing (its path a literal, or a variable set to one)
+or copies one with ``shutil``; it deletes with ``rm``, ``unlink``,
 ``git rm`` and the source of ``mv``. Relative paths are joined to the working directory
 when it is known (a ``cd`` earlier in the line counts).
 
@@ -36,6 +37,18 @@ _MAY_TOUCH = re.compile(
 _PY_WRITE = re.compile(
     r"""open\(\s*(?:r|f)?(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\3"""
     r"""|Path\(\s*(['"])([^'"\n]+)\4\s*\)\s*\.\s*write_(?:text|bytes)\("""
+)
+# The same with the path in a variable (``p = "src/a.py"`` ... ``open(p, "w")``), and the
+# target of ``shutil.copy``/``copyfile``/``copy2``/``move``.
+_PY_WRITE_VAR = re.compile(
+    r"""open\(\s*([A-Za-z_]\w*)\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\2"""
+    r"""|Path\(\s*([A-Za-z_]\w*)\s*\)\s*\.\s*write_(?:text|bytes)\("""
+)
+_PY_WRITES = ("open(", "write_", "shutil.")
+"""A script that holds none of these writes no file the patterns above recognize."""
+_PY_ASSIGN = re.compile(r"""^[ \t]*([A-Za-z_]\w*)\s*=\s*(['"])([^'"\n]+)\2[ \t]*$""", re.M)
+_PY_COPY = re.compile(
+    r"""shutil\.(?:copy2?|copyfile|move)\(\s*[^,\n]+,\s*(['"])([^'"\n]+)\1\s*\)"""
 )
 _PATCH_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
 _PATHY = re.compile(r"[\w.~+@-]*[./][\w./~+@-]*")
@@ -140,7 +153,7 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
         touched.extend((_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
     here = _final_cwd(lines, cwd)
     scripts = list(bodies)
-    if "python" in command[:SCAN_CHARS] and ("open(" in command or "write_" in command):
+    if "python" in command[:SCAN_CHARS] and any(w in command for w in _PY_WRITES):
         scripts.append("\n".join(lines))
     written = [path for body in scripts for path in _script_writes(body)]
     if _applies_patch(lines):
@@ -300,9 +313,15 @@ def _applies_patch(lines: Sequence[str]) -> bool:
 
 
 def _script_writes(body: str) -> list[str]:
-    if "open(" not in body and "write_" not in body:
+    if not any(word in body for word in _PY_WRITES):
         return []
-    return [m.group(2) or m.group(5) for m in _PY_WRITE.finditer(body)]
+    found = [(m.start(), m.group(2) or m.group(5)) for m in _PY_WRITE.finditer(body)]
+    found += [(m.start(), m.group(2)) for m in _PY_COPY.finditer(body)]
+    variables = [(m.start(), m.group(1) or m.group(3)) for m in _PY_WRITE_VAR.finditer(body)]
+    if variables:  # the literal each such variable was last set to, if any
+        values = {m.group(1): m.group(3) for m in _PY_ASSIGN.finditer(body)}
+        found += [(at, values[name]) for at, name in variables if name in values]
+    return [path for _, path in sorted(found)]
 
 
 def _looks_like_file(path: str) -> bool:

@@ -113,15 +113,16 @@ _CLUES = word_clues(
 # Weaker evidence than a rule word, so such sentences only take the slots a message's
 # rules and values left (see constraints_of).
 _SOFT = re.compile(
-    r"\b(?:rather|preference|stick with|let(?:['’]?s| us) not|let us|we(?:['’]ll| will) switch"
-    r"|skip|leave \S+(?: \S+){0,3} as (?:it is|they are|is)|going with|went with|decided"
-    r"|the plan is"
-    r"|we(?:['’]re| are) going to|decision|go for|I['’]?d like|I would like"
+    r"\b(?:rather|preference|stick with|let(?:['’]?s| us) not|let us|skip|decided"
+    r"|we(?:['’]ll| will) switch|we(?:['’]re| are) going to|going with|went with|the plan is"
+    r"|leave \S+(?: \S+){0,3} as (?:it is|they are|is)|decision|go for|I['’]?d like"
+    r"|I would like"
     r"|I (?:really )?(?:like|love|want|hate|dislike)|favou?r|nicer|better (?:to|than|if)"
     r"|leave \S+(?: \S+){0,3} alone|stay away|hands off|off[- ]limits|refrain"
     r"|stop (?:using|doing|adding|changing)|(?<!or )may not|chose|choose|picked|opted"
     r"|settled on|switch(?:ing)? to)\b"
-    r"|,\s*not\b|\bplease,?\s+not\b|^no\s+(?!problem|worries|thanks|idea|luck|way|wonder)\w+\s+\w+"
+    r"|,\s*not\b|\bplease,?\s+not\b"
+    r"|^no\s+(?!problem|worries|thanks|idea|luck|way|wonder)\w+\s+\w+"
     r"|^(?:please\s+)?use\b",
     re.IGNORECASE,
 )
@@ -155,8 +156,8 @@ _SETTING = re.compile(
     r"|owner|e-?mail|address|password|version|release|region|zone|bucket|database|db|schema"
     r"|table|queue|topic|channel|cluster|namespace|project|repo(?:sitory)?|org(?:anization)?"
     r"|team|env(?:ironment)?|model|provider|framework|runner|manager|language|locale|style"
-    r"|guide|convention"
-    r"|timezone|encoding|format|level|mode|default|target|timeout|deadline|currency|prefix"
+    r"|guide|convention|timezone|encoding|format|level|mode|default|target|timeout|deadline"
+    r"|currency|prefix"
     r"|suffix|tag|label|id|image|registry|customer|client)(?:\s+[\w-]+){0,3}?"
     r"\s+(?:is|are|(?:should|must|will) be)\s+(?!not\b|that\b|what\b|why\b|how\b)\S",
     re.IGNORECASE,
@@ -167,12 +168,15 @@ _POLITE_REQUEST = re.compile(
     r"^(?:please[,\s]+)?(?:can|could|would|will) you\s+(?!rather|like|prefer|want|mind)",
     re.IGNORECASE,
 )
+# Where a request for work goes on to a clause of its own.
+_LATER_CLAUSE = re.compile(r",\s*(?:but|and)\s+|;\s*|\s+but\s+|\s+-+\s+|:\s+", re.IGNORECASE)
 # "Please <verb> ..." and "Can you <verb> ..." ask for work; they state no rule.
 _TASK_ASK = re.compile(
     r"^(?:(?:can|could|would|will) you\s+(?:please\s+)?|please\s+)"
-    r"(?:fix|add|implement|write|create|run|check|look|update|help|investigate|find|read|review|refactor|debug|build|test|continue"
-    r"|proceed|go|do|start|try|explain|summari[sz]e|show|open|deploy|install|remove|delete"
-    r"|rename|move|port|migrate|resolve|handle|finish|change|modify|edit|set up|setup)\b",
+    r"(?:fix|add|implement|write|create|run|check|look|update|help|investigate|find|read"
+    r"|review|refactor|debug|build|test|continue|proceed|go|do|start|try|explain|summari[sz]e"
+    r"|show|open|deploy|install|remove|delete|rename|move|port|migrate|resolve|handle|finish"
+    r"|change|modify|edit|set up|setup)\b",
     re.IGNORECASE,
 )
 
@@ -192,10 +196,15 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
 
 
 def _states(pattern: re.Pattern[str], sentence: str) -> bool:
-    """Whether ``sentence`` states what ``pattern`` recognizes (a rule, or a softer one)."""
+    """Whether ``sentence`` states what ``pattern`` recognizes (a rule, or a softer one).
+    A request for work states one only in a later clause ("Please fix it, but never push
+    to main"): a rule word inside the request ("the test that always fails") is not one."""
     if _asks(sentence) or not pattern.search(sentence):
         return False
-    return not _TASK_ASK.match(sentence)
+    if not _TASK_ASK.match(sentence):
+        return True
+    clauses = _LATER_CLAUSE.split(sentence, maxsplit=1)
+    return len(clauses) == 2 and pattern.search(clauses[1]) is not None
 
 
 def _asks(sentence: str) -> bool:
