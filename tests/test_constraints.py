@@ -9,11 +9,13 @@ slots a message's rules and values left.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis.facts import clued_items
+from windowkeeper.analysis.facts import clued_items, folded
 from windowkeeper.summary.handoff import users
 from windowkeeper.summary.handoff.users import MAX_PER_MESSAGE, constraints_of
 
@@ -107,6 +109,24 @@ _WORDS = st.sampled_from(_VOCABULARY.split(" "))
 @given(st.lists(st.lists(_WORDS, min_size=1, max_size=8).map(" ".join), min_size=1, max_size=6))
 def test_the_clue_prescan_never_hides_a_sentence_the_pattern_matches(items: list[str]) -> None:
     # The prescan is only a shortcut: whatever _SOFT (or _RULE) matches, a clue matches too.
-    for pattern, clues in ((users._SOFT, users._SOFT_CLUES), (users._RULE, users._CLUES)):
-        picked = clued_items(items, clues)
-        assert [s for s in items if pattern.search(s)] == [s for s in picked if pattern.search(s)]
+    soft = [s for s in items if users._soft(s)]
+    assert soft == [s for s in clued_items(items, users._SOFT_CLUES) if users._soft(s)]
+    rules = [s for s in items if users._RULE.search(s)]
+    assert rules == [s for s in clued_items(items, users._CLUES) if users._RULE.search(s)]
+
+
+_TEXT = st.one_of(
+    st.lists(_WORDS, min_size=1, max_size=10).map(" ".join),
+    st.text(alphabet=st.sampled_from("Iiİı ſsNOno,.'’-:@5"), max_size=30),
+    st.text(max_size=40),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEXT)
+def test_lower_case_patterns_over_folded_text_match_as_ignorecase_would(text: str) -> None:
+    # _SOFT, _SETTING and _BOUND are written in lower case and matched against the folded
+    # sentence, which is cheaper than IGNORECASE: the two must agree on every text.
+    for pattern in (users._SOFT, users._SETTING, users._BOUND):
+        ignoring_case = re.compile(pattern.pattern, re.IGNORECASE)
+        assert bool(pattern.search(folded(text))) == bool(ignoring_case.search(text))
