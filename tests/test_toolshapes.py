@@ -38,16 +38,6 @@ def test_exit_code_in_the_head_of_a_long_output() -> None:
         ("WebSearch", {"query": "pillow resize"}, ToolKind.WEB_SEARCH, "pillow resize"),
         ("WebFetch", {"url": "https://x.dev"}, ToolKind.FETCH, "https://x.dev"),
         ("get_order", {"order_id": "A1"}, ToolKind.OTHER, "order_id=A1"),
-    ],
-)
-def test_classification(name: str, args: dict[str, str], kind: ToolKind, target: str) -> None:
-    action = classify_call(name, args)
-    assert action.kind is kind and action.target == target
-
-
-@pytest.mark.parametrize(
-    ("name", "args", "kind", "target"),
-    [
         # MCP servers and API namespaces in front of a known operation
         ("mcp__filesystem__write_file", {"path": "a/b.py"}, ToolKind.WRITE, "a/b.py"),
         ("mcp__filesystem__read_text_file", {"path": "a/b.py"}, ToolKind.READ, "a/b.py"),
@@ -69,9 +59,7 @@ def test_classification(name: str, args: dict[str, str], kind: ToolKind, target:
         ("mcp__tickets__get_order", {"order_id": "A1"}, ToolKind.OTHER, "order_id=A1"),
     ],
 )
-def test_namespaced_and_other_agents_tools(
-    name: str, args: dict[str, str], kind: ToolKind, target: str
-) -> None:
+def test_classification(name: str, args: dict[str, str], kind: ToolKind, target: str) -> None:
     action = classify_call(name, args)
     assert action.kind is kind and action.target == target
 

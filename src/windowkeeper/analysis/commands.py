@@ -44,12 +44,12 @@ _PY_WRITE_VAR = re.compile(
     r"""open\(\s*([A-Za-z_]\w*)\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\2"""
     r"""|Path\(\s*([A-Za-z_]\w*)\s*\)\s*\.\s*write_(?:text|bytes)\("""
 )
-_PY_WRITES = ("open(", "write_", "shutil.")
-"""A script that holds none of these writes no file the patterns above recognize."""
 _PY_ASSIGN = re.compile(r"""^[ \t]*([A-Za-z_]\w*)\s*=\s*(['"])([^'"\n]+)\2[ \t]*$""", re.M)
 _PY_COPY = re.compile(
     r"""shutil\.(?:copy2?|copyfile|move)\(\s*[^,\n]+,\s*(['"])([^'"\n]+)\1\s*\)"""
 )
+_PY_WRITES = ("open(", "write_", "shutil.")
+"""A script that holds none of these writes no file the patterns above recognize."""
 _PATCH_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
 _PATHY = re.compile(r"[\w.~+@-]*[./][\w./~+@-]*")
 _READ_ONLY = frozenset({

@@ -128,16 +128,16 @@ _SOFT = re.compile(
 )
 _SOFT_CLUES = word_clues(
     "rather", "preference", "stick with", "let", "we'", "we’", "we will", "we are",
-    "decision", "go for", "like",
-    "love", "want", "hate", "favo", "nicer", "better", "alone", "stay away",
-    "hands off", "limits", "refrain", "stop", "may not", "chose", "choose", "picked",
-    "opted", "settled", "switch", ", not", ",not", "no ", "use", "please", "skip", "leave",
-    "going with", "went with", "decided", "the plan is",
+    "decision", "go for", "like", "love", "want", "hate", "favo", "nicer", "better", "alone",
+    "stay away", "hands off", "limits", "refrain", "stop", "may not", "chose", "choose",
+    "picked", "opted", "settled", "switch", ", not", ",not", "no ", "use", "please", "skip",
+    "leave", "going with", "went with", "decided", "the plan is",
 )  # fmt: skip
 # An exact value stated in prose: a number with two or more digits, a version, a port, a
-# quoted string, a path, an identifier with digits or underscores, a URL, an e-mail
-# address, a name with a digit in it, a small count with its bound ("at most 5"); or a
-# setting stated in words (_SETTING).
+# quoted string, a path, an identifier with digits or underscores, a URL; with a word of
+# relation (_VALUE_RELATION). Also values (_states_value): an e-mail address or a name with
+# a digit in it (_MORE_VALUE), a count with its bound ("at most 5", _BOUND), a setting
+# stated in words (_SETTING).
 _VALUE = re.compile(
     r"\d{2,}|\d+\.\d+|`[^`\n]{1,80}`|\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|https?://"
     r"|(?:^|\s)[~./][\w./-]+|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b"
@@ -162,8 +162,7 @@ _SETTING = re.compile(
     r"|table|queue|topic|channel|cluster|namespace|project|repo(?:sitory)?|org(?:anization)?"
     r"|team|env(?:ironment)?|model|provider|framework|runner|manager|language|locale|style"
     r"|guide|convention|timezone|encoding|format|level|mode|default|target|timeout|deadline"
-    r"|currency|prefix"
-    r"|suffix|tag|label|id|image|registry|customer|client)(?:\s+[\w-]+){0,3}?"
+    r"|currency|prefix|suffix|tag|label|id|image|registry|customer|client)(?:\s+[\w-]+){0,3}?"
     r"\s+(?:is|are|(?:should|must|will) be)\s+(?!not\b|that\b|what\b|why\b|how\b)\S",
 )
 # "Can you ...?" is how many users state a rule ("Could you keep the API unchanged?");
@@ -197,7 +196,8 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
         chosen = dedupe(rules + values)
         if len(chosen) < MAX_PER_MESSAGE:  # the softer forms only fill the slots left
             rest = [s for s in candidates if s not in chosen]
-            chosen += [s for s in clued_items(rest, _SOFT_CLUES) if _states(_soft, s)]
+            soft = [s for s in clued_items(rest, _SOFT_CLUES) if _states(_soft, s)]
+            chosen = dedupe(chosen + soft)
         found.extend(chosen[:MAX_PER_MESSAGE])
     return dedupe(found)
 
