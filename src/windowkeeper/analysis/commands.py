@@ -1,14 +1,17 @@
 """What a shell command line does to files, and whether it only reads.
 
 A command line is split into its lines (heredoc bodies set aside) and each line into its
-steps (``&&``, ``||``, ``;``, ``|``). A step writes a file by redirect (``>``, ``>>``),
-``tee``, ``sed -i`` / ``perl -i``, ``cp`` / ``mv`` / ``install`` / ``ln`` targets,
-``touch``, ``git mv`` / ``git checkout --`` / ``git restore``, ``patch`` and ``git apply``
-(the files named in a patch written in the same command), and a Python script (inline or
-in a heredoc) that opens a file for writing (its path a literal, or a variable set to one)
-or copies one with ``shutil``; it deletes with ``rm``, ``unlink``,
-``git rm`` and the source of ``mv``. Relative paths are joined to the working directory
-when it is known (a ``cd`` earlier in the line counts).
+steps (``&&``, ``||``, ``;``, ``|``); a step is judged by the program it runs, past
+runners in front of it (``sudo``, ``timeout 60``, ``python -m`` …, see :mod:`.writers`).
+A step writes a file by redirect (``>``, ``>>``), ``tee``, ``sed -i`` / ``perl -i``,
+``cp`` / ``mv`` / ``install`` / ``ln`` targets, ``touch``, ``git mv`` / ``git checkout
+--`` / ``git restore``, ``patch`` and ``git apply`` (the files named in a patch written
+in the same command), a formatter or fixer run in place, ``dd of=``, ``awk -i inplace``,
+``sponge``, and a script (inline or in a heredoc) that writes a file (:mod:`.writers`);
+it deletes with ``rm``, ``unlink``, ``git rm`` and the source of ``mv``. Relative paths
+are joined to the working directory when it is known (a ``cd`` earlier in the line
+counts). A path may hold spaces, brackets and parentheses (``app/(auth)/[id].tsx``): a
+shell word is one path however it was quoted.
 
 Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
 read, and the tokenizer (``shlex``) runs only on lines a cheap pattern says may write.
@@ -21,6 +24,9 @@ import posixpath
 import re
 from collections.abc import Iterator, Sequence
 
+from .facts import word_alternation
+from .writers import INTERPRETERS, PROGRAMS, SCRIPT_HINTS, program_writes, script_writes, unwrapped
+
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
 SCAN_CHARS = 20_000
 
@@ -30,28 +36,13 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
 # Only a line matching one of these can write or delete a file the way we recognize;
 # each starts with a literal the regex engine finds fast.
+_TOUCHERS = ("tee", "sed", "perl", "git", "rm", "unlink", "cp", "mv", "install", "ln", "touch",
+             "patch", "truncate", *PROGRAMS)  # fmt: skip
 _MAY_TOUCH = re.compile(
-    r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|\b(?:tee|sed|perl|git|rm|unlink|cp|mv|install|ln"
-    r"|touch|patch|truncate|dd)\b"
+    r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|\b" + word_alternation(_TOUCHERS) + r"\b"
 )
-_PY_WRITE = re.compile(
-    r"""open\(\s*(?:r|f)?(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\3"""
-    r"""|Path\(\s*(['"])([^'"\n]+)\4\s*\)\s*\.\s*write_(?:text|bytes)\("""
-)
-# The same with the path in a variable (``p = "src/a.py"`` ... ``open(p, "w")``), and the
-# target of ``shutil.copy``/``copyfile``/``copy2``/``move``.
-_PY_WRITE_VAR = re.compile(
-    r"""open\(\s*([A-Za-z_]\w*)\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\2"""
-    r"""|Path\(\s*([A-Za-z_]\w*)\s*\)\s*\.\s*write_(?:text|bytes)\("""
-)
-_PY_ASSIGN = re.compile(r"""^[ \t]*([A-Za-z_]\w*)\s*=\s*(['"])([^'"\n]+)\2[ \t]*$""", re.M)
-_PY_COPY = re.compile(
-    r"""shutil\.(?:copy2?|copyfile|move)\(\s*[^,\n]+,\s*(['"])([^'"\n]+)\1\s*\)"""
-)
-_PY_WRITES = ("open(", "write_", "shutil.")
-"""A script that holds none of these writes no file the patterns above recognize."""
 _PATCH_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
-_PATHY = re.compile(r"[\w.~+@-]*[./][\w./~+@-]*")
+_PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 _READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack",
     "find", "ls", "ll", "tree", "pwd", "echo", "printf", "wc", "file", "stat", "du", "df",
@@ -153,9 +144,10 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
         touched.extend((_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
     here = _final_cwd(lines, cwd)
     scripts = list(bodies)
-    if "python" in command[:SCAN_CHARS] and any(w in command for w in _PY_WRITES):
+    text = command[:SCAN_CHARS]
+    if any(w in text for w in SCRIPT_HINTS) and any(i in text for i in INTERPRETERS):
         scripts.append("\n".join(lines))
-    written = [path for body in scripts for path in _script_writes(body)]
+    written = [path for body in scripts for path in script_writes(body)]
     if _applies_patch(lines):
         written.extend(path for body in bodies for path in _PATCH_FILE.findall(body))
     touched.extend((_joined(path, here), MODIFIED) for path in written if _path_like(path))
@@ -208,7 +200,7 @@ def _final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
 
 
 def _step_reads(tokens: Sequence[str]) -> list[str]:
-    words = [t for t in tokens if not _is_assignment(t)]
+    words = unwrapped(_program_words(tokens))
     head = words[0].rsplit("/", 1)[-1] if words else ""
     if head not in _VIEWERS and head not in _SCRIPT_FIRST:
         return []
@@ -238,7 +230,7 @@ def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
             yield tokens[index + 1], MODIFIED
         elif token.startswith(">") and len(token) > 1 and token.lstrip(">")[:1] != "&":
             yield token.lstrip(">"), MODIFIED
-    words = [t for t in tokens if not _is_assignment(t)]
+    words = unwrapped(_program_words(tokens))
     if not words:
         return
     head = words[0].rsplit("/", 1)[-1]
@@ -258,6 +250,8 @@ def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
         yield from ((path, DELETED) for path in _until_redirect(operands))
     elif head == "git" and len(words) >= 3:
         yield from _git_touches(words[1], _operands(words[2:]))
+    else:
+        yield from ((path, MODIFIED) for path in program_writes(head, words[1:]))
 
 
 def _git_touches(verb: str, operands: list[str]) -> Iterator[Touch]:
@@ -268,6 +262,17 @@ def _git_touches(verb: str, operands: list[str]) -> Iterator[Touch]:
         yield operands[-1], MODIFIED
     elif verb in {"checkout", "restore"}:
         yield from ((path, MODIFIED) for path in operands if _looks_like_file(path))
+
+
+def _program_words(tokens: Sequence[str]) -> Sequence[str]:
+    """The step's words from its program on: the assignments before it (``X=1 cmd``) left
+    out; later ``name=value`` words are arguments (``dd of=out.img``, ``make CC=gcc``)."""
+    if not tokens or "=" not in tokens[0]:
+        return tokens
+    index = 0
+    while index < len(tokens) and _is_assignment(tokens[index]):
+        index += 1
+    return tokens[index:]
 
 
 def _is_assignment(token: str) -> bool:
@@ -312,18 +317,6 @@ def _applies_patch(lines: Sequence[str]) -> bool:
     return any("git apply" in line or re.search(r"\bpatch\b", line) for line in lines)
 
 
-def _script_writes(body: str) -> list[str]:
-    if not any(word in body for word in _PY_WRITES):
-        return []
-    found = [(m.start(), m.group(2) or m.group(5)) for m in _PY_WRITE.finditer(body)]
-    found += [(m.start(), m.group(2)) for m in _PY_COPY.finditer(body)]
-    variables = [(m.start(), m.group(1) or m.group(3)) for m in _PY_WRITE_VAR.finditer(body)]
-    if variables:  # the literal each such variable was last set to, if any
-        values = {m.group(1): m.group(3) for m in _PY_ASSIGN.finditer(body)}
-        found += [(at, values[name]) for at, name in variables if name in values]
-    return [path for _, path in sorted(found)]
-
-
 def _looks_like_file(path: str) -> bool:
     return "." in path.rsplit("/", 1)[-1] and not path.startswith("-")
 
@@ -361,7 +354,7 @@ _REDIRECT = re.compile(r"^\d*(?:>>?|<)&?\S*$")
 
 
 def _reads_only(tokens: Sequence[str]) -> bool:
-    words = [t for t in tokens if not _is_assignment(t) and not _REDIRECT.match(t)]
+    words = unwrapped([t for t in _program_words(tokens) if not _REDIRECT.match(t)])
     if not words:
         return True
     head = words[0].rsplit("/", 1)[-1]
