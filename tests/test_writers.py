@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from windowkeeper.analysis.commands import DELETED, MODIFIED, command_touches, is_read_only
+from windowkeeper.analysis.facts import word_alternation
 from windowkeeper.analysis.writers import script_writes, unwrapped
 
 WRITES = [
@@ -100,3 +103,14 @@ def test_unwrapped_is_a_non_empty_suffix(words: list[str]) -> None:
     inner = unwrapped(words)
     assert inner
     assert list(inner) == words[len(words) - len(inner) :]
+
+
+NAMES = st.lists(st.text("abcd-", min_size=1, max_size=4), min_size=1, max_size=8)
+
+
+@given(NAMES, st.text("abcd- x", max_size=30))
+def test_nested_alternation_matches_as_the_plain_one(names: list[str], text: str) -> None:
+    nested = re.compile(r"\b" + word_alternation(names) + r"\b")
+    plain = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    assert (nested.search(text) is None) == (plain.search(text) is None)
+    assert all(re.fullmatch(word_alternation(names), name) for name in names)
