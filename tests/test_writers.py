@@ -114,3 +114,23 @@ def test_nested_alternation_matches_as_the_plain_one(names: list[str], text: str
     plain = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
     assert (nested.search(text) is None) == (plain.search(text) is None)
     assert all(re.fullmatch(word_alternation(names), name) for name in names)
+
+
+@pytest.mark.parametrize(
+    ("command", "deleted", "modified"),
+    [
+        ("cp a.py b.py", [], ["b.py"]),
+        ("cp src/a.py src/b.py backup", [], ["backup/a.py", "backup/b.py"]),
+        ("cp src/a.py backup/", [], ["backup/a.py"]),
+        ("cp -t backup src/a.py", [], ["backup/a.py"]),
+        ("mv --target-directory=old a.txt b.txt", ["a.txt", "b.txt"], ["old/a.txt", "old/b.txt"]),
+        ("mv x.log y.log logs/", ["x.log", "y.log"], ["logs/x.log", "logs/y.log"]),
+        ("mv draft.md final.md", ["draft.md"], ["final.md"]),
+    ],
+)
+def test_copies_and_moves_into_a_directory_name_the_files(
+    command: str, deleted: list[str], modified: list[str]
+) -> None:
+    touched = command_touches(command)
+    assert [path for path, how in touched if how == DELETED] == deleted
+    assert [path for path, how in touched if how == MODIFIED] == modified

@@ -1,17 +1,14 @@
 """What a shell command line does to files, and whether it only reads.
 
 A command line is split into its lines (heredoc bodies set aside) and each line into its
-steps (``&&``, ``||``, ``;``, ``|``); a step is judged by the program it runs, past
-runners in front of it (``sudo``, ``timeout 60``, ``python -m`` …, see :mod:`.writers`).
-A step writes a file by redirect (``>``, ``>>``), ``tee``, ``sed -i`` / ``perl -i``,
-``cp`` / ``mv`` / ``install`` / ``ln`` targets, ``touch``, ``git mv`` / ``git checkout
---`` / ``git restore``, ``patch`` and ``git apply`` (the files named in a patch written
-in the same command), a formatter or fixer run in place, ``dd of=``, ``awk -i inplace``,
-``sponge``, and a script (inline or in a heredoc) that writes a file (:mod:`.writers`);
-it deletes with ``rm``, ``unlink``, ``git rm`` and the source of ``mv``. Relative paths
-are joined to the working directory when it is known (a ``cd`` earlier in the line
-counts). A path may hold spaces, brackets and parentheses (``app/(auth)/[id].tsx``): a
-shell word is one path however it was quoted.
+steps (``&&``, ``||``, ``;``, ``|``), each judged by the program it runs (past ``sudo``,
+``timeout 60``, ``python -m`` …). A step writes a file by redirect, ``tee``, ``sed -i`` /
+``perl -i``, ``cp`` / ``mv`` / ``install`` / ``ln`` (into a directory: the files named),
+``touch``, ``git mv`` / ``checkout --`` / ``restore``, ``patch`` / ``git apply`` (the
+files of a patch written in the same command), and the programs and scripts of
+:mod:`.writers`; it deletes with ``rm``, ``unlink``, ``git rm`` and the source of ``mv``.
+Relative paths are joined to the working directory when it is known (a ``cd`` earlier in
+the line counts). A path is one shell word, spaces, brackets and parentheses included.
 
 Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
 read, and the tokenizer (``shlex``) runs only on lines a cheap pattern says may write.
@@ -25,7 +22,17 @@ import re
 from collections.abc import Iterator, Sequence
 
 from .facts import word_alternation
-from .writers import INTERPRETERS, PROGRAMS, SCRIPT_HINTS, program_writes, script_writes, unwrapped
+from .writers import (
+    INTERPRETERS,
+    PROGRAMS,
+    SCRIPT_HINTS,
+    copied,
+    in_place_files,
+    program_writes,
+    script_writes,
+    until_redirect,
+    unwrapped,
+)
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
 SCAN_CHARS = 20_000
@@ -206,7 +213,7 @@ def _step_reads(tokens: Sequence[str]) -> list[str]:
         return []
     if head in ("sed", "perl") and any(_in_place(t, head) for t in words[1:]):
         return []  # an in-place edit: a write
-    operands = _operands(_until_redirect(words[1:]))
+    operands = _operands(until_redirect(words[1:]))
     if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
         operands = operands[1:]
     return [p for p in operands if _path_like(p) and _looks_like_file(p)]
@@ -236,18 +243,20 @@ def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
     head = words[0].rsplit("/", 1)[-1]
     operands = _operands(words[1:])
     if head in {"sed", "perl"} and any(_in_place(t, head) for t in words[1:]):
-        yield from ((path, MODIFIED) for path in _edited_in_place(words[1:]))
+        yield from ((path, MODIFIED) for path in in_place_files(words[1:]))
     elif head == "tee":
         yield from ((path, MODIFIED) for path in operands)
-    elif head in {"cp", "install", "ln"} and len(operands) >= 2:
-        yield operands[-1], MODIFIED
-    elif head == "mv" and len(operands) >= 2:
-        yield from ((path, DELETED) for path in operands[:-1])
+    elif head in {"cp", "mv"} and len(operands) >= 2:
+        sources, written = copied(words[1:], operands)
+        if head == "mv":
+            yield from ((path, DELETED) for path in sources)
+        yield from ((path, MODIFIED) for path in written)
+    elif head in {"install", "ln"} and len(operands) >= 2:
         yield operands[-1], MODIFIED
     elif head in {"touch", "truncate"}:
         yield from ((path, MODIFIED) for path in operands)
     elif head in {"rm", "unlink"}:
-        yield from ((path, DELETED) for path in _until_redirect(operands))
+        yield from ((path, DELETED) for path in until_redirect(operands))
     elif head == "git" and len(words) >= 3:
         yield from _git_touches(words[1], _operands(words[2:]))
     else:
@@ -282,29 +291,6 @@ def _is_assignment(token: str) -> bool:
 
 def _operands(tokens: Sequence[str]) -> list[str]:
     return [t for t in tokens if not t.startswith("-") and t not in {"<", ">", ">>", "2>&1"}]
-
-
-def _until_redirect(tokens: Sequence[str]) -> list[str]:
-    found = []
-    for token in tokens:
-        if token.startswith((">", "2>", "&>")):
-            break
-        found.append(token)
-    return found
-
-
-def _edited_in_place(args: Sequence[str]) -> list[str]:
-    """The files of ``sed -i`` / ``perl -pi``: every operand after the script (the first
-    operand, unless ``-e``/``-f`` gave it), the arguments of ``-e``/``-f`` skipped."""
-    operands, scripted, skip = [], False, False
-    for token in _until_redirect(args):
-        if skip or not token:
-            skip = False
-        elif token in ("-e", "-f", "--expression", "--file"):
-            skip = scripted = True
-        elif not token.startswith("-"):
-            operands.append(token)
-    return operands if scripted else operands[1:]
 
 
 def _in_place(token: str, program: str) -> bool:

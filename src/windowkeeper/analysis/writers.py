@@ -5,6 +5,8 @@
   ``dd of=``, ``awk -i inplace``, ``sponge``. A checking run (``black --check``,
   ``prettier`` without ``--write``) writes nothing; a directory operand is left out
   (which of its files changed is not known).
+- **Which operands a file utility writes**: ``cp`` / ``mv`` into a directory (``-t``,
+  a trailing ``/``, several sources), ``sed -i`` / ``perl -pi`` past their script.
 - **Runners in front of a program** (``sudo``, ``env X=1``, ``timeout 60``,
   ``python -m``, ``uv run``, ``npx`` …): the step is judged by the program they run.
 - **Scripts** (inline or in a heredoc) that write a file: Python ``open(…, "w")``,
@@ -15,6 +17,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,6 +131,50 @@ def _awk_in_place(args: Sequence[str]) -> list[str]:
 def _has_suffix(path: str) -> bool:
     name = path.rstrip("/").rsplit("/", 1)[-1]
     return "." in name.strip(".") and "*" not in name
+
+
+# --- the core file utilities -------------------------------------------------------
+
+
+def copied(args: Sequence[str], operands: list[str]) -> tuple[list[str], list[str]]:
+    """(sources, files written) of ``cp`` / ``mv``: into a directory when ``-t`` names one,
+    when the target ends in ``/`` or when there are several sources; else the target."""
+    directory = next(
+        (args[i + 1] for i, t in enumerate(args[:-1]) if t in ("-t", "--target-directory")),
+        next((t.partition("=")[2] for t in args if t.startswith("--target-directory=")), None),
+    )
+    if directory is not None:
+        sources = [path for path in operands if path != directory]
+    else:
+        *sources, directory = operands
+        if len(sources) == 1 and not directory.endswith("/"):
+            return sources, [directory]
+    base = directory.rstrip("/") or "/"
+    return sources, [posixpath.join(base, posixpath.basename(s.rstrip("/"))) for s in sources]
+
+
+def in_place_files(args: Sequence[str]) -> list[str]:
+    """The files of ``sed -i`` / ``perl -pi``: every operand after the script (the first
+    operand, unless ``-e``/``-f`` gave it), the arguments of ``-e``/``-f`` skipped."""
+    operands, scripted, skip = [], False, False
+    for token in until_redirect(args):
+        if skip or not token:
+            skip = False
+        elif token in ("-e", "-f", "--expression", "--file"):
+            skip = scripted = True
+        elif not token.startswith("-"):
+            operands.append(token)
+    return operands if scripted else operands[1:]
+
+
+def until_redirect(tokens: Sequence[str]) -> list[str]:
+    """``tokens`` up to the first redirect (``> out``, ``2>err``, ``&>log``)."""
+    found = []
+    for token in tokens:
+        if token.startswith((">", "2>", "&>")):
+            break
+        found.append(token)
+    return found
 
 
 # --- runners ---------------------------------------------------------------------------
