@@ -11,7 +11,7 @@ Relative paths are joined to the working directory when it is known (a ``cd`` ea
 the line counts). A path is one shell word, spaces, brackets and parentheses included.
 
 Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
-read, and the tokenizer (``shlex``) runs only on lines a cheap pattern says may write.
+read, and the tokenizer runs only on lines a cheap pattern says may write.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ Touch = tuple[str, str]
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
-# Only a line matching one of these can write or delete a file the way we recognize;
-# each starts with a literal the regex engine finds fast.
+# Only a line matching this can write or delete a file the way we recognize (the program
+# names nested by prefix, so most positions are rejected after one comparison).
 _TOUCHERS = ("tee", "sed", "perl", "git", "rm", "unlink", "cp", "mv", "install", "ln", "touch",
              "patch", "truncate", *PROGRAMS)  # fmt: skip
 _MAY_TOUCH = re.compile(
@@ -207,7 +207,7 @@ def _final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
 
 
 def _step_reads(tokens: Sequence[str]) -> list[str]:
-    words = unwrapped(_program_words(tokens))
+    words = _program_words(tokens)
     head = words[0].rsplit("/", 1)[-1] if words else ""
     if head not in _VIEWERS and head not in _SCRIPT_FIRST:
         return []
@@ -237,7 +237,7 @@ def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
             yield tokens[index + 1], MODIFIED
         elif token.startswith(">") and len(token) > 1 and token.lstrip(">")[:1] != "&":
             yield token.lstrip(">"), MODIFIED
-    words = unwrapped(_program_words(tokens))
+    words = _program_words(tokens)
     if not words:
         return
     head = words[0].rsplit("/", 1)[-1]
@@ -274,14 +274,14 @@ def _git_touches(verb: str, operands: list[str]) -> Iterator[Touch]:
 
 
 def _program_words(tokens: Sequence[str]) -> Sequence[str]:
-    """The step's words from its program on: the assignments before it (``X=1 cmd``) left
-    out; later ``name=value`` words are arguments (``dd of=out.img``, ``make CC=gcc``)."""
-    if not tokens or "=" not in tokens[0]:
-        return tokens
+    """The step's words from the program it runs on: the assignments before it (``X=1
+    cmd``) and runners in front of it (``sudo``, ``timeout 60`` …) left out; later
+    ``name=value`` words are arguments (``dd of=out.img``, ``make CC=gcc``)."""
     index = 0
-    while index < len(tokens) and _is_assignment(tokens[index]):
-        index += 1
-    return tokens[index:]
+    if tokens and "=" in tokens[0]:
+        while index < len(tokens) and _is_assignment(tokens[index]):
+            index += 1
+    return unwrapped(tokens[index:] if index else tokens)
 
 
 def _is_assignment(token: str) -> bool:
@@ -340,7 +340,7 @@ _REDIRECT = re.compile(r"^\d*(?:>>?|<)&?\S*$")
 
 
 def _reads_only(tokens: Sequence[str]) -> bool:
-    words = unwrapped([t for t in _program_words(tokens) if not _REDIRECT.match(t)])
+    words = [t for t in _program_words(tokens) if not _REDIRECT.match(t)]
     if not words:
         return True
     head = words[0].rsplit("/", 1)[-1]

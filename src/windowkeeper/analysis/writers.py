@@ -83,7 +83,8 @@ def program_writes(head: str, args: Sequence[str]) -> list[str]:
         args = args[1:]
     else:
         fixer = _FIXERS.get(head)
-    if fixer is None or fixer.by_default == any(_given(fixer.flags, t) for t in args):
+    flagged = any(_given(fixer.flags, t) for t in args) if fixer is not None else False
+    if fixer is None or flagged == fixer.by_default:  # checking only, or never asked to write
         return []
     return [path for path in _files(args) if _has_suffix(path)]
 
