@@ -63,7 +63,9 @@ if "orjson" in sys.argv[1:]:
     bodies.BodyParser.__init__.__defaults__ = (0,)
 import uvicorn
 run = uvicorn.run
-parser = "httptools" if "httptools" in sys.argv[1:] else "h11"  # h11: what the extra installs
+from windowkeeper.gateway.httpserver import LeanHTTP
+parsers = {"httptools": "httptools", "h11": "h11"}
+parser = next((parsers[f] for f in sys.argv[3:] if f in parsers), LeanHTTP)
 uvicorn.run = lambda *a, **k: run(*a, **{**k, "http": parser})
 serve_command(upstream=sys.argv[1], port=int(sys.argv[2]), context_length=10_000_000,
               log_level="warning")
@@ -194,6 +196,8 @@ def main() -> None:
     parser.add_argument("--variants", action="store_true")
     parser.add_argument("--model-latency", type=float, default=0.0,
                         help="seconds the upstream waits before each answer (a model)")  # fmt: skip
+    parser.add_argument("--http", choices=("lean", "h11", "httptools"), default="lean",
+                        help="the gateway's HTTP/1.1 (lean: windowkeeper's own)")  # fmt: skip
     parser.add_argument("--growing", action="store_true",
                         help="also: one client whose history grows each request")  # fmt: skip
     args = parser.parse_args()
@@ -202,7 +206,7 @@ def main() -> None:
     with process(UPSTREAM, str(args.model_latency)) as upstream:
         assert upstream.stdout is not None
         upstream_url = f"http://127.0.0.1:{upstream.stdout.readline().strip()}/v1"
-        rows, ratio = measure(upstream_url, payload, args.requests, (), (1, 16, 64))
+        rows, ratio = measure(upstream_url, payload, args.requests, (args.http,), (1, 16, 64))
         header = ["clients", "requests", "direct p50 ms", "gateway p50 ms", "added p50",
                   "direct p99 ms", "gateway p99 ms", "added p99", "gateway CPU ms/req"]  # fmt: skip
         print(f"body: {len(payload) / 1024:.0f} KiB, 100 messages; upstream latency "

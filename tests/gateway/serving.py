@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from windowkeeper.gateway import GatewaySettings, create_app
+from windowkeeper.gateway.httpserver import LeanHTTP
 from windowkeeper.store import SessionStore
 from windowkeeper.testing import unused_port
 from windowkeeper.testing.loopback import LoopbackUpstream
@@ -32,19 +33,25 @@ def loopback_settings(upstream: LoopbackUpstream, **overrides: Any) -> GatewaySe
 
 @contextmanager
 def serving(settings: GatewaySettings, store: SessionStore | None = None) -> Iterator[str]:
-    """The gateway's base URL (``http://127.0.0.1:PORT``) while uvicorn serves it."""
+    """The gateway's base URL (``http://127.0.0.1:PORT``) while uvicorn serves it (with the
+    gateway's own HTTP/1.1 protocol, as ``windowkeeper serve`` runs it)."""
+    with running(create_app(settings, store=store), lifespan="on") as base:
+        yield base
+
+
+@contextmanager
+def running(app: Any, **config: Any) -> Iterator[str]:
+    """Any ASGI ``app`` under uvicorn with :class:`LeanHTTP` (``config`` overrides)."""
     port = unused_port()
-    config = uvicorn.Config(
-        create_app(settings, store=store), host="127.0.0.1", port=port, log_level="warning",
-        lifespan="on",
-    )  # fmt: skip
-    server = uvicorn.Server(config)
+    options = {"host": "127.0.0.1", "port": port, "log_level": "warning", "http": LeanHTTP,
+               "lifespan": "off", **config}  # fmt: skip
+    server = uvicorn.Server(uvicorn.Config(app, **options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the gateway did not start")
+            raise RuntimeError("the server did not start")
         time.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -202,6 +203,13 @@ def test_serve_rejects_bad_options_before_starting() -> None:
         _serve_app(), ["serve", "--upstream", "http://x/v1", "--log-level", "loud"]
     )
     assert level.exit_code == 2 and "--log-level must be one of" in level.output
+    http = runner.invoke(_serve_app(), ["serve", "--upstream", "http://x/v1", "--http", "spdy"])
+    assert http.exit_code == 2 and "--http must be one of lean, h11, httptools" in http.output
+    if importlib.util.find_spec("httptools") is None:  # not a dependency: say how to get it
+        tools = runner.invoke(
+            _serve_app(), ["serve", "--upstream", "http://x/v1", "--http", "httptools"]
+        )
+        assert tools.exit_code == 2 and "pip install httptools" in tools.output
 
 
 def test_serve_takes_the_upstream_from_the_config(tmp_path: Path) -> None:

@@ -37,12 +37,18 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
     raise AssertionError("serve did not come up within 30 s")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_serve_stops_cleanly_and_closes_its_store(tmp_path: Path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize(
+    ("sig", "http"),
+    [(signal.SIGTERM, "lean"), (signal.SIGINT, "lean"), (signal.SIGTERM, "h11")],
+    ids=["SIGTERM", "SIGINT", "SIGTERM-h11"],
+)
+def test_serve_stops_cleanly_and_closes_its_store(
+    tmp_path: Path, sig: signal.Signals, http: str
+) -> None:
     db = tmp_path / "wk.db"
     for attempt in range(3):
         try:
-            returncode, stderr = _serve_then_signal(db, sig)
+            returncode, stderr = _serve_then_signal(db, sig, http)
             break
         except PortTaken:
             if attempt == 2:
@@ -52,12 +58,12 @@ def test_serve_stops_cleanly_and_closes_its_store(tmp_path: Path, sig: signal.Si
     assert not (tmp_path / "wk.db-wal").exists()  # the store was closed (WAL checkpointed)
 
 
-def _serve_then_signal(db: Path, sig: signal.Signals) -> tuple[int, bytes]:
+def _serve_then_signal(db: Path, sig: signal.Signals, http: str) -> tuple[int, bytes]:
     port = unused_port()
     command = [
         sys.executable, "-m", "windowkeeper", "serve", "--upstream", "http://127.0.0.1:9/v1",
         "--port", str(port), "--context-length", "16000", "--store", f"sqlite:///{db}",
-        "--log-level", "warning",
+        "--log-level", "warning", "--http", http,
     ]  # fmt: skip
     with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
         try:

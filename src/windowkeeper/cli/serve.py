@@ -10,6 +10,7 @@ command line (other users could read them in the process list).
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 import signal
 import threading
@@ -77,6 +78,13 @@ AnthropicKeyEnvOpt = Annotated[
                  "the Anthropic API key (default: pass the client's x-api-key through)."),
 ]  # fmt: skip
 LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
+HttpOpt = Annotated[
+    str,
+    typer.Option("--http", help="HTTP/1.1 implementation: lean (windowkeeper's own, the "
+                 "least CPU per request), h11 or httptools (uvicorn's; httptools must be "
+                 "installed)."),
+]  # fmt: skip
+HTTP_IMPLEMENTATIONS = ("lean", "h11", "httptools")
 
 
 def serve_command(
@@ -91,6 +99,7 @@ def serve_command(
     api_key_env: ApiKeyEnvOpt = None,
     anthropic_api_key_env: AnthropicKeyEnvOpt = None,
     log_level: LogLevelOpt = "info",
+    http: HttpOpt = "lean",
 ) -> None:
     """Run the gateway (OpenAI Chat Completions and Responses, Anthropic Messages) that
     compacts each session's history."""
@@ -115,6 +124,7 @@ def serve_command(
             raise ConfigError(f"--port must be between 1 and 65535, got {port}")
         if log_level not in LOG_LEVELS:
             raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+        protocol = _http_protocol(http)
         url = store or settings.store.url
         opened = open_store(url) if url else None
     if host not in LOOPBACK and not gateway.api_keys:
@@ -124,7 +134,7 @@ def serve_command(
             err=True,
         )
     try:
-        _run(create_app(gateway, store=opened), host, port, log_level)
+        _run(create_app(gateway, store=opened), host, port, log_level, protocol)
     finally:
         if opened is not None:
             opened.close()
@@ -159,7 +169,21 @@ def _settings(
     )  # fmt: skip
 
 
-def _run(app: Any, host: str, port: int, log_level: str) -> None:
+def _http_protocol(name: str) -> Any:
+    """The uvicorn ``http`` setting for ``--http``."""
+    if name not in HTTP_IMPLEMENTATIONS:
+        raise ConfigError(f"--http must be one of {', '.join(HTTP_IMPLEMENTATIONS)}, got {name!r}")
+    if name == "lean":
+        from ..gateway.httpserver import LeanHTTP
+
+        return LeanHTTP
+    if name == "httptools" and importlib.util.find_spec("httptools") is None:
+        raise ConfigError("--http httptools needs the httptools package: pip install "
+                          "httptools (or use --http lean)")  # fmt: skip
+    return name
+
+
+def _run(app: Any, host: str, port: int, log_level: str, http: Any) -> None:
     """uvicorn until a signal; SIGTERM leaves through SystemExit so the caller can close
     the store (uvicorn shuts down gracefully, then re-raises the signal it caught)."""
     import uvicorn
@@ -169,7 +193,7 @@ def _run(app: Any, host: str, port: int, log_level: str) -> None:
     try:
         uvicorn.run(
             app, host=host, port=port, log_level=log_level, log_config=log_config(log_level),
-            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS, http=http,
         )  # fmt: skip
     finally:
         if main:
