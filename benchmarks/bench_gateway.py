@@ -257,7 +257,7 @@ def growing(upstream: str, turns: int = 200, rounds: int = 3) -> str:
 
 def variants(upstream: str, payload: bytes, requests: int) -> str:
     """The concurrency-1 figures with orjson and/or httptools patched in (when installed)."""
-    chosen: list[tuple[str, tuple[str, ...]]] = [("stdlib json, h11", ())]
+    chosen: list[tuple[str, tuple[str, ...]]] = [("stdlib json, lean", ()), ("h11", ("h11",))]
     for flags in (("orjson",), ("httptools",), ("orjson", "httptools")):
         try:
             for name in flags:
