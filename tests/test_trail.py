@@ -366,3 +366,25 @@ def test_pruned_head_output_feeds_the_handoff_trail() -> None:
     state = extract_state(Analysis(middle), HandoffState(), NEW, head=Analysis(head))
     assert "a1b2c3d" in state.values and "9f8e7d6" in state.values
     assert not state.users  # the head's user words stay verbatim in the head
+
+
+def test_a_patch_applied_from_a_file_names_its_files_in_the_output() -> None:
+    partial = ("<returncode>1</returncode>\n<output>\npatching file django/db/schema.py\n"
+               "Hunk #1 FAILED at 1.\nHunk #2 succeeded at 517 with fuzz 2.\n"
+               "1 out of 3 hunks FAILED -- saving rejects to file django/db/schema.py.rej\n"
+               "patching file 'docs/a b.txt'\npatching file setup.cfg\nHunk #1 FAILED at 3.\n"
+               "1 out of 1 hunk FAILED -- saving rejects to file setup.cfg.rej\n"
+               "</output>")  # fmt: skip
+    turns = rounds(
+        ("p1", "bash", {"command": "cd /testbed && patch -p1 < final_fix.patch"}, partial),
+        ("p2", "bash", {"command": "git apply -v ../fix.diff"},
+         "Checking patch src/app.py...\nApplied patch src/app.py cleanly.\n"),
+        ("p3", "bash", {"command": "patch --dry-run -p1 -i fix.patch"},
+         "checking file src/dry.py\n"),
+    )  # fmt: skip
+    modified = files(trail(turns), "modified")
+    # setup.cfg: every hunk failed, the file is unchanged; a dry run changes nothing.
+    # (the later commands run in /testbed, where the first one went)
+    assert modified == (
+        "/testbed/django/db/schema.py", "/testbed/docs/a b.txt", "/testbed/src/app.py"
+    )  # fmt: skip

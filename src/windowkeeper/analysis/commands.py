@@ -196,6 +196,11 @@ def _gated_steps(
                 yield tokens, here
 
 
+def command_cwd(command: str, cwd: str | None) -> str | None:
+    """The working directory after ``command`` ran from ``cwd`` (its ``cd`` steps followed)."""
+    return _final_cwd(lines_of(command)[0], cwd)
+
+
 def _final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
     """The working directory after ``lines`` (their ``cd`` steps followed)."""
     here = cwd

@@ -1,5 +1,7 @@
-"""Files that ``git status`` / ``git diff`` output reports as changed: what a command's
-output says about files, beside what the command line itself says (:mod:`.commands`)."""
+"""Files a command's output reports as changed (``git status`` / ``git diff``, ``patch``,
+``git apply -v``): what the output says about files, beside what the command line itself
+says (:mod:`.commands`). A patch applied from a file written earlier names its files
+only in its output."""
 
 from __future__ import annotations
 
@@ -33,4 +35,29 @@ def reported_touches(command: str, output: str) -> list[Touch]:
         elif match.group(4) and match.group(5):
             code = match.group(4)
             found.append((match.group(5), DELETED if "D" in code else MODIFIED))
+    return found
+
+
+_PATCHING = re.compile(
+    r"^patching file (?:'([^'\n]+)'|(\S[^\n]*?))(?: \(read from [^)]*\))?\s*$", re.M
+)
+_APPLIED = re.compile(r"^Applied patch (\S+) (?:cleanly|with conflicts)\.$", re.M)
+_HUNKS = re.compile(r"^(\d+) out of (\d+) hunks? FAILED", re.M)
+_PATCHES = re.compile(r"\bpatch\b|\bgit\s+(?:-C\s+\S+\s+)?apply\b")
+
+
+def patched_files(command: str, output: str) -> list[Touch]:
+    """Files ``patch`` (``patching file X``) or ``git apply -v`` (``Applied patch X
+    cleanly.``) says it changed; a file all of whose hunks failed is left out, one with
+    some applied is kept (the command then exits non-zero, the file changed anyway)."""
+    if not output or not _PATCHES.search(command[:2_000]):
+        return []
+    text = output[:SCAN_CHARS]
+    found: list[Touch] = [(m.group(1), MODIFIED) for m in _APPLIED.finditer(text)]
+    blocks = list(_PATCHING.finditer(text))
+    for index, match in enumerate(blocks):
+        end = blocks[index + 1].start() if index + 1 < len(blocks) else len(text)
+        hunks = _HUNKS.search(text, match.end(), end)
+        if hunks is None or int(hunks.group(1)) < int(hunks.group(2)):
+            found.append((match.group(1) or match.group(2), MODIFIED))
     return found

@@ -14,6 +14,7 @@ import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 
 from ...analysis.commands import (
+    command_cwd,
     command_reads,
     command_touches,
     is_read_only,
@@ -24,7 +25,7 @@ from ...analysis.events import ToolEvent, remembered
 from ...analysis.facts import dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
-from ...analysis.reported import reported_touches
+from ...analysis.reported import patched_files, reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
 from ...analysis.toolshapes import ToolKind
 from .model import Command
@@ -93,14 +94,21 @@ def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ..
     if action.kind is not ToolKind.SHELL or not action.command:
         return ()
     found = list(command_touches(action.command, cwd))
-    if event.result and not event.failed:
+    if not event.result:
+        return tuple(found)
+    if not event.failed:
         found.extend(command_reads(action.command, cwd))
-        root = cwd or ""
-        found.extend(
-            (posixpath.join(root, path) if root else path, how)
-            for path, how in reported_touches(action.command, event.result)
-        )
+        found.extend(_rooted(reported_touches(action.command, event.result), cwd))
+    # patch exits non-zero when a hunk failed; the hunks that applied changed the file.
+    patched = patched_files(action.command, event.result)
+    if patched:
+        found.extend(_rooted(patched, command_cwd(action.command, cwd)))
     return tuple(found)
+
+
+def _rooted(touches: Iterable[tuple[str, str]], root: str | None) -> Iterator[tuple[str, str]]:
+    for path, how in touches:
+        yield (posixpath.join(root, path) if root and not path.startswith("/") else path), how
 
 
 def session_touches(
