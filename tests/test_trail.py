@@ -388,3 +388,24 @@ def test_a_patch_applied_from_a_file_names_its_files_in_the_output() -> None:
     assert modified == (
         "/testbed/django/db/schema.py", "/testbed/docs/a b.txt", "/testbed/src/app.py"
     )  # fmt: skip
+
+
+def test_a_diff_written_to_a_file_names_its_files_when_git_apply_applies_it() -> None:
+    diff = ("--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-x\n+y\n"
+            "--- /dev/null\n+++ b/docs/new file.md\t2024-01-01\n@@ -0,0 +1 @@\n+z\n")  # fmt: skip
+    turns = rounds(
+        ("w1", "bash", {"command": f"cd /repo && cat > /tmp/fix.patch <<'EOF'\n{diff}EOF"}, ""),
+        ("w2", "Write", {"file_path": "/repo/two.diff", "content": diff.replace("app", "lib")},
+         "ok"),
+        ("c1", "bash", {"command": "git apply --check /tmp/fix.patch"}, ""),
+        ("a0", "bash", {"command": "git apply /tmp/unknown.patch"}, ""),
+    )  # fmt: skip
+    assert "/repo/src/app.py" not in files(trail(turns), "modified")  # only checked
+    turns += rounds(
+        ("a1", "bash", {"command": "git apply -p1 /tmp/fix.patch"}, ""),
+        ("a2", "bash", {"command": "patch -p1 -i two.diff > /dev/null"}, ""),
+    )
+    modified = files(trail(turns), "modified")
+    assert modified == (
+        "/tmp/fix.patch", "/repo/src/app.py", "/repo/docs/new file.md", "/repo/src/lib.py"
+    )  # fmt: skip

@@ -134,3 +134,21 @@ def test_copies_and_moves_into_a_directory_name_the_files(
     touched = command_touches(command)
     assert [path for path, how in touched if how == DELETED] == deleted
     assert [path for path, how in touched if how == MODIFIED] == modified
+
+
+DIFF = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-x\n+y\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "modified"),
+    [
+        # writing a diff to a file applies nothing (fix.patch is only a name with "patch")
+        (f"cat > fix.patch <<'EOF'\n{DIFF}EOF", ["fix.patch"]),
+        (f"cat > fix.patch <<'EOF'\n{DIFF}EOF\npatch -p1 < fix.patch", ["fix.patch", "src/app.py"]),
+        (f"patch -p1 <<'EOF'\n{DIFF}EOF", ["src/app.py"]),
+        (f"git apply --check <<'EOF'\n{DIFF}EOF", []),
+        (f"sudo git apply <<'EOF'\n{DIFF.replace('app.py', 'my app.py')}EOF", ["src/my app.py"]),
+    ],
+)
+def test_patches_in_one_command(command: str, modified: list[str]) -> None:
+    assert [p for p, how in command_touches(command) if how == MODIFIED] == modified

@@ -22,6 +22,16 @@ import re
 from collections.abc import Iterator, Sequence
 
 from .facts import word_alternation
+from .patches import diff_targets, patch_program
+from .shellwords import (
+    SCAN_CHARS,
+    final_cwd,
+    heredoc_rows,
+    joined,
+    lines_of,
+    step_cwd,
+    steps_of,
+)
 from .writers import (
     INTERPRETERS,
     PROGRAMS,
@@ -35,11 +45,9 @@ from .writers import (
 )
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
-SCAN_CHARS = 20_000
 
 Touch = tuple[str, str]
 
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
 # Only a line matching this can write or delete a file the way we recognize (the program
 # names nested by prefix, so most positions are rejected after one comparison).
@@ -48,7 +56,6 @@ _TOUCHERS = ("tee", "sed", "perl", "git", "rm", "unlink", "cp", "mv", "install",
 _MAY_TOUCH = re.compile(
     r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|\b" + word_alternation(_TOUCHERS) + r"\b"
 )
-_PATCH_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
 _PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 _READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack",
@@ -63,80 +70,31 @@ _GIT_READ_ONLY = frozenset({
 })  # fmt: skip
 
 
-Lines = tuple[str, ...]
-Steps = tuple[tuple[str, ...], ...]
-
-
-@functools.lru_cache(maxsize=4_096)
-def lines_of(command: str) -> tuple[Lines, Lines]:
-    """(command lines, heredoc bodies) of a command line, heredoc bodies set aside.
-
-    Remembered: every reader of a command (files touched and read, read-only, steps,
-    program) starts here, and agents re-run the same commands.
-    """
+def heredoc_files(command: str, cwd: str | None) -> tuple[tuple[str, str], ...]:
+    """(file, text) of each heredoc the command writes to one file (``cat > fix.patch
+    <<'EOF'``, ``tee notes.md <<EOF``), the file joined to the working directory."""
     text = command[:SCAN_CHARS]
     if "<<" not in text:
-        return tuple(line for line in text.split("\n") if line.strip()), ()
-    lines: list[str] = []
-    bodies: list[str] = []
-    rows = text.split("\n")
-    index = 0
-    while index < len(rows):
-        line = rows[index]
-        index += 1
-        if line.strip():
-            lines.append(line)
-        for match in _HEREDOC.finditer(line):
-            end = match.group(2)
-            body: list[str] = []
-            while index < len(rows) and rows[index].strip() != end:
-                body.append(rows[index])
-                index += 1
-            index += 1
-            bodies.append("\n".join(body))
-    return tuple(lines), tuple(bodies)
+        return ()
+    found: list[tuple[str, str]] = []
+    here = cwd
+    for line, bodies in heredoc_rows(text):
+        steps = steps_of(line)
+        for tokens in steps:
+            here = step_cwd(tokens, here)
+        targets = {p for tokens in steps for p, how in _step_touches(tokens) if how == MODIFIED}
+        if len(bodies) == 1 and len(targets) == 1:
+            found.append((joined(targets.pop(), here), bodies[0]))
+    return tuple(found)
 
 
-# A shell word (quoted parts, escapes and plain characters glued together) or an operator.
-_WORD = re.compile(
-    r"""(&&|\|\||[;|](?!&)|&(?!>))"""
-    r"""|((?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|>&|&>|\|&|[^\s'"\\;|&])+)"""
-)
-_QUOTED = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", re.DOTALL)
-_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
-
-
-def _unquoted(word: str) -> str:
-    if "'" not in word and '"' not in word and "\\" not in word:
-        return word
-
-    def plain(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return match.group(1)
-        if match.group(2) is not None:
-            return _ESCAPE.sub(r"\1", match.group(2))
-        return match.group(3)
-
-    return _QUOTED.sub(plain, word)
-
-
-@functools.lru_cache(maxsize=4_096)
-def steps_of(line: str) -> Steps:
-    """The steps of one command line, each as its words (quotes removed).
-
-    A regular-expression tokenizer, close to ``shlex`` for what is recognized here (and
-    much faster): operators split steps even without spaces, ``#`` starts a comment.
-    Remembered, as :func:`lines_of`.
-    """
-    steps: list[list[str]] = [[]]
-    for operator, word in _WORD.findall(line):
-        if operator:
-            steps.append([])
-        elif word.startswith("#"):
-            break
-        else:
-            steps[-1].append(_unquoted(word))
-    return tuple(tuple(step) for step in steps if step)
+@functools.lru_cache(maxsize=1_024)
+def written_patches(command: str, cwd: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(patch file, the files its diff changes) of each diff a command writes to a file."""
+    if "+++ " not in command[:SCAN_CHARS]:
+        return ()
+    found = ((path, diff_targets(text)) for path, text in heredoc_files(command, cwd))
+    return tuple((posixpath.normpath(path), targets) for path, targets in found if targets)
 
 
 @functools.lru_cache(maxsize=2_048)
@@ -148,16 +106,16 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     lines, bodies = lines_of(command)
     touched: list[Touch] = []
     for tokens, here in _gated_steps(lines, cwd, _MAY_TOUCH):
-        touched.extend((_joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
-    here = _final_cwd(lines, cwd)
+        touched.extend((joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
+    here = final_cwd(lines, cwd)
     scripts = list(bodies)
     text = command[:SCAN_CHARS]
     if any(w in text for w in SCRIPT_HINTS) and any(i in text for i in INTERPRETERS):
         scripts.append("\n".join(lines))
     written = [path for body in scripts for path in script_writes(body)]
     if _applies_patch(lines):
-        written.extend(path for body in bodies for path in _PATCH_FILE.findall(body))
-    touched.extend((_joined(path, here), MODIFIED) for path in written if _path_like(path))
+        written.extend(path for body in bodies for path in diff_targets(body))
+    touched.extend((joined(path, here), MODIFIED) for path in written if _path_like(path))
     return tuple(dict.fromkeys(touched))
 
 
@@ -173,7 +131,7 @@ def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     :func:`command_touches`' business."""
     lines, _ = lines_of(command)
     found = [
-        (_joined(p, here), READ)
+        (joined(p, here), READ)
         for tokens, here in _gated_steps(lines, cwd, _MAY_READ)
         for p in _step_reads(tokens)
     ]
@@ -191,24 +149,9 @@ def _gated_steps(
         if not gated and "cd " not in line:
             continue
         for tokens in steps_of(line):
-            here = _step_cwd(tokens, here)
+            here = step_cwd(tokens, here)
             if gated:
                 yield tokens, here
-
-
-def command_cwd(command: str, cwd: str | None) -> str | None:
-    """The working directory after ``command`` ran from ``cwd`` (its ``cd`` steps followed)."""
-    return _final_cwd(lines_of(command)[0], cwd)
-
-
-def _final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
-    """The working directory after ``lines`` (their ``cd`` steps followed)."""
-    here = cwd
-    for line in lines:
-        if "cd " in line:
-            for tokens in steps_of(line):
-                here = _step_cwd(tokens, here)
-    return here
 
 
 def _step_reads(tokens: Sequence[str]) -> list[str]:
@@ -222,18 +165,6 @@ def _step_reads(tokens: Sequence[str]) -> list[str]:
     if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
         operands = operands[1:]
     return [p for p in operands if _path_like(p) and _looks_like_file(p)]
-
-
-def _step_cwd(tokens: Sequence[str], cwd: str | None) -> str | None:
-    if len(tokens) == 2 and tokens[0] == "cd":
-        return _joined(tokens[1], cwd)
-    return cwd
-
-
-def _joined(path: str, cwd: str | None) -> str:
-    if not cwd or path.startswith(("/", "~")) or not path:
-        return path
-    return posixpath.normpath(posixpath.join(cwd, path))
 
 
 def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
@@ -305,7 +236,14 @@ def _in_place(token: str, program: str) -> bool:
 
 
 def _applies_patch(lines: Sequence[str]) -> bool:
-    return any("git apply" in line or re.search(r"\bpatch\b", line) for line in lines)
+    """A step of ``lines`` runs ``patch`` or ``git apply`` (not a check or a dry run)."""
+    for line in lines:
+        if "patch" not in line and "apply" not in line:
+            continue
+        for tokens in steps_of(line):
+            if patch_program(_program_words(tokens)):
+                return True
+    return False
 
 
 def _looks_like_file(path: str) -> bool:

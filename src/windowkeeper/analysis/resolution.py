@@ -19,10 +19,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .commands import is_read_only, lines_of
+from .commands import is_read_only
 from .events import ToolEvent
 from .facts import collapse
 from .outputs import error_lines, is_test_command
+from .shellwords import lines_of
 from .toolshapes import ToolKind
 
 Key = tuple[ToolKind, str]

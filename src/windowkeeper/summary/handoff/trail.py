@@ -14,19 +14,21 @@ import posixpath
 from collections.abc import Iterable, Iterator, Sequence
 
 from ...analysis.commands import (
-    command_cwd,
     command_reads,
     command_touches,
     is_read_only,
     program_of,
     short_command,
+    written_patches,
 )
 from ...analysis.events import ToolEvent, remembered
 from ...analysis.facts import dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
+from ...analysis.patches import applied_patches, written_by_tool
 from ...analysis.reported import patched_files, reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
+from ...analysis.shellwords import command_cwd
 from ...analysis.toolshapes import ToolKind
 from .model import Command
 
@@ -119,9 +121,12 @@ def session_touches(
     change the file opened last."""
     found: list[tuple[str, str]] = []
     current: str | None = None
+    patches: dict[str, tuple[str, ...]] = {}
     for event, cwd in zip(events, cwds, strict=False):
         touches = event_files(event, cwd)
         found.extend(touches)
+        if not event.failed:
+            found.extend(_patched(event, cwd, patches))
         action = event.action
         if action.kind in (ToolKind.READ, ToolKind.WRITE) and action.path:
             current = action.path
@@ -140,6 +145,27 @@ def session_touches(
         ):
             found.append((current, "modified"))
     return found
+
+
+def _patched(
+    event: ToolEvent, cwd: str | None, patches: dict[str, tuple[str, ...]]
+) -> list[tuple[str, str]]:
+    """Remember the patch files ``event`` writes (into ``patches``); the files changed by
+    those it applies (analysis/patches.py)."""
+    action = event.action
+    if action.kind is ToolKind.WRITE and action.path:
+        targets = written_by_tool(action.path, event.args)
+        if targets:
+            path = action.path if not cwd else posixpath.join(cwd, action.path)
+            patches[posixpath.normpath(path)] = targets
+        return []
+    if action.kind is not ToolKind.SHELL or not action.command:
+        return []
+    patches.update(written_patches(action.command, cwd))
+    if not patches:
+        return []
+    files, here = applied_patches(action.command, cwd)
+    return list(_rooted(((t, "modified") for f in files for t in patches.get(f, ())), here))
 
 
 def _is_file(path: str) -> bool:

@@ -1,0 +1,127 @@
+"""Shell command lines as words: lines with their heredoc bodies, steps split at the
+operators, quotes removed, and the working directory a ``cd`` leaves (the readers of
+:mod:`.commands` and :mod:`.patches` start here).
+
+Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
+read; the tokenizer is a regular expression close to ``shlex`` for what is recognized
+(and much faster), and its results are remembered, since agents re-run the same commands.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+from collections.abc import Iterator, Sequence
+
+SCAN_CHARS = 20_000
+
+Lines = tuple[str, ...]
+Steps = tuple[tuple[str, ...], ...]
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
+
+
+@functools.lru_cache(maxsize=4_096)
+def lines_of(command: str) -> tuple[Lines, Lines]:
+    """(command lines, heredoc bodies) of a command line, heredoc bodies set aside.
+
+    Remembered: every reader of a command (files touched and read, read-only, steps,
+    program) starts here, and agents re-run the same commands.
+    """
+    text = command[:SCAN_CHARS]
+    if "<<" not in text:
+        return tuple(line for line in text.split("\n") if line.strip()), ()
+    rows = list(heredoc_rows(text))
+    return tuple(line for line, _ in rows), tuple(body for _, bodies in rows for body in bodies)
+
+
+def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
+    """Each non-blank line of ``text`` with the bodies of the heredocs it opens."""
+    rows = text.split("\n")
+    index = 0
+    while index < len(rows):
+        line = rows[index]
+        index += 1
+        bodies: list[str] = []
+        for match in _HEREDOC.finditer(line):
+            end = match.group(2)
+            body: list[str] = []
+            while index < len(rows) and rows[index].strip() != end:
+                body.append(rows[index])
+                index += 1
+            index += 1
+            bodies.append("\n".join(body))
+        if line.strip():
+            yield line, bodies
+
+
+# A shell word (quoted parts, escapes and plain characters glued together) or an operator.
+_WORD = re.compile(
+    r"""(&&|\|\||[;|](?!&)|&(?!>))"""
+    r"""|((?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|>&|&>|\|&|[^\s'"\\;|&])+)"""
+)
+_QUOTED = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", re.DOTALL)
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
+
+def _unquoted(word: str) -> str:
+    if "'" not in word and '"' not in word and "\\" not in word:
+        return word
+
+    def plain(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        if match.group(2) is not None:
+            return _ESCAPE.sub(r"\1", match.group(2))
+        return match.group(3)
+
+    return _QUOTED.sub(plain, word)
+
+
+@functools.lru_cache(maxsize=4_096)
+def steps_of(line: str) -> Steps:
+    """The steps of one command line, each as its words (quotes removed).
+
+    A regular-expression tokenizer, close to ``shlex`` for what is recognized here (and
+    much faster): operators split steps even without spaces, ``#`` starts a comment.
+    Remembered, as :func:`lines_of`.
+    """
+    steps: list[list[str]] = [[]]
+    for operator, word in _WORD.findall(line):
+        if operator:
+            steps.append([])
+        elif word.startswith("#"):
+            break
+        else:
+            steps[-1].append(_unquoted(word))
+    return tuple(tuple(step) for step in steps if step)
+
+
+def command_cwd(command: str, cwd: str | None) -> str | None:
+    """The working directory after ``command`` ran from ``cwd`` (its ``cd`` steps followed)."""
+    return final_cwd(lines_of(command)[0], cwd)
+
+
+def final_cwd(lines: Sequence[str], cwd: str | None) -> str | None:
+    """The working directory after ``lines`` (their ``cd`` steps followed)."""
+    here = cwd
+    for line in lines:
+        if "cd " in line:
+            for tokens in steps_of(line):
+                here = step_cwd(tokens, here)
+    return here
+
+
+def step_cwd(tokens: Sequence[str], cwd: str | None) -> str | None:
+    """The working directory after one step (``cd DIR``)."""
+    if len(tokens) == 2 and tokens[0] == "cd":
+        return joined(tokens[1], cwd)
+    return cwd
+
+
+def joined(path: str, cwd: str | None) -> str:
+    """``path`` joined to ``cwd`` when it is relative and ``cwd`` is known."""
+    if not cwd or path.startswith(("/", "~")) or not path:
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
