@@ -42,6 +42,9 @@ WRITES = [
     ("uv run ruff format src/a.py", ["src/a.py"]),
     ("poetry run black src/a.py", ["src/a.py"]),
     ("sudo sed -i 's/a/b/' /etc/app.conf", ["/etc/app.conf"]),
+    ("sudo -u app sed -i 's/a/b/' /srv/app.conf", ["/srv/app.conf"]),
+    ("timeout -s KILL 60 black src/x.py", ["src/x.py"]),
+    ("env -C /srv -u HOME tee out.log", ["out.log"]),
     ("timeout 60 sed -i 's/a/b/' conf.ini", ["conf.ini"]),
     ("env LC_ALL=C sed -i 's/a/b/' conf.ini", ["conf.ini"]),
     # dd, awk, sponge
@@ -80,6 +83,8 @@ def test_runners_in_front_of_rm_and_mv() -> None:
         ("env", True),
         ("time grep -n foo src/a.py", True),
         ("sudo cat /etc/hosts", True),
+        ("sudo -u app cat /srv/app.conf", True),  # the user is no program
+        ("sudo -u app rm -rf /srv/cache", False),
         ("env FOO=1 rm -rf build", False),
         ("timeout 5 black src/a.py", False),
         ("black --check src/a.py", False),  # not a known reader: not claimed read-only
@@ -93,7 +98,7 @@ def test_a_template_path_is_not_a_file_name() -> None:
     assert script_writes("fs.writeFileSync(`out/${name}.json`, data)") == []
 
 
-WORDS = st.lists(st.sampled_from(["sudo", "env", "X=1", "-n", "10", "timeout", "python",
+WORDS = st.lists(st.sampled_from(["sudo", "env", "X=1", "-n", "10", "timeout", "python", "-u",
                                   "-m", "npx", "-y", "uv", "run", "black", "a.py"]),
                  min_size=1, max_size=8)  # fmt: skip
 

@@ -189,6 +189,14 @@ _RUNNERS = {
 _BARE_RUNNERS = frozenset({"npx", "bunx", "uvx", "yarn"})
 _PREFIX_VALUE = re.compile(r"\d+(?:\.\d+)?[smhd]?|[A-Za-z_]\w*=.*")
 """What a prefix takes before the program: a duration (``timeout 60``) or an assignment."""
+_VALUED = {
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+    "doas": frozenset({"-u", "-C"}),
+    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+}
+"""Options of a prefix whose value is the next word (``sudo -u app``, ``timeout -s KILL``)."""
 
 
 def unwrapped(words: Sequence[str]) -> Sequence[str]:
@@ -202,10 +210,11 @@ def unwrapped(words: Sequence[str]) -> Sequence[str]:
         head = words[index].rsplit("/", 1)[-1]
         if head in _PREFIXES:
             index += 1
+            valued = _VALUED.get(head, frozenset())
             while index < len(words) and (
                 words[index].startswith("-") or _PREFIX_VALUE.fullmatch(words[index])
             ):
-                index += 1
+                index += 2 if words[index] in valued else 1
         elif head in _BARE_RUNNERS or _RUNNERS.get(_versionless(head)) == _at(words, index + 1):
             index += 1 if head in _BARE_RUNNERS else 2
             while index < len(words) and words[index].startswith("-"):
