@@ -28,12 +28,13 @@ import math
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from PIL import Image, ImageOps, UnidentifiedImageError
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError
 from ..core.messages import Message, is_image_part
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_DIMENSION = 8_000
@@ -157,6 +158,8 @@ def _reencode(image: Image.Image, *, max_bytes: int, max_dimension: int) -> _Pay
 
     Returns None when even a ``_MIN_SIDE`` image does not fit.
     """
+    from PIL import Image
+
     keep_alpha = _alpha_matters(image)
     base = image.convert("RGBA" if keep_alpha else "RGB")
     width, height = base.size
@@ -219,6 +222,9 @@ class _Shrinker:
 
     def payload(self, payload: _Payload, where: str) -> _Payload | None:
         """A smaller payload, or None (fine as it is, or reported as unshrinkable)."""
+        # Pillow is imported here, when an image is read: most compactions see none.
+        from PIL import Image, ImageOps, UnidentifiedImageError
+
         over_bytes = len(payload.data) > self.max_bytes
         try:
             raw = base64.b64decode(payload.data)

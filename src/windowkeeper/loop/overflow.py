@@ -18,8 +18,6 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-import httpx
-
 from ..compaction.images import shrink_images, strip_images
 from ..core.messages import Message
 
@@ -177,6 +175,8 @@ def error_text(error: BaseException) -> str:
 def _response_text(response: object) -> str | None:
     if response is None:
         return None
+    import httpx  # here: only an error being read needs it, and it is slow to import
+
     try:
         text = getattr(response, "text", None)
     except httpx.ResponseNotRead:  # a streamed error response whose body was never read

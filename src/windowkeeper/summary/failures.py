@@ -17,8 +17,6 @@ import importlib
 import json
 from collections.abc import Mapping
 
-import httpx
-
 from ..core.report import FailureKind
 from .protocol import SummaryFailure
 
@@ -59,9 +57,10 @@ def _optional_http_errors() -> tuple[type[BaseException], ...]:
 def provider_errors() -> tuple[type[BaseException], ...]:
     """Everything a summary call may raise that is the provider's fault, not ours.
 
-    The openai SDK is imported on first use: importing it costs most of a second, and
-    only an LLM summarizer that actually failed needs its exception classes.
+    The openai SDK (and httpx) is imported on first use: importing it costs most of a
+    second, and only an LLM summarizer that actually failed needs its exception classes.
     """
+    import httpx
     import openai
 
     return (

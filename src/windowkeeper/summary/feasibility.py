@@ -27,8 +27,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import httpx
-
 from ..core.config import coerce_positive_int
 from ..core.errors import ConfigError
 from .llm.backends import import_litellm
@@ -100,6 +98,8 @@ def _from_litellm(model: str) -> int | None:
 def _from_models_endpoint(
     model: str, base_url: str, api_key: str | None, timeout: float
 ) -> int | None:
+    import httpx  # here: only a /models look-up needs it, and it is slow to import
+
     url = base_url.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
