@@ -120,11 +120,7 @@ def serve_command(
         host, port = host or section.host, port or section.port
         gateway = _settings(settings, upstream, anthropic_upstream, context_length,
                             model_context, api_key_env, anthropic_api_key_env)  # fmt: skip
-        if not 0 < port < 65_536:
-            raise ConfigError(f"--port must be between 1 and 65535, got {port}")
-        if log_level not in LOG_LEVELS:
-            raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
-        protocol = _http_protocol(http)
+        protocol = _checked(port, log_level, http)
         url = store or settings.store.url
         opened = open_store(url) if url else None
     if host not in LOOPBACK and not gateway.api_keys:
@@ -167,6 +163,15 @@ def _settings(
         anthropic_upstream=anthropic,
         anthropic_api_key=_api_key(anthropic_api_key_env or section.anthropic_api_key_env),
     )  # fmt: skip
+
+
+def _checked(port: int, log_level: str, http: str) -> Any:
+    """Refuse a bad ``--port`` or ``--log-level``; the uvicorn ``http`` setting for ``--http``."""
+    if not 0 < port < 65_536:
+        raise ConfigError(f"--port must be between 1 and 65535, got {port}")
+    if log_level not in LOG_LEVELS:
+        raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    return _http_protocol(http)
 
 
 def _http_protocol(name: str) -> Any:
