@@ -220,3 +220,10 @@ def test_serve_takes_the_upstream_from_the_config(tmp_path: Path) -> None:
     config.write_text("gateway:\n  upstream: ftp://nope\n")
     bad = runner.invoke(_serve_app(), ["serve", "--config", str(config)])
     assert bad.exit_code == 2 and "http://" in bad.output  # the file's value was used
+
+
+def test_serve_takes_the_http_implementation_from_the_config(tmp_path: Path) -> None:
+    config = tmp_path / "wk.yaml"
+    config.write_text("gateway:\n  upstream: http://x/v1\n  http: spdy\n")
+    bad = CliRunner().invoke(_serve_app(), ["serve", "--config", str(config)])
+    assert bad.exit_code == 2 and "http" in bad.output and "lean" in bad.output

@@ -79,10 +79,10 @@ AnthropicKeyEnvOpt = Annotated[
 ]  # fmt: skip
 LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
 HttpOpt = Annotated[
-    str,
+    str | None,
     typer.Option("--http", help="HTTP/1.1 implementation: lean (windowkeeper's own, the "
                  "least CPU per request), h11 or httptools (uvicorn's; httptools must be "
-                 "installed)."),
+                 "installed) [config gateway.http, lean]."),
 ]  # fmt: skip
 HTTP_IMPLEMENTATIONS = ("lean", "h11", "httptools")
 
@@ -99,7 +99,7 @@ def serve_command(
     api_key_env: ApiKeyEnvOpt = None,
     anthropic_api_key_env: AnthropicKeyEnvOpt = None,
     log_level: LogLevelOpt = "info",
-    http: HttpOpt = "lean",
+    http: HttpOpt = None,
 ) -> None:
     """Run the gateway (OpenAI Chat Completions and Responses, Anthropic Messages) that
     compacts each session's history."""
@@ -120,7 +120,7 @@ def serve_command(
         host, port = host or section.host, port or section.port
         gateway = _settings(settings, upstream, anthropic_upstream, context_length,
                             model_context, api_key_env, anthropic_api_key_env)  # fmt: skip
-        protocol = _checked(port, log_level, http)
+        protocol = _checked(port, log_level, http or section.http)
         url = store or settings.store.url
         opened = open_store(url) if url else None
     if host not in LOOPBACK and not gateway.api_keys:
