@@ -63,13 +63,14 @@ def applied_patches(command: str, cwd: str | None) -> tuple[tuple[str, ...], str
     ``git apply [options] FILE…``, ``patch [options] < FILE`` / ``-i FILE``; checks and
     dry runs apply nothing."""
     text = command[:SCAN_CHARS]
-    if not _APPLIES.search(text):
+    if "patch" not in text and "apply" not in text:
         return (), cwd
     here = command_cwd(command, cwd)
     found: list[str] = []
     for line in text.split("\n"):
-        for tokens in steps_of(line) if _APPLIES.search(line) else ():
-            found.extend(_step_patches(unwrapped(tokens)))
+        if ("patch" in line or "apply" in line) and _APPLIES.search(line):
+            for tokens in steps_of(line):
+                found.extend(_step_patches(unwrapped(tokens)))
     joined = (p if p.startswith("/") or not here else posixpath.join(here, p) for p in found)
     return tuple(dict.fromkeys(posixpath.normpath(p) for p in joined)), here
 

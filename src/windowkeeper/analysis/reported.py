@@ -44,6 +44,7 @@ _PATCHING = re.compile(
 )
 _APPLIED = re.compile(r"^Applied patch (\S+) (?:cleanly|with conflicts)\.$", re.M)
 _HUNKS = re.compile(r"^(\d+) out of (\d+) hunks? FAILED", re.M)
+_PATCH_SAYS = ("patching file", "Applied patch")
 _PATCHES = re.compile(r"\bpatch\b|\bgit\s+(?:-C\s+\S+\s+)?apply\b")
 
 
@@ -51,7 +52,9 @@ def patched_files(command: str, output: str) -> list[Touch]:
     """Files ``patch`` (``patching file X``) or ``git apply -v`` (``Applied patch X
     cleanly.``) says it changed; a file all of whose hunks failed is left out, one with
     some applied is kept (the command then exits non-zero, the file changed anyway)."""
-    if not output or not _PATCHES.search(command[:2_000]):
+    # Substring scans first (a regex without a leading literal tries every position).
+    said = any(output.find(words, 0, SCAN_CHARS) >= 0 for words in _PATCH_SAYS)
+    if not said or not _PATCHES.search(command[:2_000]):
         return []
     text = output[:SCAN_CHARS]
     found: list[Touch] = [(m.group(1), MODIFIED) for m in _APPLIED.finditer(text)]
