@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from windowkeeper.analysis.commands import DELETED, MODIFIED, command_touches, is_read_only
+from windowkeeper.analysis.commands import (
+    DELETED,
+    MODIFIED,
+    command_touches,
+    is_read_only,
+    program_of,
+)
 from windowkeeper.analysis.facts import word_alternation
 from windowkeeper.analysis.writers import script_writes, unwrapped
 
@@ -157,3 +163,16 @@ DIFF = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-x\n+y\n"
 )
 def test_patches_in_one_command(command: str, modified: list[str]) -> None:
     assert [p for p, how in command_touches(command) if how == MODIFIED] == modified
+
+
+@pytest.mark.parametrize(
+    ("command", "program"),
+    [
+        ("sudo -u app cat /srv/app.conf", "cat"),
+        ("cd /repo && X=1 timeout 5 /usr/bin/grep -n foo a.py", "grep"),
+        ("export A=1; ls -la", "ls"),
+        ("FOO=1", ""),
+    ],
+)
+def test_the_program_a_command_runs(command: str, program: str) -> None:
+    assert program_of(command) == program

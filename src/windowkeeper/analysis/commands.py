@@ -307,10 +307,11 @@ def short_command(command: str, limit: int = 160) -> str:
 
 
 def program_of(command: str) -> str:
-    """The program a command line runs (past ``cd ... &&`` and assignments)."""
+    """The program a command line runs (past ``cd ... &&``, assignments and runners such
+    as ``sudo`` or ``timeout 60``)."""
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):
-            words = [t for t in tokens if not _is_assignment(t)]
-            if words and words[0] not in {"cd", "export", "set"}:
+            words = _program_words(tokens)
+            if words and words[0] not in {"cd", "export", "set"} and not _is_assignment(words[0]):
                 return words[0].rsplit("/", 1)[-1]
     return ""
