@@ -37,6 +37,7 @@ from .writers import (
     PROGRAMS,
     SCRIPT_HINTS,
     copied,
+    in_place,
     in_place_files,
     program_writes,
     script_writes,
@@ -159,7 +160,7 @@ def _step_reads(tokens: Sequence[str]) -> list[str]:
     head = words[0].rsplit("/", 1)[-1] if words else ""
     if head not in _VIEWERS and head not in _SCRIPT_FIRST:
         return []
-    if head in ("sed", "perl") and any(_in_place(t, head) for t in words[1:]):
+    if head in ("sed", "perl") and any(in_place(t, head) for t in words[1:]):
         return []  # an in-place edit: a write
     operands = _operands(until_redirect(words[1:]))
     if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
@@ -178,7 +179,7 @@ def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
         return
     head = words[0].rsplit("/", 1)[-1]
     operands = _operands(words[1:])
-    if head in {"sed", "perl"} and any(_in_place(t, head) for t in words[1:]):
+    if head in {"sed", "perl"} and any(in_place(t, head) for t in words[1:]):
         yield from ((path, MODIFIED) for path in in_place_files(words[1:]))
     elif head == "tee":
         yield from ((path, MODIFIED) for path in operands)
@@ -227,12 +228,6 @@ def _is_assignment(token: str) -> bool:
 
 def _operands(tokens: Sequence[str]) -> list[str]:
     return [t for t in tokens if not t.startswith("-") and t not in {"<", ">", ">>", "2>&1"}]
-
-
-def _in_place(token: str, program: str) -> bool:
-    if program == "sed":
-        return token.startswith(("-i", "--in-place=")) or token == "--in-place"
-    return token.startswith("-") and not token.startswith("--") and "i" in token
 
 
 def _applies_patch(lines: Sequence[str]) -> bool:
@@ -293,7 +288,7 @@ def _reads_only(tokens: Sequence[str]) -> bool:
         verbs = [w for w in words[1:] if not w.startswith("-")]
         return bool(verbs) and verbs[0] in _GIT_READ_ONLY
     if head in {"sed", "perl"}:
-        return not any(_in_place(t, head) for t in words[1:])
+        return not any(in_place(t, head) for t in words[1:])
     return head in _READ_ONLY
 
 

@@ -154,6 +154,14 @@ def copied(args: Sequence[str], operands: list[str]) -> tuple[list[str], list[st
     return sources, [posixpath.join(base, posixpath.basename(s.rstrip("/"))) for s in sources]
 
 
+def in_place(token: str, program: str) -> bool:
+    """Whether ``token`` is the in-place option of ``sed`` (``-i``, ``-i.bak``,
+    ``--in-place``) or ``perl`` (``-i``, ``-pi``, ``-pi.bak``)."""
+    if program == "sed":
+        return token.startswith(("-i", "--in-place=")) or token == "--in-place"
+    return token.startswith("-") and not token.startswith("--") and "i" in token
+
+
 def in_place_files(args: Sequence[str]) -> list[str]:
     """The files of ``sed -i`` / ``perl -pi``: every operand after the script (the first
     operand, unless ``-e``/``-f`` gave it), the arguments of ``-e``/``-f`` skipped."""
