@@ -15,8 +15,8 @@ from windowkeeper.analysis.commands import (
     is_read_only,
     program_of,
 )
-from windowkeeper.analysis.facts import word_alternation
 from windowkeeper.analysis.writers import script_writes, unwrapped
+from windowkeeper.core.alternation import word_alternation
 
 WRITES = [
     # formatters and fixers run in place; a checking run writes nothing

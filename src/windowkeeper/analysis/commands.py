@@ -21,7 +21,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Sequence
 
-from .facts import word_alternation
+from ..core.alternation import word_alternation
 from .patches import diff_targets, patch_program
 from .shellwords import (
     SCAN_CHARS,
@@ -120,9 +120,9 @@ def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     return tuple(dict.fromkeys(touched))
 
 
-_MAY_READ = re.compile(r"\b(?:cat|head|tail|nl|less|more|wc|grep|egrep|fgrep|rg|sed|awk)\b")
 _VIEWERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc"})
 _SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
+_MAY_READ = re.compile(r"\b" + word_alternation(_VIEWERS | _SCRIPT_FIRST) + r"\b")
 """Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .alternation import word_alternation
 from .messages import Message
 from .secret_hints import (
     LOWERED_HINTS,
@@ -339,9 +340,7 @@ def redact(text: str) -> str:
 # where none occurs and lowering kept the length (the positions the case-insensitive
 # rules would use are those of a lowered text then) no rule changes the text.
 _SHORT = 256
-_ANY_HINT = re.compile(
-    "|".join(re.escape(h) for h in sorted({h.lower() for r in _RULES for h in r.hints}))
-)
+_ANY_HINT = re.compile(word_alternation(h.lower() for r in _RULES for h in r.hints))
 
 
 def _holds_no_hint(text: str) -> bool:
