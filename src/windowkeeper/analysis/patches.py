@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .shellwords import SCAN_CHARS, command_cwd, steps_of
+from .shellwords import SCAN_CHARS, command_cwd, joined, steps_of
 from .writers import unwrapped
 
 __all__ = ["PATCH_CHECKS", "applied_patches", "diff_targets", "patch_program", "written_by_tool"]
@@ -47,10 +47,8 @@ def diff_targets(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for t in found if t != "/dev/null"))
 
 
-def written_by_tool(path: str | None, args: Mapping[str, Any]) -> tuple[str, ...]:
-    """The targets of a diff a write tool put into ``path`` (any string argument)."""
-    if not path:
-        return ()
+def written_by_tool(args: Mapping[str, Any]) -> tuple[str, ...]:
+    """The targets of a diff a write tool's arguments hold (any string argument)."""
     for value in args.values():
         if isinstance(value, str) and "\n+++ " in value:
             return diff_targets(value)
@@ -71,8 +69,7 @@ def applied_patches(command: str, cwd: str | None) -> tuple[tuple[str, ...], str
         if ("patch" in line or "apply" in line) and _APPLIES.search(line):
             for tokens in steps_of(line):
                 found.extend(_step_patches(unwrapped(tokens)))
-    joined = (p if p.startswith("/") or not here else posixpath.join(here, p) for p in found)
-    return tuple(dict.fromkeys(posixpath.normpath(p) for p in joined)), here
+    return tuple(dict.fromkeys(posixpath.normpath(joined(p, here)) for p in found)), here
 
 
 def _step_patches(words: Sequence[str]) -> list[str]:

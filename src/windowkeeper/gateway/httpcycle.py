@@ -60,7 +60,7 @@ class Cycle:
         self.disconnected = False
         self.started = False
         self.complete = False
-        self.status = 0
+        self.bodiless = False  # HEAD, 1xx, 204, 304: no body bytes are sent
         self.pending_head = b""
         self.declared: int | None = None  # the app's Content-Length
         self.chunked = False
@@ -146,7 +146,6 @@ class Cycle:
         self.pending_head = self._head(status, app_headers)  # raises before anything is sent
         self.started = True
         self.expects_continue = False
-        self.status = status
         if access.hasHandlers():
             access.info('%s - "%s %s HTTP/%s" %d', get_client_addr(self.scope),  # type: ignore[arg-type]
                         self.scope["method"], get_path_with_query_string(self.scope),  # type: ignore[arg-type]
@@ -167,8 +166,8 @@ class Cycle:
                 self.keep_alive = False
                 continue  # written once below
             lines.append(b"%s: %s\r\n" % (name, value))
-        bodiless = self.head.method == "HEAD" or status < 200 or status in _NO_BODY
-        if self.declared is None and not bodiless:
+        self.bodiless = self.head.method == "HEAD" or status < 200 or status in _NO_BODY
+        if self.declared is None and not self.bodiless:
             if self.head.version == "1.1":
                 self.chunked = True
                 lines.append(b"transfer-encoding: chunked\r\n")
@@ -180,8 +179,7 @@ class Cycle:
         return b"".join(lines)
 
     def _body(self, data: bytes, more: bool) -> None:
-        bodiless = self.head.method == "HEAD" or self.status < 200 or self.status in _NO_BODY
-        if bodiless:
+        if self.bodiless:
             data = b""
         self.sent += len(data)
         if self.declared is not None and self.sent > self.declared:
@@ -195,12 +193,12 @@ class Cycle:
         if out:
             self.transport.write(out)
         if not more:
-            self._finish(bodiless)
+            self._finish()
 
-    def _finish(self, bodiless: bool) -> None:
+    def _finish(self) -> None:
         self.complete = True
         self.event.set()
-        framed = bodiless or self.declared is None or self.sent == self.declared
+        framed = self.bodiless or self.declared is None or self.sent == self.declared
         if not framed:
             log.error("response body of %d bytes, Content-Length %s", self.sent, self.declared)
         self.server.response_done(self, self.keep_alive and framed)

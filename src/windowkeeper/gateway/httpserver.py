@@ -109,10 +109,8 @@ class LeanHTTP(asyncio.Protocol):
             data = data[end + 4 :]
         cycle = self.cycle
         if cycle is not None and self.chunked is None and 0 < len(data) <= self.length:
-            self.length -= len(data)
-            cycle.add_body(data, done=self.length == 0)
-            if cycle.pending > HIGH_WATER:
-                self._pause()
+            self._length_piece(cycle, data)
+            self._limit(cycle)
             return b""
         return data
 
@@ -143,8 +141,7 @@ class LeanHTTP(asyncio.Protocol):
                 continue
             if not cycle.body_done:
                 self._feed_body(cycle)
-            if len(self.buffer) + cycle.pending > HIGH_WATER:
-                self._pause()
+            self._limit(cycle)
             return
 
     def _next_head(self) -> bool:
@@ -187,17 +184,26 @@ class LeanHTTP(asyncio.Protocol):
         self.state.tasks.add(task)
 
     def _feed_body(self, cycle: Cycle) -> None:
-        if self.chunked is not None:
-            pieces = self.chunked.feed(self.buffer)
-            done = self.chunked.done
-        else:
+        if self.chunked is None:
             take = min(self.length, len(self.buffer))
-            pieces = [bytes(self.buffer[:take])] if take else []
-            del self.buffer[:take]
-            self.length -= take
-            done = self.length == 0
-        if pieces or done:
-            cycle.add_body(b"".join(pieces), done=done)
+            if take:
+                piece = bytes(self.buffer[:take])
+                del self.buffer[:take]
+                self._length_piece(cycle, piece)
+            return
+        pieces = self.chunked.feed(self.buffer)
+        if pieces or self.chunked.done:
+            cycle.add_body(b"".join(pieces), done=self.chunked.done)
+
+    def _length_piece(self, cycle: Cycle, data: bytes) -> None:
+        """The next ``data`` of a Content-Length body (at most what is still to come)."""
+        self.length -= len(data)
+        cycle.add_body(data, done=self.length == 0)
+
+    def _limit(self, cycle: Cycle) -> None:
+        """Pause reading while more than ``HIGH_WATER`` bytes wait for the app."""
+        if len(self.buffer) + cycle.pending > HIGH_WATER:
+            self._pause()
 
     def resume_reading(self) -> None:
         """A receiver wants more body (called by the cycle)."""

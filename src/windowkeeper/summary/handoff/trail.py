@@ -28,7 +28,7 @@ from ...analysis.outputs import error_lines, event_errors, exact_values
 from ...analysis.patches import applied_patches, written_by_tool
 from ...analysis.reported import patched_files, reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
-from ...analysis.shellwords import command_cwd
+from ...analysis.shellwords import command_cwd, joined
 from ...analysis.toolshapes import ToolKind
 from .model import Command
 
@@ -154,10 +154,9 @@ def _patched(
     those it applies (analysis/patches.py)."""
     action = event.action
     if action.kind is ToolKind.WRITE and action.path:
-        targets = written_by_tool(action.path, event.args)
+        targets = written_by_tool(event.args)
         if targets:
-            path = action.path if not cwd else posixpath.join(cwd, action.path)
-            patches[posixpath.normpath(path)] = targets
+            patches[posixpath.normpath(joined(action.path, cwd))] = targets
         return []
     if action.kind is not ToolKind.SHELL or not action.command:
         return []
