@@ -1,6 +1,7 @@
 """Compress CPU time of every real session vs the floor: ``json.loads`` + ``json.dumps``.
 
-Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N] [--scaling]``.
+Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]`` with
+``--scaling`` or ``--stages`` for the series below.
 
 The floor is ``json.loads`` of each line plus ``json.dumps`` of the resulting list, with
 the file's lines already in memory: nothing else is inside its timer. Each session is
@@ -9,6 +10,11 @@ figure (regexes compiled at import, every cache of ours empty), the median of th
 ``--repeat`` the *warm* one, and the floor is the median of ``--repeat`` runs in the same
 process. All times are CPU time (``time.process_time``). Peak memory is ``tracemalloc``'s
 peak during one compaction.
+
+``--stages`` splits the cold compaction of every session by stage (the analysis records,
+pruning, masking secrets, extracting the handoff's state, the rest), each as a ratio to
+the floor: CPU timers around four functions, each stage's time without the stages it
+calls, so the stages add up to the cold figure.
 
 ``--scaling`` builds inputs of 1×, 2×, 4×, 8× and 16× the largest session's size (the
 largest session, then the other real sessions in turn, cycling; tool-call ids made
@@ -71,6 +77,57 @@ def measure_lines(lines: list[str], window: int, repeat: int) -> dict[str, float
     warm = statistics.median(cpu(run) for _ in range(repeat))
     floor = floor_of(lines, repeat)
     return {"cold": cold, "warm": warm, "floor": floor, "peak": peak_bytes(run)}
+
+
+# The stages --stages times: (name, module, attribute); each is wrapped in place.
+STAGES = (
+    ("records", "windowkeeper.analysis.record", "Analyzer.analyze"),
+    ("prune", "windowkeeper.engine.compressor", "prune_outside_tail"),
+    ("masking", "windowkeeper.summary.request", "masked_analysis"),
+    ("extraction", "windowkeeper.summary.request", "extract_state"),
+)
+
+
+def timed_stages() -> dict[str, float]:
+    """Wrap each of ``STAGES`` with a CPU timer; returns the times, filled as they run.
+
+    A stage's time leaves out the wrapped stages it calls (``stack`` holds, for each
+    running stage, the time its nested stages took)."""
+    import importlib
+
+    spent = {name: 0.0 for name, _, _ in STAGES}
+    stack: list[float] = []
+
+    def wrap(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def stage(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            stack.append(0.0)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                elapsed = time.process_time() - started
+                spent[name] += elapsed - stack.pop()
+                if stack:
+                    stack[-1] += elapsed
+
+        return stage
+
+    for name, module_name, attribute in STAGES:
+        owner: Any = importlib.import_module(module_name)
+        *path, last = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, last, wrap(name, getattr(owner, last)))
+    return spent
+
+
+def measure_stages(lines: list[str], window: int, repeat: int) -> dict[str, float]:
+    """The cold compaction of one input by stage (call first thing in a fresh process)."""
+    spent = timed_stages()
+    messages = [json.loads(line) for line in lines]
+    cold = cpu(compress_runner(messages, window))
+    floor = floor_of(lines, repeat)
+    return {"cold": cold, "floor": floor, **spent, "rest": cold - sum(spent.values())}
 
 
 def read_lines(path: Path) -> list[str]:
@@ -142,6 +199,23 @@ def per_session(window: int, repeat: int) -> None:
     )
 
 
+def stages(window: int, repeat: int) -> None:
+    paths = sorted(session_paths(), key=lambda p: p.stat().st_size, reverse=True)
+    names = ["cold", *(name for name, _, _ in STAGES), "rest"]
+    ratios: dict[str, list[float]] = {name: [] for name in names}
+    rows = []
+    for path in paths:
+        figures = in_fresh_process(["--one", str(path), "--window", str(window),
+                                    "--repeat", str(repeat), "--by-stage"])  # fmt: skip
+        row = [path.stem, f"{figures['floor'] * 1e3:.2f}"]
+        for name in names:
+            ratios[name].append(figures[name] / figures["floor"])
+            row.append(f"{ratios[name][-1]:.2f}x")
+        rows.append(row)
+    print(markdown_table(["session", "floor ms", *names], rows))
+    print("\nmedian: " + ", ".join(f"{n} {statistics.median(ratios[n]):.2f}x" for n in names))
+
+
 def scaling(window: int, repeat: int) -> None:
     alone: dict[Path, dict[str, Any]] = {}
     rows = []
@@ -171,12 +245,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--window", type=int, default=32_000)
     parser.add_argument("--scaling", action="store_true")
+    parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--by-stage", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--concat", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         lines = read_lines(Path(args.one))
-        figures: dict[str, Any] = measure_lines(lines, args.window, args.repeat)
+        measure = measure_stages if args.by_stage else measure_lines
+        figures: dict[str, Any] = measure(lines, args.window, args.repeat)
         print(json.dumps({**figures, "messages": len(lines)}))
     elif args.concat:
         lines, pieces = concatenation(
@@ -187,6 +264,8 @@ def main() -> None:
                           "pieces": [str(p) for p in pieces]}))  # fmt: skip
     elif args.scaling:
         scaling(args.window, args.repeat)
+    elif args.stages:
+        stages(args.window, args.repeat)
     else:
         per_session(args.window, args.repeat)
 
