@@ -5,6 +5,7 @@ ambiguous or malformed requests, timeouts, and hostile bytes."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import socket
@@ -31,6 +32,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         raise ValueError("a bug before the response")
     if path in ("/stream", "/late-boom", "/short", "/bad-header", "/wait"):
         return await _special(path, receive, send)
+    if path == "/slow-reader":
+        await asyncio.sleep(2.5)  # longer than the keep-alive timeout, before any read
     body = b""
     while True:
         message = await receive()
@@ -287,6 +290,38 @@ def test_idle_and_unfinished_connections_time_out(port: int) -> None:
         started = time.monotonic()
         data, closed = talk(port, opening, wait=5)
         assert closed and data == b"" and time.monotonic() - started < 4
+
+
+def test_a_stalled_request_body_is_answered_408_and_closed(port: int) -> None:
+    started = time.monotonic()
+    data, closed = talk(port, post("/h", b"x" * 100)[:-90], wait=5)  # 10 of 100 bytes
+    assert closed and time.monotonic() - started < 4
+    [(status, headers, body)] = responses(data, (b"POST",))
+    assert status == 408 and headers["connection"] == "close"
+    assert b"stopped arriving" in body
+
+
+def test_a_slow_but_steady_body_is_not_cut(port: int) -> None:
+    """Pauses shorter than the timeout (1 s here) add up to more than it."""
+    body = b"0123456789" * 10
+    request = post("/h", body)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        start = len(request) - len(body)
+        sock.sendall(request[:start])
+        for at in range(start, len(request), 20):
+            time.sleep(0.45)
+            sock.sendall(request[at : at + 20])
+        received = sock.recv(65536)
+    assert json.loads(responses(received, (b"POST",))[0][2])["length"] == len(body)
+
+
+def test_a_body_the_app_reads_late_is_not_taken_for_a_stall(port: int) -> None:
+    """Reading pauses while the app has not read (over HIGH_WATER buffered): the app is
+    the one waiting, so the client's silence does not count."""
+    body = b"y" * (3 * 1024 * 1024)
+    base = f"http://127.0.0.1:{port}"
+    reply = httpx.post(base + "/slow-reader", content=body, timeout=30).json()
+    assert reply["length"] == len(body)
 
 
 def test_over_the_concurrency_limit_the_answer_is_503() -> None:

@@ -16,7 +16,9 @@ complete before the next pipelined head is read; a connection whose request body
 read to its end, or whose response broke its own framing, is closed after the response
 (its remaining bytes cannot be trusted as the next request); at most ``HIGH_WATER`` bytes
 are buffered per connection before reading pauses; an idle connection, or one whose head
-does not complete, is closed after the keep-alive timeout.
+does not complete, is closed after the keep-alive timeout, and so is one whose request body
+stops arriving for that long while the app waits for it (answered 408 when no response
+has started): without it a client that sends half a body holds its connection forever.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class LeanHTTP(asyncio.Protocol):
         self.paused = False
         self.writable = asyncio.Event()
         self.writable.set()
-        self.timer: asyncio.TimerHandle | None = None
+        self.timer: asyncio.TimerHandle | None = None  # the idle or the stalled-body timer
+        self.last_read = 0.0  # loop time of the newest bytes from the client
         self.where: dict[str, Any] = {}
 
     # asyncio.Protocol ------------------------------------------------------------------
@@ -88,6 +91,7 @@ class LeanHTTP(asyncio.Protocol):
             self.cycle.disconnect()
 
     def data_received(self, data: bytes) -> None:
+        self.last_read = self.loop.time()
         try:
             if not self.buffer:
                 data = self._unbuffered(data)
@@ -96,6 +100,8 @@ class LeanHTTP(asyncio.Protocol):
                 self._advance()
         except BadRequest as bad:
             self._refuse(bad)
+        else:
+            self._watch_body()
 
     def _unbuffered(self, data: bytes) -> bytes:
         """Serve the common cases without copying ``data`` through the buffer (a head that
@@ -209,6 +215,7 @@ class LeanHTTP(asyncio.Protocol):
         """A receiver wants more body (called by the cycle)."""
         if self.paused and self.transport is not None:
             self.paused = False
+            self.last_read = self.loop.time()  # the client's silence counts from now
             self.transport.resume_reading()
 
     def _pause(self) -> None:
@@ -231,16 +238,21 @@ class LeanHTTP(asyncio.Protocol):
             self._advance()  # a pipelined request may be waiting in the buffer
         except BadRequest as bad:
             self._refuse(bad)
+        else:
+            self._watch_body()
 
     def _refuse(self, bad: BadRequest) -> None:
         """Answer a request that cannot be read (plain text), then close."""
         log.warning("invalid HTTP request: %s", bad.reason)
+        self._answer_and_close(bad.status, bad.reason)
+
+    def _answer_and_close(self, status: int, reason: str) -> None:
         if self.transport is None or self.transport.is_closing():
             return
-        body = f"{bad.reason}\n".encode()
-        phrase = HTTPStatus(bad.status).phrase
+        body = f"{reason}\n".encode()
+        phrase = HTTPStatus(status).phrase
         self.transport.write(
-            f"HTTP/1.1 {bad.status} {phrase}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            f"HTTP/1.1 {status} {phrase}\r\ncontent-type: text/plain; charset=utf-8\r\n"
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode()
             + body
         )
@@ -264,3 +276,29 @@ class LeanHTTP(asyncio.Protocol):
         self.timer = None
         if self.cycle is None:  # idle, or a head that never completed
             self._close()
+
+    def _watch_body(self) -> None:
+        """Start the stalled-body timer when a request's body has yet to arrive in full."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.body_done and self.timer is None:
+            self.timer = self.loop.call_later(self.config.timeout_keep_alive, self._body_check)
+
+    def _body_check(self) -> None:
+        """Close a connection whose request body stalled (see the module docstring); while
+        reading is paused the app is the one behind, so the client's clock is stopped."""
+        self.timer = None
+        cycle, timeout = self.cycle, self.config.timeout_keep_alive
+        if cycle is None or cycle.body_done or self.transport is None:
+            return
+        silent = self.loop.time() - self.last_read
+        if self.paused or silent < timeout:
+            wait = timeout if self.paused else timeout - silent
+            self.timer = self.loop.call_later(wait, self._body_check)
+            return
+        log.warning("request body stalled for %s s: closing the connection", timeout)
+        cycle.disconnect()  # the app hears the client is gone; what it sends is dropped
+        if cycle.started:
+            self._close()
+        else:
+            reason = f"the request body stopped arriving for {timeout} s; send it without pauses"
+            self._answer_and_close(408, reason)
