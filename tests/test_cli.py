@@ -429,3 +429,24 @@ def test_lone_surrogate_in_input_is_written_back_exactly(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     written = _messages(out.read_text(encoding="utf-8"))
     assert written[-1] == messages[-1]
+
+
+def _commands(group: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    found = []
+    for name, command in sorted(group.commands.items()):
+        found.append((prefix + name, command))
+        if hasattr(command, "commands"):
+            found.extend(_commands(command, prefix + name + " "))
+    return found
+
+
+def test_every_command_summary_is_one_line() -> None:
+    """The help lists each command's first paragraph as written, line breaks included: a
+    summary wrapped in the source would show broken mid-sentence."""
+    import typer.main
+
+    commands = _commands(typer.main.get_command(cli.app))
+    assert len(commands) >= 15  # the sessions and config subcommands are walked too
+    for name, command in commands:
+        summary = (command.help or "").strip().split("\n\n")[0]
+        assert summary and "\n" not in summary, (name, summary)

@@ -101,8 +101,9 @@ def serve_command(
     log_level: LogLevelOpt = "info",
     http: HttpOpt = None,
 ) -> None:
-    """Run the gateway (OpenAI Chat Completions and Responses, Anthropic Messages) that
-    compacts each session's history."""
+    """Run the gateway that compacts each session's history.
+
+    It speaks OpenAI Chat Completions and Responses, and Anthropic Messages."""
     try:
         import uvicorn  # noqa: F401  (checked here: the extra may be missing)
 

@@ -232,8 +232,9 @@ def show(
     ] = False,
     reveal: RevealOpt = False,
 ) -> None:
-    """A session's record and its messages (one preview line each, secrets masked unless
-    --reveal)."""
+    """A session's record and its messages, one preview line each.
+
+    Secrets are masked unless --reveal."""
     with opened(store) as opened_store:
         snapshot = opened_store.load(session_id, include_archived=archived)
         everyone = opened_store.list_sessions(limit=100_000)
@@ -271,8 +272,9 @@ def search(
     limit: Annotated[int, typer.Option("--limit", min=1, help="Maximum hits.")] = 10,
     reveal: RevealOpt = False,
 ) -> None:
-    """Full-text search over archived tool outputs and summarized messages (secrets in
-    the snippets are masked unless --reveal)."""
+    """Full-text search over archived tool outputs and summarized messages.
+
+    Secrets in the snippets are masked unless --reveal."""
     missing = _missing(store) if session is None else None
     if missing is not None:
         typer.echo(f"no archived item matches {query!r} ({missing})")
@@ -295,8 +297,9 @@ def recall(
     ] = None,
     reveal: RevealOpt = False,
 ) -> None:
-    """Print an archived original (a pruned tool output or a summarized message); secrets
-    are masked unless --reveal."""
+    """Print an archived original: a pruned tool output or a summarized message.
+
+    Secrets are masked unless --reveal."""
     with opened(store) as opened_store:
         entry = find_archived(opened_store, handle.strip(), session)
     if entry is None:
@@ -355,8 +358,9 @@ def import_session(
     title: Annotated[str | None, typer.Option("--title", help="Session title.")] = None,
     fmt: FormatOpt = Format.AUTO,
 ) -> None:
-    """Create a session from a conversation file (JSONL, JSON, a request body, or a Claude
-    Code / Codex transcript) and print its id."""
+    """Create a session from a conversation file and print its id.
+
+    The file may be JSONL, JSON, a request body, or a Claude Code / Codex transcript."""
     with opened(store, create=True) as opened_store:
         conversation = read_conversation(source, None, fmt)
         name = title if title is not None else ("stdin" if source == "-" else Path(source).name)
