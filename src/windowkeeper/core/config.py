@@ -159,8 +159,8 @@ def threshold_override(
     else:
         why = f"that is below the {MINIMUM_TRIGGER_TOKENS:,}-token minimum trigger"
     return (
-        f"compaction triggers at {trigger:,} tokens, not at {asked:,} ({threshold:.0%} of the "
-        f"{effective:,}-token window as --threshold/compression.threshold asks): {why}"
+        f"compaction triggers at {trigger:,} tokens, not at {asked:,} (the threshold, "
+        f"{threshold:.0%} of the {effective:,}-token window): {why}"
     )
 
 
