@@ -9,7 +9,9 @@ recognize.
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +32,9 @@ _PIECES = [
     "x.py:3: error", "Traceback (most recent call last)", "fatal: no", "pytest", "go test",
     "npm run test", "make check", "/testbed", "python test_a.py", "cargo nextest", "I will ",
     "use ", "instead of ", "The fix is ", "Decided. ", "```\ncode\n```", "\n- ", "\n\n",
+    "rather than", "Root cause", "we'll ", "WE WILL ", "Let's ", "go with", "Going with",
+    "opted", "chose", "chosen", "the bug is", "The issue was ", "culprit lives", "the ",
+    "turns out", "so only", "decide to", "İnstead", "ıssue", "ſo only", "will be", "the fix",
 ]  # fmt: skip
 _texts = st.lists(st.sampled_from(_PIECES), max_size=30).map("".join)
 
@@ -130,3 +135,24 @@ def test_decisions_match_a_scan_of_every_sentence(texts: list[str]) -> None:
     ]
     found = decisions(list(enumerate(texts)), ())
     assert list(found) == dedupe(expected, keep_last=True)[-MAX_DECISIONS:]
+
+
+_DECISION_PHRASES = [
+    "decided", "decide to", "instead of", "rather than", "the fix is", "the fix was",
+    "the fix will be", "root cause", "I'll use", "I will go with", "we'll switch",
+    "we will keep", "let's avoid", "let's replace", "going with", "opted", "chose", "chosen",
+    "the bug is", "the problem was", "the issue lives", "the culprit is", "turns out",
+    "so only",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("phrase", _DECISION_PHRASES)
+@pytest.mark.parametrize("case", [str, str.upper, str.title])
+def test_every_decision_phrase_is_found(phrase: str, case: Any) -> None:
+    """Each alternative of the decision pattern, in any case and wrapped across a line
+    break, survives the clue gate (the clues are a superset of the pattern)."""
+    words = case(phrase).split(" ")
+    for text in (" ".join(words), "\n".join(words)):
+        sentence = f"After reading the module, {text} the older code path for now."
+        assert DECISION.search(" ".join(sentence.split()))
+        assert decisions([(0, sentence)], ()) == (" ".join(sentence.split()),), text

@@ -16,13 +16,13 @@ from collections.abc import Iterator, Sequence
 from ...analysis.commands import is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import (
+    Clues,
     clued_items,
     collapse,
     dedupe,
     item_sentences,
     paragraphs,
     prose,
-    word_clues,
 )
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, is_test_command, last_line, test_summary
@@ -52,9 +52,20 @@ _DECISION = re.compile(
     r"|turns out|so only)\b",
     re.IGNORECASE,
 )
-_DECISION_CLUES = word_clues(
-    "decide", "instead", "rather", "fix", "root", "'ll", "will", "let's", "going", "opted",
-    "chose", "bug", "problem", "issue", "culprit", "turns", "only",
+# _DECISION's alternatives lower-cased, each led by a word it needs (facts.Clues): a clue
+# matches wherever an alternative does, and hardly anywhere else, so the sentences of
+# items that only say "will", "fix" or "issue" are never searched.
+_CHOICE = r"(?:use|go with|switch|keep|avoid|replace)"
+_DECISION_CLUES: Clues = tuple(
+    (word, re.compile(pattern))
+    for word, pattern in (
+        ("decide", "decide"), ("instead", "instead of"), ("rather", "rather than"),
+        ("fix", "the fix (?:is|was|will be)"), ("root", "root cause"),
+        ("'ll", "(?:i|we)'ll " + _CHOICE), ("will", "(?:i|we) will " + _CHOICE),
+        ("let's", "let's " + _CHOICE), ("going", "going with"), ("opted", "opted"),
+        ("chose", "chose"), ("the ", "the (?:bug|problem|issue|culprit) (?:is|was|lives)"),
+        ("turns", "turns out"), ("only", "so only"),
+    )
 )  # fmt: skip
 
 
