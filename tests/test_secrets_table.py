@@ -295,6 +295,51 @@ def test_a_secret_in_a_read_file_reaches_neither_handoff_nor_summarizer(case: Ca
     _assert_clean("\n".join(recording.sent).replace("\\n", "\n"), case, "custom summarizer")
 
 
+def _write_session(case: Case) -> list[Message]:
+    """The secret only in the content of files the agent wrote: a whole file, an edit, an
+    editor's create and a diff (extraction takes only their paths, and does not mask them)."""
+    line = f"{case.canary} {case.text}"
+    diff = f"--- a/app/keys.py\n+++ b/app/keys.py\n@@ -1 +1 @@\n-old\n+{line}\n"
+    calls = [
+        ("Write", {"file_path": "app/settings.env", "content": f"{line}\n" + "x = 1\n" * 900}),
+        ("Edit", {"file_path": "app/config.py", "old_string": "KEY = None",
+                  "new_string": f"KEY = None  # {line}"}),
+        ("str_replace_editor", {"command": "create", "path": "app/creds.txt", "file_text": line}),
+        ("write_file", {"path": "fix.patch", "content": diff}),
+    ]  # fmt: skip
+    messages: list[Message] = [
+        {"role": "system", "content": "You are a deploy agent."},
+        {"role": "user", "content": "Write the deploy settings."},
+    ]
+    for n, (name, args) in enumerate(calls * 2):
+        cid = f"write_{n}"
+        call = {"id": cid, "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip
+        messages += [
+            {"role": "assistant", "content": f"Writing step {n}.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": cid, "content": "ok\n" + "done\n" * 900},
+            {"role": "user", "content": f"Next after {n}."},
+        ]
+    messages.append({"role": "user", "content": "Please continue with the deploy."})
+    return messages
+
+
+@pytest.mark.parametrize("case", TABLE, ids=IDS)
+def test_a_secret_in_written_content_reaches_neither_handoff_nor_summarizer(case: Case) -> None:
+    messages = _write_session(case)
+    result = _compressor().compress(messages, force=True, focus_topic=FOCUS)
+    assert result.report.compressed and result.summary
+    for path in ("settings.env", "config.py", "creds.txt", "fix.patch"):
+        assert path in result.summary  # the writes themselves are in the handoff
+    assert case.secret not in result.summary
+    assert not any(fragment in result.summary for fragment in _fragments(case.secret))
+    # a summarizer of the user's own is sent what was written masked
+    recording = Recording()
+    result = _compressor(summarizer=recording).compress(messages, force=True, focus_topic=FOCUS)
+    assert result.report.compressed and not result.report.fallback_used
+    _assert_clean("\n".join(recording.sent).replace("\\n", "\n"), case, "custom summarizer")
+
+
 @pytest.mark.parametrize("shift", [-40, -12, -5, -1, 0, 1, 7])
 def test_a_long_text_is_masked_across_the_pieces_it_is_scanned_in(shift: int) -> None:
     """Case-insensitive rules scan a long text in overlapping lower-cased pieces (8,192

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -350,8 +350,11 @@ def _holds_no_hint(text: str) -> bool:
     return len(low) == len(text) and _ANY_HINT.search(low) is None
 
 
-def redact_message(message: Message) -> Message:
-    """A copy of ``message`` with its secrets masked; ``message`` itself when it has none."""
+def redact_message(message: Message, keep_calls: Container[int] = ()) -> Message:
+    """A copy of ``message`` with its secrets masked; ``message`` itself when it has none.
+
+    ``keep_calls``: positions of tool calls left as they are (what a caller knows it
+    takes nothing from but a path)."""
     changes: dict[str, Any] = {}
     content = message.get("content")
     if isinstance(content, str):
@@ -364,7 +367,7 @@ def redact_message(message: Message) -> Message:
             changes["content"] = parts
     calls = message.get("tool_calls")
     if isinstance(calls, list):
-        masked_calls = [_redact_call(call) for call in calls]
+        masked_calls = [c if i in keep_calls else _redact_call(c) for i, c in enumerate(calls)]
         if any(new is not old for new, old in zip(masked_calls, calls, strict=True)):
             changes["tool_calls"] = masked_calls
     return {**message, **changes} if changes else message

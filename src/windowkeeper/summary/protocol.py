@@ -40,8 +40,9 @@ class SummaryRequest:
         task_snapshot: the newest unfulfilled user input, verbatim, or ``None`` when the
             summarized turns contain no user input.
         has_user_turn: whether the session has any real (non-synthetic) user turn.
-        analysis: the analysed turns (tool events, user texts); a summarizer that needs
-            them builds one from ``turns`` when it is ``None``.
+        analysis: the analysed turns (tool events, user texts), for extraction only: the
+            content of files read or written is not masked in it (send ``turns``); a
+            summarizer that needs it builds one from ``turns`` when it is ``None``.
         state: the handoff state the compressor extracted mechanically (merged with the
             previous handoff); a summarizer writes the judgment sections
             (:data:`WRITTEN_TITLES`), the compressor fills in the rest from it.

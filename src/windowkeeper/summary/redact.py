@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import overload
 
 from ..analysis.events import Analysis, failed
-from ..analysis.record import Analyzer, MessageFacts
+from ..analysis.record import Analyzer, CallFacts, MessageFacts
+from ..analysis.todos import todo_items
 from ..analysis.toolshapes import ToolKind
 from ..core.messages import Message
 from ..core.secrets import REDACTED, redact, redact_message
@@ -21,16 +22,19 @@ def masked_analysis(analysis: Analysis) -> Analysis:
 
     A bare value lifted out of its context ("quoted: 'hunter2'", an id that was a key)
     can no longer be told from an ordinary one, so secrets are masked before anything is
-    extracted. The content of a file read successfully is left as it is: nothing lifts
-    a bare value out of it (identifiers skip file contents, error lines are whole
-    lines), and every line that does reach the handoff is masked with the handoff's
-    text. Each message is masked once (the result lives in its record, so later
-    compactions of the session reuse it); a message without secrets keeps its record,
-    and ``analysis`` itself is returned when none has one.
+    extracted. The content of a file read successfully is left as it is, and so is the
+    content a write or edit call with a path wrote: nothing lifts a bare value out of
+    them (identifiers skip file contents, error lines are whole lines, of a write only
+    its path and a diff's paths are taken), and every line that does reach the handoff
+    is masked with the handoff's text. So ``analysis`` is for extraction only: what a
+    summarizer sends anywhere comes from :class:`MaskedTurns`. Each message is masked
+    once (the result lives in its record, so later compactions of the session reuse
+    it); a message without secrets keeps its record, and ``analysis`` itself is
+    returned when none has one.
     """
     contents = _file_contents(analysis.facts)
     facts = analysis.facts
-    records = [record if i in contents else _masked(record) for i, record in enumerate(facts)]
+    records = [record if i in contents else _extracted(record) for i, record in enumerate(facts)]
     if all(new is old for new, old in zip(records, facts, strict=True)):
         return analysis
     return Analysis([record.message for record in records], records)
@@ -72,6 +76,30 @@ def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
         and record.message.get("tool_call_id") in reads
         and not failed(None, record.text)
     }
+
+
+def _extracted(record: MessageFacts) -> MessageFacts:
+    """``record`` masked for extraction: the calls that write a file's content to a path
+    are left as they are (extraction takes their path and the paths of a diff in them)."""
+    calls = record.calls if record.role == "assistant" else ()
+    keep = [i for i, call in enumerate(calls) if _writes_content(call)]
+    if not keep:
+        return _masked(record)
+
+    def compute() -> MessageFacts:
+        masked = redact_message(record.message, keep)
+        return record if masked is record.message else Analyzer().facts(masked)
+
+    result: MessageFacts = record.remember("masked_for_extraction", compute)
+    return result
+
+
+def _writes_content(call: CallFacts) -> bool:
+    return (
+        call.action.kind in (ToolKind.WRITE, ToolKind.EDIT)
+        and bool(call.action.path)
+        and todo_items(call.name, call.args) is None
+    )
 
 
 def _masked(record: MessageFacts) -> MessageFacts:
