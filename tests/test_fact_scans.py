@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from windowkeeper.analysis.facts import collapse, dedupe, sentences
 from windowkeeper.analysis.identifiers import text_identifiers
 from windowkeeper.analysis.outputs import error_lines, is_test_command
-from windowkeeper.analysis.toolshapes import shorten
+from windowkeeper.analysis.toolshapes import exit_code, shorten
 from windowkeeper.summary.handoff.work import _DECISION as DECISION
 from windowkeeper.summary.handoff.work import MAX_DECISIONS, decisions
 
@@ -156,3 +156,28 @@ def test_every_decision_phrase_is_found(phrase: str, case: Any) -> None:
         sentence = f"After reading the module, {text} the older code path for now."
         assert DECISION.search(" ".join(sentence.split()))
         assert decisions([(0, sentence)], ()) == (" ".join(sentence.split()),), text
+
+
+_EXIT_REFERENCE = (
+    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+    re.compile(r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)", re.IGNORECASE),
+    re.compile(r'"exit_code"\s*:\s*(-?\d+)'),
+    re.compile(r"returned non-zero exit status (\d+)"),
+    re.compile(r"\bexit (\d+)\b"),
+)
+_EXIT_PIECES = [
+    "exit code ", "EXIT CODE", "Exit Status: ", "exited_status=", "exit_code", '"exit_code": ',
+    "exit ", "Exit ", "<returncode>", "</returncode>", "returned non-zero exit status ", "-",
+    "0", "1", "127", " ", "\n", ":", "=", "x", "ı", "ſ", "İ", "K", "é", "[Command finished with ",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_EXIT_PIECES), max_size=30).map("".join))
+def test_exit_codes_match_the_plain_patterns(text: str) -> None:
+    best: tuple[int, int] | None = None  # the last one mentioned wins (the first pattern on a tie)
+    for pattern in _EXIT_REFERENCE:
+        for match in pattern.finditer(text):
+            if best is None or match.start() > best[0]:
+                best = (match.start(), int(match.group(1)))
+    assert exit_code(text) == (None if best is None else best[1])

@@ -165,22 +165,29 @@ def _generic_target(args: Mapping[str, Any]) -> str:
 # The shapes agents report exit codes in, each with a literal that must be present first
 # (a cheap ``in`` test saves a regex scan): mini-swe-agent ``<returncode>``, OpenHands
 # "exit code N", JSON "exit_code", Python's CalledProcessError wording, a bare "exit N".
+_EXIT_WORDS = r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)"
 _EXIT_PATTERNS = (
     ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")),
-    ("exit", re.compile(r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)", re.IGNORECASE)),
+    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE)),
     ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)')),
     ("exit status", re.compile(r"returned non-zero exit status (\d+)")),
     ("exit ", re.compile(r"\bexit (\d+)\b")),
 )
+# The case-insensitive pattern as a lower-case one, for an ASCII text lowered: there it
+# matches where the other matches in the text (a case-insensitive pattern has no fast
+# scan for its leading literal, and OpenHands ends every shell output with "exit code").
+_LOWERED = {_EXIT_PATTERNS[1][1]: re.compile(_EXIT_WORDS)}
 
 
 def _last_exit(text: str) -> int | None:
     lowered = text.lower()
+    ascii_text = lowered.isascii()
     best: tuple[int, int] | None = None
     for literal, pattern in _EXIT_PATTERNS:
         if literal not in lowered:
             continue
-        for match in pattern.finditer(text):
+        plain = _LOWERED.get(pattern) if ascii_text else None
+        for match in plain.finditer(lowered) if plain else pattern.finditer(text):
             if best is None or match.start() > best[0]:
                 best = (match.start(), int(match.group(1)))
     return None if best is None else best[1]
