@@ -166,27 +166,26 @@ def _generic_target(args: Mapping[str, Any]) -> str:
 # (a cheap ``in`` test saves a regex scan): mini-swe-agent ``<returncode>``, OpenHands
 # "exit code N", JSON "exit_code", Python's CalledProcessError wording, a bare "exit N".
 _EXIT_WORDS = r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)"
-_EXIT_PATTERNS = (
-    ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")),
-    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE)),
-    ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)')),
-    ("exit status", re.compile(r"returned non-zero exit status (\d+)")),
-    ("exit ", re.compile(r"\bexit (\d+)\b")),
-)
-# The case-insensitive pattern as a lower-case one, for an ASCII text lowered: there it
+# The case-insensitive pattern has a lower-case twin for an ASCII text lowered: there it
 # matches where the other matches in the text (a case-insensitive pattern has no fast
 # scan for its leading literal, and OpenHands ends every shell output with "exit code").
-_LOWERED = {_EXIT_PATTERNS[1][1]: re.compile(_EXIT_WORDS)}
+_EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
+    ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"), None),
+    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE), re.compile(_EXIT_WORDS)),
+    ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)'), None),
+    ("exit status", re.compile(r"returned non-zero exit status (\d+)"), None),
+    ("exit ", re.compile(r"\bexit (\d+)\b"), None),
+)
 
 
 def _last_exit(text: str) -> int | None:
     lowered = text.lower()
     ascii_text = lowered.isascii()
     best: tuple[int, int] | None = None
-    for literal, pattern in _EXIT_PATTERNS:
+    for literal, pattern, lower_case in _EXIT_PATTERNS:
         if literal not in lowered:
             continue
-        plain = _LOWERED.get(pattern) if ascii_text else None
+        plain = lower_case if ascii_text else None
         for match in plain.finditer(lowered) if plain else pattern.finditer(text):
             if best is None or match.start() > best[0]:
                 best = (match.start(), int(match.group(1)))
