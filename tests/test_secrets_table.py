@@ -282,13 +282,20 @@ def _read_session(case: Case) -> list[Message]:
 
 @pytest.mark.parametrize("case", TABLE, ids=IDS)
 def test_a_secret_in_a_read_file_reaches_neither_handoff_nor_summarizer(case: Case) -> None:
-    messages = _read_session(case)
+    _assert_neither_handoff_nor_summarizer(_read_session(case), case, ["settings_0.env"])
+
+
+def _assert_neither_handoff_nor_summarizer(
+    messages: list[Message], case: Case, paths: list[str]
+) -> None:
+    """The extractive handoff names ``paths`` and holds no part of the secret; a
+    summarizer of the user's own is sent the turns masked."""
     result = _compressor().compress(messages, force=True, focus_topic=FOCUS)
     assert result.report.compressed and result.summary
-    assert "settings_0.env" in result.summary  # the read itself is in the handoff
+    for path in paths:
+        assert path in result.summary  # the read or write itself is in the handoff
     assert case.secret not in result.summary
     assert not any(fragment in result.summary for fragment in _fragments(case.secret))
-    # a summarizer of the user's own is sent the file contents masked
     recording = Recording()
     result = _compressor(summarizer=recording).compress(messages, force=True, focus_topic=FOCUS)
     assert result.report.compressed and not result.report.fallback_used
@@ -326,18 +333,8 @@ def _write_session(case: Case) -> list[Message]:
 
 @pytest.mark.parametrize("case", TABLE, ids=IDS)
 def test_a_secret_in_written_content_reaches_neither_handoff_nor_summarizer(case: Case) -> None:
-    messages = _write_session(case)
-    result = _compressor().compress(messages, force=True, focus_topic=FOCUS)
-    assert result.report.compressed and result.summary
-    for path in ("settings.env", "config.py", "creds.txt", "fix.patch"):
-        assert path in result.summary  # the writes themselves are in the handoff
-    assert case.secret not in result.summary
-    assert not any(fragment in result.summary for fragment in _fragments(case.secret))
-    # a summarizer of the user's own is sent what was written masked
-    recording = Recording()
-    result = _compressor(summarizer=recording).compress(messages, force=True, focus_topic=FOCUS)
-    assert result.report.compressed and not result.report.fallback_used
-    _assert_clean("\n".join(recording.sent).replace("\\n", "\n"), case, "custom summarizer")
+    written = ["settings.env", "config.py", "creds.txt", "fix.patch"]
+    _assert_neither_handoff_nor_summarizer(_write_session(case), case, written)
 
 
 @pytest.mark.parametrize("shift", [-40, -12, -5, -1, 0, 1, 7])
