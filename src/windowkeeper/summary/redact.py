@@ -82,16 +82,7 @@ def _extracted(record: MessageFacts) -> MessageFacts:
     """``record`` masked for extraction: the calls that write a file's content to a path
     are left as they are (extraction takes their path and the paths of a diff in them)."""
     calls = record.calls if record.role == "assistant" else ()
-    keep = [i for i, call in enumerate(calls) if _writes_content(call)]
-    if not keep:
-        return _masked(record)
-
-    def compute() -> MessageFacts:
-        masked = redact_message(record.message, keep)
-        return record if masked is record.message else Analyzer().facts(masked)
-
-    result: MessageFacts = record.remember("masked_for_extraction", compute)
-    return result
+    return _masked(record, tuple(i for i, call in enumerate(calls) if _writes_content(call)))
 
 
 def _writes_content(call: CallFacts) -> bool:
@@ -102,10 +93,13 @@ def _writes_content(call: CallFacts) -> bool:
     )
 
 
-def _masked(record: MessageFacts) -> MessageFacts:
+def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFacts:
+    """``record`` with its secrets masked (the calls at ``keep_calls`` left as they are),
+    computed once per message and choice of calls."""
+
     def compute() -> MessageFacts:
-        masked = redact_message(record.message)
+        masked = redact_message(record.message, keep_calls)
         return record if masked is record.message else Analyzer().facts(masked)
 
-    result: MessageFacts = record.remember("masked", compute)
+    result: MessageFacts = record.remember(("masked", keep_calls), compute)
     return result
