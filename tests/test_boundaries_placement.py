@@ -149,6 +149,16 @@ def test_a_session_always_keeps_a_user_message() -> None:
     assert out[1]["role"] == "user"
 
 
+def test_between_two_user_messages_without_text_the_handoff_is_an_assistant_turn() -> None:
+    """No real user message is left, but both neighbours are user turns: a user handoff
+    (or one merged into the tail) would break alternation (found by hypothesis)."""
+    for head in ([user("")], [system(), user("")]):
+        out = place_handoff(head, "H", [user("")])
+        assert alternation_violations(out) == []
+        assert [m["role"] for m in out][-3:] == ["user", "assistant", "user"]
+        assert out[-2][HANDOFF_KEY] is True
+
+
 def test_restated_request_follows_the_handoff() -> None:
     request = user("Refactor billing")
     tail = [assistant(None, call("c", "bash", command="ls")), tool("c", "x")]

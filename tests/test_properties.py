@@ -6,7 +6,7 @@ import copy
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from factories import call, image_part
@@ -106,6 +106,39 @@ def _newest_user(messages: list[Message]) -> Message | None:
     window=st.sampled_from([2_000, 8_000, 32_000]),
     first_n=st.integers(0, 3),
 )
+# Found by this test in CI: two user messages without text around the handoff.
+@example(
+    messages=[
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": None,
+         "tool_calls": [call("call_1", "bash", command="x", path="x")]},
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": [{"type": "text", "text": "shot"}, image_part()]},
+        {"role": "assistant", "content": "0"},
+        {"role": "user", "content": ""},
+    ],
+    window=2_000,
+    first_n=1,
+)  # fmt: skip
+# Also found here: an image-only send restated with the earlier request, twice over.
+@example(
+    messages=[
+        {"role": "user", "content": "0 fix it"},
+        {"role": "assistant", "content": "0"},
+        {"role": "user", "content": [image_part()]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [call("call_1", "bash", command="x", path="x")]},
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": [{"type": "text", "text": "shot"}, image_part()]},
+        {"role": "assistant", "content": None,
+         "tool_calls": [call("call_2", "bash", command="x", path="x")]},
+        {"role": "tool", "tool_call_id": "call_2",
+         "content": [{"type": "text", "text": "shot"}, image_part()]},
+        {"role": "assistant", "content": "0"},
+    ],
+    window=2_000,
+    first_n=1,
+)  # fmt: skip
 def test_compaction_invariants(messages: list[Message], window: int, first_n: int) -> None:
     assert violations(messages) == []
     snapshot = copy.deepcopy(messages)

@@ -57,6 +57,10 @@ def _pick_role(before: str | None, after: str | None, need_user: bool) -> str | 
     for role in candidates:
         if role != before and role != after:
             return role
+    if need_user and not first_turn and "assistant" not in (before, after):
+        # A user handoff would sit beside a user message (one without text, as no real
+        # user message is left): that neighbour keeps the session's user turn.
+        return "assistant"
     return None
 
 
@@ -95,7 +99,7 @@ def _with_restated(
     request = live_text(restated) if wrapped else message_text(restated)
     task = f"{in_progress_header()}\n\n{request}"
     if after == "user":
-        opener = _with_parts(tail[0], _extra_parts(restated))
+        opener = _with_parts(tail[0], extra_parts(restated))
         if before == "user":
             handoff = _handoff_message("assistant", handoff_text)
             return [*head, handoff, _prepend(opener, task), *tail[1:]]
@@ -107,7 +111,7 @@ def _with_restated(
     return [*head, *middle, *tail]
 
 
-def _extra_parts(message: Mapping[str, Any]) -> list[Any]:
+def extra_parts(message: Mapping[str, Any]) -> list[Any]:
     """The non-text parts (images, files) of a message's content."""
     content = message.get("content")
     if not isinstance(content, list):
@@ -142,7 +146,7 @@ def _handoff_message(role: str, text: str) -> Message:
 def _user(text: str, original: Mapping[str, Any], *, handoff: bool = False) -> Message:
     """A restated request; image parts of the original are carried over."""
     message: Message = {"role": "user", "content": text}
-    extra = _extra_parts(original)
+    extra = extra_parts(original)
     if extra:
         message["content"] = [{"type": "text", "text": text}, *extra]
     if handoff:

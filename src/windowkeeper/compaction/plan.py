@@ -18,7 +18,7 @@ from ..core.tokens import estimate_tokens
 from .boundaries import head_end, newest_real_user, system_end, tail_cut
 from .handoff import unwrap
 from .media import strip_historical_media
-from .placement import place_handoff, with_system_note
+from .placement import extra_parts, place_handoff, with_system_note
 from .prune import make_handle
 from .sanitize import sanitize_tool_pairs
 
@@ -153,10 +153,10 @@ def restatement(messages: Sequence[Message], plan: CompactionPlan) -> Message | 
     for index in range(plan.restated_user - 1, plan.head_end - 1, -1):
         earlier = messages[index]
         if earlier.get("role") == "user" and live_text(earlier):
-            content = message.get("content")
-            parts = content if isinstance(content, list) else []
-            return {"role": "user", "content": [{"type": "text", "text": live_text(earlier)},
-                                                *parts]}  # fmt: skip
+            # The send's media parts only: a text part it has is blank or the header of
+            # an earlier restatement, which must not be restated again.
+            text = {"type": "text", "text": live_text(earlier)}
+            return {"role": "user", "content": [text, *extra_parts(message)]}
     return message
 
 
