@@ -11,7 +11,12 @@ import pytest
 from windowkeeper.adapters.anthropic import IS_ERROR_KEY, THINKING_KEY, from_anthropic
 from windowkeeper.adapters.anthropic_write import to_anthropic
 from windowkeeper.core.errors import InvalidMessagesError
-from windowkeeper.core.messages import validate_messages
+from windowkeeper.core.invariants import violations
+from windowkeeper.core.messages import (
+    conversation_warnings,
+    is_in_place_instruction,
+    validate_messages,
+)
 
 PNG = "iVBORw0KGgo="
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
@@ -280,7 +285,7 @@ def test_thinking_moves_first_when_assistant_turns_merge() -> None:
 @pytest.mark.parametrize(
     ("system", "messages", "match"),
     [
-        (None, [{"role": "system", "content": "x"}], "user or assistant"),
+        (None, [{"role": "tool", "content": "x"}], "user, assistant or system"),
         (None, [{"role": "user", "content": 3}], "content must be"),
         (None, [{"role": "user", "content": [{"type": "tool_result"}]}], "tool_use_id"),
         (None, [{"role": "assistant", "content": [{"type": "tool_use", "id": "x"}]}], "'name'"),
@@ -292,3 +297,30 @@ def test_thinking_moves_first_when_assistant_turns_merge() -> None:
 def test_invalid_anthropic_input(system: Any, messages: Any, match: str) -> None:
     with pytest.raises(InvalidMessagesError, match=match):
         from_anthropic(system, messages)
+
+
+MID_SYSTEM = (
+    "You are Claude Code.",
+    [
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "Available agent types: general-purpose."},
+        {"role": "system", "content": [{"type": "text", "text": "Today is Thursday."}]},
+        {"role": "user", "content": "Say hello"},
+    ],
+)
+
+
+def test_mid_conversation_system_messages_round_trip_as_their_own_turns() -> None:
+    """Claude Code's beta ``mid-conversation-system-*``: system turns between user turns
+    are instructions in place (canonical system messages marked so), valid canonical
+    input, and come back as separate system turns, never merged into the user turns."""
+    system, messages = MID_SYSTEM
+    canonical = from_anthropic(system, messages)
+    assert [m["role"] for m in canonical] == ["system", "user", "system", "system", "user"]
+    assert all(is_in_place_instruction(m) for m in canonical[2:4])
+    assert not is_in_place_instruction(canonical[0])
+    assert violations(canonical) == [] and conversation_warnings(canonical) == ()
+    validate_messages(canonical)
+    assert to_anthropic(canonical) == (system, messages)
+    # Leading the messages (no top-level system) it stays a turn, not the system prompt.
+    assert to_anthropic(from_anthropic(None, messages[1:])) == (None, messages[1:])

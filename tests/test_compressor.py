@@ -20,7 +20,7 @@ from windowkeeper.compaction.handoff import system_note
 from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.errors import ConfigError
 from windowkeeper.core.invariants import violations
-from windowkeeper.core.messages import content_text, is_image_part
+from windowkeeper.core.messages import IN_PLACE_KEY, content_text, is_image_part
 from windowkeeper.core.report import FailureKind, Outcome, Reason
 from windowkeeper.engine.compressor import ContextCompressor
 from windowkeeper.engine.guard import GuardState
@@ -374,3 +374,22 @@ def test_snapshot_of_an_autonomous_run_is_the_request_from_the_head() -> None:
     task_section = (result.summary or "").split("## Work State")[0]
     assert "the first user message above, kept verbatim" in task_section
     assert result.messages[1]["content"] == task  # which it is, in the head
+
+
+def test_a_mid_conversation_instruction_is_kept_verbatim_never_summarized() -> None:
+    """An in-place system message (Claude Code's mid-conversation system) in the middle
+    survives a compaction word for word, between the head and the handoff, and the
+    handoff does not quote it as something the user said."""
+    instruction = {"role": "system", "content": "Available agent types: Explore.",
+                   IN_PLACE_KEY: True}  # fmt: skip
+    messages = long_session(30)
+    messages.insert(12, instruction)
+    result = _compressor().compress(messages)
+    out = result.messages
+    assert result.report.compressed and len(out) < len(messages)
+    kept = [i for i, m in enumerate(out) if m.get("role") == "system" and i > 0]
+    assert [out[i] for i in kept] == [instruction]
+    (handoff_index,) = [i for i, m in enumerate(out) if is_handoff(m)]
+    assert 0 < kept[0] < handoff_index
+    assert "Available agent types" not in content_text(out[handoff_index]["content"])
+    assert violations(out) == []

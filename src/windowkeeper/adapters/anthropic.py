@@ -8,7 +8,11 @@ conversations Anthropic accepts, ``to_anthropic(from_anthropic(s, m)) == (s, m)`
 Mapping:
 
 - ``system`` (string or text blocks) <-> a leading ``system`` message (same form). Later
-  ``system``/``developer`` messages have no Anthropic place and become user turns.
+  canonical ``system``/``developer`` messages have no Anthropic place and become user turns.
+- A ``system`` message inside ``messages`` (beta ``mid-conversation-system-*``, sent by
+  Claude Code) <-> a ``system`` message marked in place (``IN_PLACE_KEY``): an
+  instruction that stands between turns, kept verbatim by compaction like the system
+  prompt, and sent back as its own ``system`` turn, never merged into a neighbour.
 - ``text`` blocks are the same in both formats; ``image`` blocks with a ``base64`` or
   ``url`` source <-> ``image_url`` parts (a ``data:`` URL for base64). Unknown blocks
   (documents, server tools, ...) pass through opaquely as content parts.
@@ -43,7 +47,7 @@ from typing import Any, TypeAlias
 
 from ..core.errors import InvalidMessagesError
 from ..core.jsonsafe import one_of
-from ..core.messages import Message
+from ..core.messages import IN_PLACE_KEY, Message
 
 AnthropicSystem: TypeAlias = str | list[dict[str, Any]] | None
 Block: TypeAlias = dict[str, Any]
@@ -109,7 +113,12 @@ def message_from_anthropic(message: object, where: str) -> list[Message]:
         return _user_from(blocks, where)
     if role == "assistant":
         return [_assistant_from(blocks, where)]
-    raise InvalidMessagesError(where, f"Anthropic role must be user or assistant: {role!r}")
+    if role == "system":
+        parts = blocks if isinstance(blocks, str) else [_part_from(b) for b in blocks]
+        return [{"role": "system", "content": parts, IN_PLACE_KEY: True}]
+    raise InvalidMessagesError(
+        where, f"Anthropic role must be user, assistant or system (mid-conversation): {role!r}"
+    )
 
 
 def _part_from(block: Mapping[str, Any]) -> Block:

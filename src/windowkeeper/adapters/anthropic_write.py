@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.jsonsafe import one_of
-from ..core.messages import call_arguments, call_id, call_name, tool_calls
+from ..core.messages import (
+    call_arguments,
+    call_id,
+    call_name,
+    is_in_place_instruction,
+    tool_calls,
+)
 from .anthropic import (
     CACHE_KEY,
     IS_ERROR_KEY,
@@ -35,7 +41,7 @@ def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[AnthropicSystem
     while index < len(messages):
         message = messages[index]
         role = message.get("role")
-        if role in ("system", "developer") and not out:
+        if role in ("system", "developer") and not out and not is_in_place_instruction(message):
             systems.append(message)
             index += 1
             continue
@@ -51,9 +57,15 @@ def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[AnthropicSystem
         else:  # user, and system/developer turns after the start
             content = _with_marker(_content_to(message.get("content")), message)
         if content:
-            _append(out, "assistant" if role == "assistant" else "user", content)
+            _append(out, _wire_role(message), content)
         index += 1
     return _system_to(systems), out
+
+
+def _wire_role(message: Mapping[str, Any]) -> str:
+    if message.get("role") == "assistant":
+        return "assistant"
+    return "system" if is_in_place_instruction(message) else "user"
 
 
 def _original(messages: Sequence[Mapping[str, Any]], index: int) -> tuple[Any, int]:
@@ -215,8 +227,9 @@ def _append(
     out: list[Block], role: str, content: str | list[Block], original: Block | None = None
 ) -> None:
     """Append a turn (the ``original`` message object itself when given), merging it into
-    the previous one when the roles are equal."""
-    if not out or out[-1]["role"] != role:
+    the previous one when the roles are equal (never two system turns: each is its own
+    instruction, and Anthropic accepts them side by side)."""
+    if not out or out[-1]["role"] != role or role == "system":
         out.append(original if original is not None else {"role": role, "content": content})
         return
     merged = _as_blocks(out[-1]["content"]) + _as_blocks(content)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from ..analysis.kinds import handoff_body, live_text
 from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig, summary_budget_tokens
-from ..core.messages import Message, call_arguments, tool_calls
+from ..core.messages import Message, call_arguments, is_in_place_instruction, tool_calls
 from ..core.report import ArchivedItem
 from ..core.tokens import estimate_tokens
 from .boundaries import head_end, newest_real_user, system_end, tail_cut
@@ -134,6 +134,7 @@ def _fits(
 def _kept(messages: Sequence[Message], costs: Sequence[int], plan: CompactionPlan) -> int:
     """Tokens ``plan`` keeps verbatim: head, tail and a restated request."""
     kept = sum(costs[: plan.head_end]) + sum(costs[plan.tail_start :])
+    kept += sum(costs[i] for i in in_place_indices(messages, plan))
     if plan.restated_user is not None:
         kept += estimate_tokens(live_text(messages[plan.restated_user]))
     return kept
@@ -160,14 +161,24 @@ def restatement(messages: Sequence[Message], plan: CompactionPlan) -> Message | 
     return message
 
 
+def in_place_indices(messages: Sequence[Message], plan: CompactionPlan) -> list[int]:
+    """The middle's in-place instructions (mid-conversation system messages): kept
+    verbatim like the system prompt, never summarized."""
+    middle = range(plan.head_end, plan.tail_start)
+    return [i for i in middle if is_in_place_instruction(messages[i])]
+
+
 def assemble(
     messages: list[Message],
     pruned: list[Message],
     plan: CompactionPlan,
     handoff_text: str,
 ) -> tuple[list[Message], int]:
-    """Head + handoff + tail, pairing repaired, old media stripped; and the repair count."""
+    """Head + the middle's instructions + handoff + tail, pairing repaired, old media
+    stripped; and the repair count. The instructions keep their order and stay between
+    what came before them (the head) and after them (the tail)."""
     head = with_system_note(list(pruned[: plan.head_end]))
+    head += [messages[i] for i in in_place_indices(messages, plan)]
     tail = [m for m in map(unwrap, pruned[plan.tail_start :]) if m is not None]
     assembled = place_handoff(head, handoff_text, tail, restatement(messages, plan))
     repaired = sanitize_tool_pairs(assembled)
@@ -207,7 +218,7 @@ def summarized_turns(
     for index in range(plan.head_end, plan.tail_start):
         message = messages[index]
         kept = unwrap(message) if facts is None or facts[index].handoff else message
-        if kept is not None:
+        if kept is not None and not is_in_place_instruction(message):
             turns.append(kept)
     return turns
 

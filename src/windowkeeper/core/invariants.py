@@ -5,7 +5,9 @@
   assistant's calls while they are still being executed (in flight).
 * Alternation: no two adjacent ``user`` messages and no two adjacent ``assistant``
   messages.
-* System first: system/developer messages appear only at the start.
+* System first: system/developer messages appear only at the start, except in-place
+  instructions (:data:`~windowkeeper.core.messages.IN_PLACE_KEY`), which stand between
+  turns where the client sent them.
 
 Boundaries between kept and summarized regions are chosen only at *safe* indices (never
 inside a tool group); the sanitizer is the logged fallback, not the plan.
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .messages import call_id, tool_calls
+from .messages import call_id, is_in_place_instruction, tool_calls
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -91,7 +93,7 @@ def system_first_violations(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return [
         f"message {i}: system message after the start"
         for i in range(leading, len(messages))
-        if messages[i].get("role") in SYSTEM_ROLES
+        if messages[i].get("role") in SYSTEM_ROLES and not is_in_place_instruction(messages[i])
     ]
 
 

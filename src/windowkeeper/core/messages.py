@@ -20,6 +20,14 @@ ToolSchema: TypeAlias = dict[str, Any]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
+IN_PLACE_KEY = "_in_place"
+"""Private key: ``True`` on a system message that stands between turns where the client
+sent it (an Anthropic mid-conversation system message). It is an instruction like the
+system prompt: compaction keeps it verbatim, never summarizes it (core/invariants.py)."""
+
+
+def is_in_place_instruction(message: Mapping[str, Any]) -> bool:
+    return message.get("role") == "system" and message.get(IN_PLACE_KEY) is True
 
 
 @dataclass(frozen=True)
@@ -300,7 +308,7 @@ def conversation_warnings(messages: Sequence[Mapping[str, Any]]) -> tuple[str, .
         role = message.get("role")
         if role not in _SYSTEM_ROLES:
             started = True
-        elif started:
+        elif started and not is_in_place_instruction(message):
             found.append(
                 f"message {index}: a {role} message after the conversation started; a "
                 "compaction summarizes it like any other turn, and providers that want the "

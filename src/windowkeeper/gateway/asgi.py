@@ -8,6 +8,10 @@ endpoints (``/healthz``, ``/metrics``, ``/v1/windowkeeper/sessions/{id}``) go to
 FastAPI app, with the authenticated caller in the request state. Anything else is a 404
 in the shape of the protocol the client speaks.
 
+WebSocket upgrades (Codex tries Responses over WebSocket first) are refused with
+``426 Upgrade Required``: the status Codex falls back from to HTTP at once, for the rest
+of the session, where any other refusal costs it retries with backoff (~6 s a run).
+
 What must hold: no traceback and no credential ever reaches a client; a body over the
 limit is refused before it is buffered whole; a stream's close hook runs exactly once,
 also when the client hangs up.
@@ -77,12 +81,18 @@ class GatewayApp:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await _refuse_websocket(scope, receive, send)
+            return
         if scope["type"] != "http":
-            await self.admin(scope, receive, send)  # lifespan (closes the gateway), websockets
+            await self.admin(scope, receive, send)  # lifespan (closes the gateway)
             return
         path, method = scope["path"], scope["method"]
         headers = header_map(scope)
         protocol = protocol_for(path, headers)
+        if headers.get("upgrade", "").lower() == "websocket":  # a server that does not
+            await _send_answer(send, receive, _upgrade_refused(protocol))  # upgrade itself
+            return
         if path in _ADMIN:
             await self.admin(scope, receive, send)
             return
@@ -138,6 +148,29 @@ class GatewayApp:
         if path == _COUNT_TOKENS:
             return await self.gateway.count_tokens(MESSAGES, raw, headers, caller, query)
         return await self.gateway.handle(protocol, raw, headers, caller, query)
+
+
+_NO_WEBSOCKET = ("windowkeeper gateway: WebSocket is not served; send the request over "
+                 "HTTP (POST with SSE streaming)")  # fmt: skip
+
+
+def _upgrade_refused(protocol: Protocol) -> Answer:
+    return error_answer(protocol, 426, _NO_WEBSOCKET, headers=[("connection", "close")])
+
+
+async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
+    """Refuse an upgrade before accepting it: a 426 in the protocol's error shape where the
+    server can send a denial response (ASGI ``websocket.http.response``), else a close,
+    which the server answers with a 403."""
+    if (await receive())["type"] != "websocket.connect":
+        return
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    answer = _upgrade_refused(protocol_for(scope["path"], header_map(scope)))
+    await send({"type": "websocket.http.response.start", "status": answer.status,
+                "headers": _encode(answer.headers, len(answer.body))})  # fmt: skip
+    await send({"type": "websocket.http.response.body", "body": answer.body})
 
 
 async def _read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:

@@ -15,7 +15,7 @@ from typing import Any
 from ...adapters.anthropic import SOURCE_KEY, from_anthropic, message_from_anthropic
 from ...adapters.anthropic_write import to_anthropic
 from ...core.errors import InvalidMessagesError
-from ...core.messages import Message, ToolSchema, content_text
+from ...core.messages import Message, ToolSchema, content_text, is_in_place_instruction
 from .base import (
     Parsed,
     Protocol,
@@ -98,7 +98,8 @@ class MessagesProtocol(Protocol):
                 system = source["system"]
             elif isinstance(source, Mapping) and "message" in source:
                 units.append(source["message"])
-            ends.append(len(units) if message.get("role") != "system" else 0)
+            top = message.get("role") == "system" and not is_in_place_instruction(message)
+            ends.append(0 if top else len(units))
         return system, units, ends
 
     def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
