@@ -4,19 +4,16 @@ prefix shared."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import httpx
-from test_serve_process import _wait_until_up
 
 from windowkeeper.core.tokens import estimate_messages_tokens
 from windowkeeper.store import open_store
-from windowkeeper.testing import unused_port
 from windowkeeper.testing.loopback import LoopbackUpstream, Reply
+from windowkeeper.testing.serve import serve_process
 
 MODEL = "test-model"
 TURNS = 14
@@ -24,20 +21,9 @@ TURNS = 14
 
 @contextmanager
 def gateway_process(upstream: str, store_url: str, window: int) -> Iterator[str]:
-    port = unused_port()
-    command = [
-        sys.executable, "-m", "windowkeeper", "serve", "--upstream", upstream,
-        "--port", str(port), "--context-length", str(window), "--store", store_url,
-        "--log-level", "warning",
-    ]  # fmt: skip
-    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
-        try:
-            _wait_until_up(f"http://127.0.0.1:{port}/healthz", process)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            _, stderr = process.communicate(timeout=30)
-            assert process.returncode == 0, stderr.decode(errors="replace")
+    options = ("--upstream", upstream, "--context-length", str(window), "--store", store_url)
+    with serve_process(*options, check_exit=True) as url:
+        yield url
 
 
 def turn_messages(n: int) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@
 - :mod:`.provider_sim`: a fake model with a real context limit and the providers'
   overflow wordings, for overflow recovery.
 - :mod:`.histories`: random valid, hostile histories for the fuzz test and script.
+- :mod:`.serve`: ``windowkeeper serve`` as a subprocess on loopback (``serve_process``).
 """
 
 from .server import FakeSummarizer, OpenAITestServer, RecordedRequest, Step, unused_port

@@ -1,0 +1,72 @@
+"""Claude Code (``claude -p``, its default model) through ``windowkeeper serve``.
+
+What the README's Claude Code section promises: ``ANTHROPIC_BASE_URL`` at the gateway is
+all it takes; the first request is answered (Claude Code 2.1 sends ``system`` turns
+inside ``messages``, beta ``mid-conversation-system-*``), and a resumed session too long
+for the window reaches the upstream compacted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agents import (
+    TURNS,
+    agent_cli,
+    assert_compacted_at_the_end,
+    long_reply,
+    prompt,
+    run_cli,
+    windowkeeper_serve,
+)
+
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply
+
+WINDOW = 30_000
+"""Claude Code's own system prompt and tools are ~11,900 tokens: three long answers
+take a session over this window's compaction threshold."""
+
+
+@pytest.fixture
+def claude() -> Path:
+    return agent_cli("claude", "@anthropic-ai/claude-code")
+
+
+def _env(base: str, home: Path) -> dict[str, str]:
+    return {
+        "HOME": str(home), "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": "sk-ant-dummy",
+        "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }  # fmt: skip
+
+
+def test_claude_p_is_answered_through_the_gateway(claude: Path, tmp_path: Path) -> None:
+    with LoopbackUpstream() as upstream, windowkeeper_serve(upstream, WINDOW) as base:
+        upstream.script(Reply.turn("Hello from the loopback upstream."))
+        done = run_cli([str(claude), "-p", "Say hello"], _env(base, tmp_path), tmp_path)
+        (request,) = upstream.model_requests("messages")
+    assert done.stdout.strip() == "Hello from the loopback upstream."
+    roles = [m["role"] for m in request.body["messages"]]
+    assert roles[0] == "user" and "system" in roles  # the shape that was a 400 before
+
+
+def test_a_resumed_long_session_reaches_the_upstream_compacted(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Four ``claude -p`` runs, each after the first resuming the session (``--continue``)
+    and each answered at length: the client's history only grows, the last request
+    the upstream gets holds less than the client sent and carries the handoff."""
+    work = tmp_path / "project"
+    work.mkdir()
+    env = _env("", tmp_path)
+    with LoopbackUpstream() as upstream, windowkeeper_serve(upstream, WINDOW) as base:
+        env["ANTHROPIC_BASE_URL"] = base
+        for turn in range(TURNS):
+            upstream.script(Reply.turn(long_reply(turn)))
+            resume = ["--continue"] if turn else []
+            done = run_cli([str(claude), "-p", *resume, prompt(turn)], env, work)
+            assert done.stdout.startswith(f"Paragraph {turn}.0:")
+        requests = upstream.model_requests("messages")
+    assert_compacted_at_the_end(requests, "messages")
+    assert requests[-1].body["messages"][0] == requests[0].body["messages"][0]  # the task
