@@ -8,6 +8,7 @@ for the window reaches the upstream compacted.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from agents import (
     windowkeeper_serve,
 )
 
-from windowkeeper.testing.loopback import LoopbackUpstream, Reply
+from windowkeeper.testing.loopback import LoopbackUpstream, Reply, call
 
 WINDOW = 30_000
 """Claude Code's own system prompt and tools are ~11,900 tokens: three long answers
@@ -49,6 +50,26 @@ def test_claude_p_is_answered_through_the_gateway(claude: Path, tmp_path: Path) 
     assert done.stdout.strip() == "Hello from the loopback upstream."
     roles = [m["role"] for m in request.body["messages"]]
     assert roles[0] == "user" and "system" in roles  # the shape that was a 400 before
+
+
+def test_a_tool_round_trip_goes_through(claude: Path, tmp_path: Path) -> None:
+    """A streamed ``tool_use`` from the upstream reaches Claude Code, which runs the tool
+    (Read) and sends its ``tool_result`` back through the gateway."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the secret word is pelican\n", encoding="utf-8")
+    with LoopbackUpstream() as upstream, windowkeeper_serve(upstream, WINDOW) as base:
+        upstream.script(Reply.turn("Let me read it.", call("Read", file_path=str(notes))),
+                        Reply.turn("The word is pelican."))  # fmt: skip
+        done = run_cli([str(claude), "-p", "What is in notes.txt?"], _env(base, tmp_path),
+                       tmp_path)  # fmt: skip
+        first, second = upstream.model_requests("messages")
+    assert done.stdout.strip() == "The word is pelican."
+    call_turn, result_turn = second.body["messages"][-2:]
+    (use,) = [b for b in call_turn["content"] if b["type"] == "tool_use"]
+    (result,) = result_turn["content"]
+    assert use["name"] == "Read" and result["type"] == "tool_result"
+    assert result["tool_use_id"] == use["id"] and "pelican" in json.dumps(result["content"])
+    assert len(second.body["messages"]) == len(first.body["messages"]) + 2
 
 
 def test_a_resumed_long_session_reaches_the_upstream_compacted(
