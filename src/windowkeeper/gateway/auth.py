@@ -4,8 +4,10 @@ With gateway keys configured, a request must present one — in ``X-Windowkeeper
 ``x-api-key`` (the Anthropic SDK's header) or ``Authorization: Bearer`` (the OpenAI
 SDK's) — and its scope is that key. The credential header that carried the key is not
 forwarded upstream (the configured upstream key is sent instead, or the client's other
-header). Without gateway keys the scope is the client's own upstream credential, so
-clients with different keys never share, see or reset each other's sessions.
+header). Without gateway keys the scope is the client's own credential, so clients with
+different keys never share, see or reset each other's sessions: the token itself, in
+whichever of those headers it came (``Authorization: Bearer sk-1`` and ``x-api-key: sk-1``
+are one client), so the session GET accepts every header the README lists.
 
 What must hold: keys are compared in constant time; a scope is a digest, never the key;
 nothing here logs a credential.
@@ -53,8 +55,9 @@ def _matches(candidate: str, keys: frozenset[str]) -> bool:
 def authenticate(headers: Mapping[str, str], keys: frozenset[str]) -> Caller | None:
     """The caller, or ``None`` when gateway keys are configured and none was presented."""
     if not keys:
-        credential = headers.get("authorization") or headers.get("x-api-key") or ""
-        return Caller("c" + _digest(credential))
+        token = next(filter(None, (_presented(headers, n) for n in _ORDER)), "")
+        # Another scheme (Basic, ...) is a credential too: the whole header scopes it.
+        return Caller("c" + _digest(token or headers.get("authorization", "")))
     for name in _ORDER:
         candidate = _presented(headers, name)
         if candidate and _matches(candidate, keys):

@@ -149,20 +149,27 @@ class Gateway(GatewayCore):
         return found
 
     async def status(self, session_id: str, caller: Caller) -> dict[str, Any] | None:
-        """A session's counts and thresholds (never message text), only for its own caller."""
-        for name in ("chat", "responses", "messages"):
-            key = f"{caller.scope}:{name}:{session_id}"
-            session = self.sessions.get(key)
-            if session is not None:
-                return {**session.status(), "loaded": True}
+        """A session's counts and thresholds (never message text), only for its own caller.
+
+        One id may name a session of each protocol (a client that speaks chat, Responses
+        and Messages under one ``X-Windowkeeper-Session``): all of them are under
+        ``protocols``, and the first (chat, responses, messages) is also the top level."""
+        found: dict[str, dict[str, Any]] = {}
+        for name in _PROTOCOL_NAMES:
+            one = await self._protocol_status(f"{caller.scope}:{name}:{session_id}")
+            if one is not None:
+                found[name] = one
+        if not found:
+            return None
+        return {**next(iter(found.values())), "protocols": found}
+
+    async def _protocol_status(self, key: str) -> dict[str, Any] | None:
+        session = self.sessions.get(key)
+        if session is not None:
+            return {**session.status(), "loaded": True}
         if self.persistence is None:
             return None
-        for name in ("chat", "responses", "messages"):
-            key = f"{caller.scope}:{name}:{session_id}"
-            found = await anyio.to_thread.run_sync(self.persistence.status, key)
-            if found is not None:
-                return found
-        return None
+        return await anyio.to_thread.run_sync(self.persistence.status, key)
 
     def health(self) -> dict[str, Any]:
         return {
@@ -173,6 +180,9 @@ class Gateway(GatewayCore):
 
     def usage_tokens(self, usage: Mapping[str, Any]) -> int:
         return prompt_tokens_of(usage)
+
+
+_PROTOCOL_NAMES = ("chat", "responses", "messages")
 
 
 def _not_served(protocol: Protocol) -> str:
