@@ -52,6 +52,23 @@ def test_claude_p_is_answered_through_the_gateway(claude: Path, tmp_path: Path) 
     assert roles[0] == "user" and "system" in roles  # the shape that was a 400 before
 
 
+def test_a_gateway_key_in_custom_headers_is_accepted_and_kept_from_the_upstream(
+    claude: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's line for gateway keys: ``ANTHROPIC_CUSTOM_HEADERS`` carries the key,
+    which the gateway checks and does not forward; Claude Code's own key goes upstream."""
+    monkeypatch.setenv("WINDOWKEEPER_GATEWAY_KEYS", "gw-key-1")  # serve inherits it
+    env = {**_env("", tmp_path), "ANTHROPIC_CUSTOM_HEADERS": "X-Windowkeeper-Key: gw-key-1"}
+    with LoopbackUpstream() as upstream, windowkeeper_serve(upstream, WINDOW) as base:
+        upstream.script(Reply.turn("Hello with a key."))
+        done = run_cli([str(claude), "-p", "Say hello"], {**env, "ANTHROPIC_BASE_URL": base},
+                       tmp_path)  # fmt: skip
+        (request,) = upstream.model_requests("messages")
+    assert done.stdout.strip() == "Hello with a key."
+    assert request.headers["x-api-key"] == "sk-ant-dummy"
+    assert "x-windowkeeper-key" not in request.headers
+
+
 def test_a_tool_round_trip_goes_through(claude: Path, tmp_path: Path) -> None:
     """A streamed ``tool_use`` from the upstream reaches Claude Code, which runs the tool
     (Read) and sends its ``tool_result`` back through the gateway."""
