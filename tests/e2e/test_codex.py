@@ -68,6 +68,23 @@ def test_codex_exec_is_answered_through_the_gateway(codex: Path, tmp_path: Path)
     assert [r.method for r in upstream.requests] == ["POST"]  # no WebSocket attempt reached it
 
 
+def test_the_built_in_provider_at_the_gateway_is_answered(codex: Path, tmp_path: Path) -> None:
+    """``openai_base_url`` (Codex's own provider, which tries a WebSocket first): the
+    gateway's 426 sends it to HTTP, and the request is answered. That provider takes its
+    key from ``CODEX_API_KEY`` (or a login), not ``OPENAI_API_KEY``."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    with LoopbackUpstream() as upstream, windowkeeper_serve(upstream, WINDOW) as base:
+        config = f'model = "gpt-5.1-codex"\n{OFFLINE_ROOT}openai_base_url = "{base}/v1"\n'
+        (home / "config.toml").write_text(config + OFFLINE_TABLES, encoding="utf-8")
+        env = {"HOME": str(tmp_path), "CODEX_HOME": str(home), "CODEX_API_KEY": "sk-dummy"}
+        upstream.script(Reply.turn("Hello over HTTP."))
+        done = run_cli([str(codex), "exec", "--skip-git-repo-check", "Say hello"], env, tmp_path)
+        (request,) = upstream.model_requests("responses")
+    assert "Hello over HTTP." in done.stdout
+    assert request.headers["authorization"] == "Bearer sk-dummy"
+
+
 def test_a_resumed_long_session_reaches_the_upstream_compacted(codex: Path, tmp_path: Path) -> None:
     """Four ``codex exec`` runs, each after the first resuming the last session, each
     answered at length: the last request the upstream gets holds less than the client sent
