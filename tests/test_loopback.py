@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import httpx
@@ -83,6 +84,27 @@ def test_anthropic_messages_streamed_tools_and_count_tokens(
     counted = client.messages.count_tokens(model="m", messages=messages)
     assert counted.input_tokens > 0
     assert len(upstream.model_requests("messages")) == 2  # count_tokens takes no reply
+
+
+def test_mid_conversation_system_messages_are_accepted_and_counted(
+    upstream: LoopbackUpstream, request: pytest.FixtureRequest
+) -> None:
+    """Anthropic accepts ``system`` turns inside ``messages`` under the beta
+    ``mid-conversation-system-*`` (Claude Code sends them), so the loopback does too, and
+    counts their tokens like any other turn."""
+    upstream.script(Reply.turn("hello"))
+    client = anthropic.Anthropic(base_url=upstream.anthropic_url, api_key="k", max_retries=0)
+    request.addfinalizer(client.close)
+    beta = ["mid-conversation-system-2026-04-07"]
+    plain: list[anthropic.types.beta.BetaMessageParam] = [{"role": "user", "content": "hi"}]
+    mid: list[Any] = [*plain, {"role": "system", "content": "Reply in French. " * 40},
+                      {"role": "user", "content": "Say hello"}]  # fmt: skip
+    reply = client.beta.messages.create(model="m", max_tokens=10, betas=beta, messages=mid)
+    assert reply.content[0].type == "text" and reply.content[0].text == "hello"
+    counted = client.beta.messages.count_tokens(model="m", betas=beta, messages=mid)
+    fewer = client.beta.messages.count_tokens(model="m", betas=beta, messages=plain)
+    assert counted.input_tokens > fewer.input_tokens + 100  # the system turn is counted
+    assert upstream.model_requests("messages")[0].body["messages"] == mid
 
 
 def test_errors_in_each_protocol_shape_and_the_window(upstream: LoopbackUpstream) -> None:
