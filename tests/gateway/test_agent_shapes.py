@@ -68,27 +68,32 @@ def _long_claude_code_history(rounds: int) -> list[dict[str, Any]]:
 @pytest.mark.anyio
 async def test_compaction_keeps_a_mid_conversation_system_message_in_place() -> None:
     """A mid-conversation system message in the compacted middle goes upstream verbatim
-    as its own system turn, before the handoff; the handoff does not quote it."""
+    as its own system turn, before the handoff; the handoff does not quote it. The next
+    request reuses the compacted prefix, the instruction still in it once."""
     history = _long_claude_code_history(14)
     body = {"model": MODEL, "max_tokens": 64, "system": "You are Claude Code.",
             "messages": history}  # fmt: skip
+    grown = {**body, "messages": [*history, {"role": "assistant", "content": "ok"},
+                                  {"role": "user", "content": "And the docs?"}]}  # fmt: skip
     with LoopbackUpstream(default=Reply.turn("ok")) as upstream:
         compression = CompressionConfig(prune_only_ratio=0.01)
         window = {MODEL: 6_000}
         settings = loopback_settings(upstream, context_lengths=window, compression=compression)
         async with gateway(settings) as client:
             headers = {"anthropic-version": "2023-06-01", "anthropic-beta": MID_BETA}
-            response = await client.post("/v1/messages", json=body, headers=headers)
-        (received,) = upstream.model_requests("messages")
-    assert response.status_code == 200, response.text
-    assert response.headers["x-windowkeeper-compacted"] == "true"
-    sent = received.body["messages"]
-    assert len(sent) < len(history)
-    systems = [i for i, m in enumerate(sent) if m["role"] == "system"]
-    assert [sent[i] for i in systems] == [{"role": "system", "content": INSTRUCTION}]
-    texts = [json.dumps(m["content"]) for m in sent]
-    (handoff,) = [i for i, text in enumerate(texts) if "windowkeeper handoff" in text]
-    assert systems[0] < handoff and INSTRUCTION not in texts[handoff]
+            responses = [await client.post("/v1/messages", json=b, headers=headers)
+                         for b in (body, grown)]  # fmt: skip
+        received = upstream.model_requests("messages")
+    assert [r.status_code for r in responses] == [200, 200], responses[-1].text
+    assert responses[0].headers["x-windowkeeper-compacted"] == "true"
+    for request, client_sent in zip(received, (body, grown), strict=True):
+        sent = request.body["messages"]
+        assert len(sent) < len(client_sent["messages"])
+        systems = [i for i, m in enumerate(sent) if m["role"] == "system"]
+        assert [sent[i] for i in systems] == [{"role": "system", "content": INSTRUCTION}]
+        texts = [json.dumps(m["content"]) for m in sent]
+        (handoff,) = [i for i, text in enumerate(texts) if "windowkeeper handoff" in text]
+        assert systems[0] < handoff and INSTRUCTION not in texts[handoff]
 
 
 @contextmanager
