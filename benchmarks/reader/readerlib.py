@@ -75,8 +75,8 @@ class QuizError(ValueError):
 
 
 def load_quiz(path: Path) -> Quiz:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
     try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
         questions = tuple(
             Question(
                 id=str(q["id"]),
@@ -96,7 +96,7 @@ def load_quiz(path: Path) -> Quiz:
             cut_reason=str(data.get("cut_reason", "")).strip(),
             questions=questions,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise QuizError(f"{path}: {exc!r}; see benchmarks/reader/README.md") from exc
     problems = quiz_problems(quiz)
     if problems:
