@@ -56,7 +56,7 @@ def quiz_data() -> dict[str, Any]:
     questions = [
         {
             "id": f"q{i}",
-            "topic": "task",
+            "topic": sorted(readerlib.TOPICS)[i - 1],
             "question": f"Question number {i}?",
             "answer": f"SECRETANSWER{i}",
             "key_facts": [f"KEYFACT{i}"],
@@ -205,6 +205,11 @@ def test_quiz_format_is_checked(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(data))
     with pytest.raises(readerlib.QuizError, match="9 questions"):
         readerlib.load_quiz(tmp_path / "bad.yaml")
+    data = quiz_data()
+    data["questions"][0]["sources"] = [CUT]
+    (tmp_path / "late.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(readerlib.QuizError, match="outside the prefix"):
+        readerlib.load_quiz(tmp_path / "late.yaml")
 
 
 QUIZZES = sorted(readerlib.QUIZZES.glob("*.yaml"))
@@ -213,7 +218,8 @@ QUIZZES = sorted(readerlib.QUIZZES.glob("*.yaml"))
 @pytest.mark.parametrize("path", QUIZZES, ids=[p.stem for p in QUIZZES])
 def test_repository_quiz_is_well_formed(path: Path) -> None:
     quiz = readerlib.load_quiz(path)
-    assert {q.topic for q in quiz.questions} >= {"task", "errors_fixed", "next_step"}
+    assert {q.topic for q in quiz.questions} == readerlib.TOPICS
+    assert all(q.trap for q in quiz.questions if q.topic == "errors_fixed")
 
 
 @pytest.mark.real_sessions

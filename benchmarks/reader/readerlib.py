@@ -38,6 +38,11 @@ DESCRIPTIONS = {
     "L+": "whole output, llm, 16000",
 }
 SCORES = (-1, 0, 1, 2)
+# What READER.md asks a quiz to cover; every quiz covers each topic once.
+TOPICS = frozenset({
+    "task", "current", "constraints", "files_modified", "test_state",
+    "errors_open", "errors_fixed", "next_step", "decisions", "identifiers",
+})  # fmt: skip
 QUESTIONS_PER_QUIZ = 10
 
 # Every spelling of the product's name becomes this word, so no text tells a reader or a
@@ -108,6 +113,10 @@ def quiz_problems(quiz: Quiz) -> list[str]:
     problems = []
     if len(quiz.questions) != QUESTIONS_PER_QUIZ:
         problems.append(f"{len(quiz.questions)} questions, not {QUESTIONS_PER_QUIZ}")
+    topics = {q.topic for q in quiz.questions}
+    if topics != TOPICS:
+        missing, unknown = sorted(TOPICS - topics), sorted(topics - TOPICS)
+        problems.append(f"topics: missing {missing}, unknown {unknown}")
     ids = [q.id for q in quiz.questions]
     if len(set(ids)) != len(ids):
         problems.append("question ids repeat")
