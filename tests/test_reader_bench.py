@@ -182,12 +182,25 @@ def test_scorer_arithmetic(run: Path, capsys: pytest.CaptureFixture[str]) -> Non
         for line in table.read_text().splitlines()
     }
     tokens = {v["variant"]: v["tokens"] for v in mapping(run).values()}
-    # variant, what, session points, total /100, -1s, tokens mean, tokens range
-    assert rows["A"][2:6] == ["20", "100", "0", str(tokens["A"])]
-    assert rows["B"][2:5] == ["16", "80", "1"]
-    assert rows["B+"][2:5] == ["11", "55", "1"]
-    assert rows["B+8k"][2:5] == ["-10", "-50", "10"]
+    # variant, what, session points, total /100, on peer sessions /100, -1s, tokens mean, range
+    assert rows["A"][2:7] == ["20", "100", "100", "0", str(tokens["A"])]
+    assert rows["B"][2:6] == ["16", "80", "80", "1"]
+    assert rows["B+"][2:6] == ["11", "55", "55", "1"]
+    assert rows["B+8k"][2:6] == ["-10", "-50", "-50", "10"]
     assert "| variant |" in capsys.readouterr().out
+
+
+def test_totals_over_all_and_over_peer_sessions() -> None:
+    """A variant built for more sessions than the peer's is also totalled on the peer's."""
+    cells = {
+        ("A", "cc"): scorer.Cell(points=18, misleading=0, tokens=100),
+        ("B+", "cc"): scorer.Cell(points=16, misleading=1, tokens=300),
+        ("B+", "other"): scorer.Cell(points=10, misleading=2, tokens=500),
+    }
+    rows = {row[0]: row for row in scorer.table(cells)}
+    # variant, what, cc, other, total, on peer sessions, -1s, tokens mean, tokens range
+    assert rows["A"][2:] == [18, "-", "90", "90", 0, 100, "100-100"]
+    assert rows["B+"][2:] == [16, 10, "65", "80", 3, 400, "300-500"]
 
 
 def test_scorer_refuses_incomplete_grades(run: Path) -> None:

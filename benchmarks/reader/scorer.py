@@ -73,18 +73,28 @@ def cells(run: Path, quizzes_dir: Path) -> dict[tuple[str, str], Cell]:
     }
 
 
+def scaled(cells: Sequence[Cell]) -> str:
+    """Points of ``cells`` scaled to 100 (each session is worth 20), or "-" for none."""
+    if not cells:
+        return "-"
+    return f"{100 * sum(c.points for c in cells) / (MAX_PER_SESSION * len(cells)):.0f}"
+
+
 def table(table_cells: Mapping[tuple[str, str], Cell]) -> list[list[object]]:
-    """One row per variant: per-session points/20, total /100, −1s, mean and range of tokens."""
+    """One row per variant: points per session (of 20), the total scaled to 100 over the
+    sessions it was built for and over the peer's sessions (where "A" exists, so the
+    variants compare on the same sessions), −1s, and the tokens (mean and range)."""
     sessions = sorted({s for _, s in table_cells})
+    peer_sessions = {s for v, s in table_cells if v == "A"}
     rows: list[list[object]] = []
     for variant in [v for v in VARIANTS if any(k[0] == v for k in table_cells)]:
         mine = {s: table_cells[(variant, s)] for s in sessions if (variant, s) in table_cells}
-        total = sum(c.points for c in mine.values())
         tokens = [c.tokens for c in mine.values()]
         rows.append([
             variant, DESCRIPTIONS[variant],
             *[mine[s].points if s in mine else "-" for s in sessions],
-            f"{100 * total / (MAX_PER_SESSION * len(mine)):.0f}",
+            scaled(list(mine.values())),
+            scaled([c for s, c in mine.items() if s in peer_sessions]),
             sum(c.misleading for c in mine.values()),
             round(sum(tokens) / len(tokens)), f"{min(tokens)}-{max(tokens)}",
         ])  # fmt: skip
@@ -92,12 +102,16 @@ def table(table_cells: Mapping[tuple[str, str], Cell]) -> list[list[object]]:
 
 
 def markdown(rows: Sequence[Sequence[object]], sessions: Sequence[str], meta: Any) -> str:
-    header = ["variant", "what", *sessions, "total /100", "-1s", "tokens mean", "tokens range"]
+    header = [
+        "variant", "what", *sessions, "total /100", "on peer sessions /100", "-1s",
+        "tokens mean", "tokens range",
+    ]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     note = (
         f"\nCommit `{meta.get('commit')}`; per session the points of 20; the total is over the "
-        "sessions the variant was built for, scaled to 100."
+        "sessions the variant was built for, scaled to 100, and again over the sessions with a "
+        "peer summary (variant A) only."
     )
     return "\n".join(lines) + "\n" + note + "\n"
 
