@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -26,6 +27,7 @@ from windowkeeper.summary.handoff.model import (
     WorkState,
 )
 from windowkeeper.summary.handoff.parse import parse_state, split_sections
+from windowkeeper.summary.handoff.paths import choose_root
 from windowkeeper.summary.handoff.text import TITLES, render, shown_command
 from windowkeeper.summary.protocol import Summarizer, SummaryRequest
 
@@ -432,4 +434,18 @@ def test_render_then_parse_is_the_identity(
     )  # fmt: skip
     reread = parse_state(render(state))
     assert reread is not None
-    assert reread == state
+    # An unset root is chosen when rendering (three or more files under one directory);
+    # reading the text back yields that root, so it is part of the identity.
+    assert reread == replace(state, root=choose_root(path for path, _ in files))
+
+
+def test_a_root_chosen_when_rendering_is_read_back() -> None:
+    """Three files under one directory get a ``Root:`` line the state did not name."""
+    files = tuple((f"/a/_/{name}", "created") for name in ("_.py", "a.py", "b.py"))
+    state = HandoffState(files=files, next_step="Run the tests.")
+    text = render(state)
+    assert "Root: /a/_/" in text
+    reread = parse_state(text)
+    assert reread is not None
+    assert reread.files == files
+    assert reread.root == "/a/_/"
