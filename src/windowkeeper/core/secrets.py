@@ -14,6 +14,8 @@ What must hold:
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 import string
 from collections.abc import Callable, Container
@@ -52,6 +54,9 @@ _TOKEN = re.compile(
     r"|npm_[A-Za-z0-9]{30,}"
     r"|pypi-AgE[A-Za-z0-9_-]{20,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # a JWT, bare
+    # any other JWS compact form (the payload may be anything, empty when detached): a
+    # secret only when its header decodes to JSON naming "alg" (``_token``)
+    r"|(?P<jws>eyJ[A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{8,}"
     r")"
 )
 _TOKEN_HINTS = (
@@ -147,6 +152,20 @@ def _assignment(match: re.Match[str]) -> str:
     if value is None or _is_placeholder(value):
         return match.group(0)
     return f"{head}{quote}{REDACTED}{quote}" if quote else f"{head}{REDACTED}"
+
+
+def _token(match: re.Match[str]) -> str:
+    header = match.group("jws")
+    return REDACTED if header is None or _is_jws_header(header) else match.group(0)
+
+
+def _is_jws_header(segment: str) -> bool:
+    """Whether a base64url segment decodes to a JSON object naming ``alg`` (RFC 7515 §4)."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error, UnicodeDecodeError are ValueErrors
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded
 
 
 def _keep_group_1(match: re.Match[str]) -> str:
@@ -260,7 +279,7 @@ def _env_starts(text: str, lowered: Lowered) -> list[int]:
 
 _RULES: tuple[_Rule, ...] = (
     _Rule(_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",)),
-    _Rule(_TOKEN, REDACTED, _TOKEN_HINTS, anchored=True, starts=_token_starts),
+    _Rule(_TOKEN, _token, _TOKEN_HINTS, anchored=True, starts=_token_starts),
     _Rule(_AUTH_HEADER, _auth_header, ("authorization",), insensitive=True, anchored=True),
     _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
     _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True, starts=_url_starts),
