@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from windowkeeper.summary.redact import REDACTED, redact
@@ -80,3 +82,40 @@ def test_context_around_secrets_is_kept() -> None:
 def test_non_ascii_text() -> None:
     text = "İstanbul şifre: password=gizli123 ✓ 日本語"
     assert redact(text) == "İstanbul şifre: password=[REDACTED] ✓ 日本語"
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+_SIGNATURE = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["HEADUSERxAbCdEfGhIjKlMnOpQrStUvWxYz01234", _b64url(b"plain text, not json"), ""],
+    ids=["opaque", "text", "detached"],
+)
+def test_a_jws_is_masked_whatever_its_payload(payload: str) -> None:
+    """JWS compact form (RFC 7515): a header that decodes to JSON naming ``alg``, then
+    the payload (anything, empty when detached) and the signature (issue 25 point 3)."""
+    header = _b64url(b'{"alg":"RS256","kid":"k1"}')
+    token = f"{header}.{payload}.{_SIGNATURE}"
+    masked = redact(f"the session cookie was {token} then")
+    assert masked == f"the session cookie was {REDACTED} then"
+    assert redact(masked) == masked
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        _b64url(b'{"typ":"JWT","kid":"k1"}'),  # JSON, but no alg: not a JWS header
+        _b64url(b'{"alg" oops not json'),
+        "eyJ" + "x" * 14,  # 17 characters: cannot be decoded as base64url at all
+        _b64url(b'{"a":' + b"[" * 5_000 + b"]" * 5_000 + b"}"),  # hostile nesting
+    ],
+    ids=["no_alg", "not_json", "not_base64", "deep"],
+)
+def test_a_dotted_token_whose_header_is_not_a_jws_header_is_kept(header: str) -> None:
+    text = f"value {header}.HEADUSERxAbCdEfGhIjKlMnOpQrStUvWxYz01234.{_SIGNATURE} end"
+    assert redact(text) == text

@@ -66,6 +66,14 @@ TABLE = [
         "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "session cookie {s} expired",
     ),
+    # JWS compact form whose payload is not JSON (issue 25 point 3): the header decodes to
+    # {"alg":"RS256"}; the payload may be anything.
+    Case(
+        "jws_bare",
+        "eyJhbGciOiJSUzI1NiJ9.HEADUSERxAbCdEfGhIjKlMnOpQrStUvWxYz01234."
+        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
+        "the session cookie was {s}",
+    ),
     Case("bearer", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA", "curl -H 'Authorization: Bearer {s}' api"),
     Case("url_password", "hunter2hunter2", "mongodb+srv://admin:{s}@cluster0.mongodb.net/test"),
     Case(

@@ -16,7 +16,9 @@ it, and ``lowered_positions`` returns what one ``find`` per hint per piece retur
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -109,9 +111,51 @@ def lowered_positions(
     return found
 
 
+_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+
+
+def positions(haystack: str, hints: tuple[str, ...], word_start: bool = False) -> list[int]:
+    """Where any of ``hints`` starts in ``haystack`` (or the word it is in starts, when
+    ``word_start``), each position once, sorted."""
+    found: set[int] = set()
+    for hint in hints:
+        index = haystack.find(hint)
+        while index >= 0:
+            found.add(word_start_of(haystack, index) if word_start else index)
+            index = haystack.find(hint, index + 1)
+    return sorted(found)
+
+
+def word_start_of(text: str, index: int) -> int:
+    """Where the run of ``[A-Za-z0-9_]`` that holds ``text[index]`` begins."""
+    while index and text[index - 1] in _WORD_CHARS:
+        index -= 1
+    return index
+
+
+class HintSource(Protocol):
+    """Where the rules' hints occur in the text being masked (one per ``redact`` call).
+
+    ``of``: ``lowered_positions(text)``; ``exact``: ``positions(text, hints, word_start)``;
+    ``occurs``: whether one of ``hints`` is in ``text``; ``token_hints``: the token hints
+    worth looking for (all of them, or those ``token_hints`` leaves); ``may_hold``: False
+    only where none of ``hints`` occurs (lowered, when ``insensitive``)."""
+
+    def of(self, text: str) -> dict[str, list[int]] | None: ...
+
+    def exact(self, text: str, hints: tuple[str, ...], word_start: bool = False) -> list[int]: ...
+
+    def occurs(self, text: str, hints: tuple[str, ...]) -> bool: ...
+
+    def token_hints(self, text: str) -> tuple[str, ...]: ...
+
+    def may_hold(self, text: str, hints: tuple[str, ...], insensitive: bool) -> bool: ...
+
+
 class Lowered:
-    """The ``lowered_positions`` of the text being masked, computed on first use and
-    again only for a new text (once a rule has changed it)."""
+    """The pure-Python ``HintSource``: the ``lowered_positions`` of the text being masked,
+    computed on first use and again only for a new text (once a rule has changed it);
+    case-sensitive hints found with ``str.find``."""
 
     __slots__ = ("_found", "_text")
 
@@ -124,3 +168,15 @@ class Lowered:
             self._found = lowered_positions(text)
             self._text = text
         return self._found
+
+    def exact(self, text: str, hints: tuple[str, ...], word_start: bool = False) -> list[int]:
+        return positions(text, hints, word_start)
+
+    def occurs(self, text: str, hints: tuple[str, ...]) -> bool:
+        return any(hint in text for hint in hints)
+
+    def token_hints(self, text: str) -> tuple[str, ...]:
+        return token_hints(text)
+
+    def may_hold(self, text: str, hints: tuple[str, ...], insensitive: bool) -> bool:
+        return True  # each rule's own gate decides

@@ -14,21 +14,24 @@ What must hold:
 
 from __future__ import annotations
 
+import base64
+import json
 import re
-import string
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
 from .alternation import word_alternation
+from .hint_scan import Scanned, scanner
 from .messages import Message
 from .secret_hints import (
     LOWERED_HINTS,
     OVERLAP,
     TOKEN_GROUPS,
+    HintSource,
     Lowered,
     has_folded_letters,
-    token_hints,
+    word_start_of,
 )
 
 REDACTED = "[REDACTED]"
@@ -52,6 +55,9 @@ _TOKEN = re.compile(
     r"|npm_[A-Za-z0-9]{30,}"
     r"|pypi-AgE[A-Za-z0-9_-]{20,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # a JWT, bare
+    # any other JWS compact form (the payload may be anything, empty when detached): a
+    # secret only when its header decodes to JSON naming "alg" (``_token``)
+    r"|(?P<jws>eyJ[A-Za-z0-9_-]{8,})\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{8,}"
     r")"
 )
 _TOKEN_HINTS = (
@@ -149,6 +155,20 @@ def _assignment(match: re.Match[str]) -> str:
     return f"{head}{quote}{REDACTED}{quote}" if quote else f"{head}{REDACTED}"
 
 
+def _token(match: re.Match[str]) -> str:
+    header = match.group("jws")
+    return REDACTED if header is None or _is_jws_header(header) else match.group(0)
+
+
+def _is_jws_header(segment: str) -> bool:
+    """Whether a base64url segment decodes to a JSON object naming ``alg`` (RFC 7515 §4)."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error, UnicodeDecodeError are ValueErrors
+        return False
+    return isinstance(decoded, dict) and "alg" in decoded
+
+
 def _keep_group_1(match: re.Match[str]) -> str:
     return match.group(1) + REDACTED
 
@@ -192,44 +212,24 @@ class _Rule:
     insensitive: bool = False
     anchored: bool = False
     word_start: bool = False
-    starts: Callable[[str, Lowered], list[int]] | None = None
-
-
-_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
-
-
-def _positions(haystack: str, hints: tuple[str, ...], word_start: bool = False) -> list[int]:
-    found: set[int] = set()
-    for hint in hints:
-        index = haystack.find(hint)
-        while index >= 0:
-            found.add(_word_start(haystack, index) if word_start else index)
-            index = haystack.find(hint, index + 1)
-    return sorted(found)
-
-
-def _word_start(text: str, index: int) -> int:
-    """Where the run of ``[A-Za-z0-9_]`` that holds ``text[index]`` begins."""
-    while index and text[index - 1] in _WORD_CHARS:
-        index -= 1
-    return index
+    starts: Callable[[str, HintSource], list[int]] | None = None
 
 
 # The ``starts`` of the anchored case-sensitive rules: each leaves out only positions
 # where its pattern provably cannot match, as said at each.
 
 
-def _token_starts(text: str, lowered: Lowered) -> list[int]:
+def _token_starts(text: str, lowered: HintSource) -> list[int]:
     # a group's hints begin no match where its gate finds nothing (secret_hints)
-    return _positions(text, token_hints(text))
+    return lowered.exact(text, lowered.token_hints(text))
 
 
-def _url_starts(text: str, lowered: Lowered) -> list[int]:
+def _url_starts(text: str, lowered: HintSource) -> list[int]:
     # the pattern holds a literal "@" after the "://"
-    return _positions(text, ("://",)) if "@" in text else []
+    return lowered.exact(text, ("://",)) if "@" in text else []
 
 
-def _flag_starts(text: str, lowered: Lowered) -> list[int]:
+def _flag_starts(text: str, lowered: HintSource) -> list[int]:
     # _FLAG needs one of its words, case-insensitively, right after a "-". Unless the
     # text holds a letter that IGNORECASE equates to an ASCII one but .lower() does not
     # lower to it, such a word lowered is in the lowered text: its hint is found there.
@@ -238,19 +238,19 @@ def _flag_starts(text: str, lowered: Lowered) -> list[int]:
         dashed = (text[at - 1 : at] == "-" for word in _FLAG_WORDS for at in found.get(word, ()))
         if not any(dashed):
             return []
-    return _positions(text, ("--",))
+    return lowered.exact(text, ("--",))
 
 
-def _env_starts(text: str, lowered: Lowered) -> list[int]:
+def _env_starts(text: str, lowered: HintSource) -> list[int]:
     if "=" not in text:  # the pattern holds a literal "=" after the name
         return []
     found = lowered.of(text)
     if found is None:
-        return _positions(text, _ENV_HINTS, word_start=True)
+        return lowered.exact(text, _ENV_HINTS, word_start=True)
     # Lowering kept every position, so each occurrence of an upper-case hint is one
     # of its lower-cased hint's positions: the same positions as scanning for it.
     starts = {
-        _word_start(text, at)
+        word_start_of(text, at)
         for hint in _ENV_HINTS
         for at in found.get(hint.lower(), ())
         if text.startswith(hint, at)
@@ -260,7 +260,7 @@ def _env_starts(text: str, lowered: Lowered) -> list[int]:
 
 _RULES: tuple[_Rule, ...] = (
     _Rule(_PRIVATE_KEY, REDACTED, ("PRIVATE KEY-----",)),
-    _Rule(_TOKEN, REDACTED, _TOKEN_HINTS, anchored=True, starts=_token_starts),
+    _Rule(_TOKEN, _token, _TOKEN_HINTS, anchored=True, starts=_token_starts),
     _Rule(_AUTH_HEADER, _auth_header, ("authorization",), insensitive=True, anchored=True),
     _Rule(_BEARER, _keep_group_1, ("bearer",), insensitive=True, anchored=True),
     _Rule(_URL_CREDENTIAL, _url_credential, ("://",), anchored=True, starts=_url_starts),
@@ -301,7 +301,7 @@ def _sub_anchored(rule: _Rule, text: str, starts: list[int]) -> str:
     return "".join(pieces)
 
 
-def _apply(rule: _Rule, text: str, lowered: Lowered) -> str:
+def _apply(rule: _Rule, text: str, lowered: HintSource) -> str:
     if rule.insensitive:
         found = lowered.of(text)
         if found is None:
@@ -314,20 +314,30 @@ def _apply(rule: _Rule, text: str, lowered: Lowered) -> str:
         return _sub_anchored(rule, text, starts)
     if rule.starts is not None:
         return _sub_anchored(rule, text, rule.starts(text, lowered))
-    hints = tuple(hint for hint in rule.hints if hint in text)
-    if not hints:
-        return text
     if rule.anchored:
-        return _sub_anchored(rule, text, _positions(text, hints, rule.word_start))
+        return _sub_anchored(rule, text, lowered.exact(text, rule.hints, rule.word_start))
+    if not lowered.occurs(text, rule.hints):
+        return text
     return rule.pattern.sub(rule.replacement, text)
 
 
 def redact(text: str) -> str:
     """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``."""
-    if not text or _holds_no_hint(text):
+    if not text:
         return text
-    lowered = Lowered()  # computed by the first rule that needs it
+    lowered: HintSource
+    if _SCANNER is not None and not has_folded_letters(text):
+        lowered = Scanned(_SCANNER)  # every hint found in one pass (hint_scan)
+        if not lowered.at(text):
+            return text
+    elif _holds_no_hint(text):
+        return text
+    else:
+        lowered = Lowered()  # computed by the first rule that needs it
     for rule in _RULES:
+        # every rule's starts are positions of its hints: without them it changes nothing
+        if not lowered.may_hold(text, rule.hints, rule.insensitive):
+            continue
         new = _apply(rule, text, lowered)
         if new != text:
             text = new
@@ -341,6 +351,12 @@ def redact(text: str) -> str:
 # rules would use are those of a lowered text then) no rule changes the text.
 _SHORT = 256
 _ANY_HINT = re.compile(word_alternation(h.lower() for r in _RULES for h in r.hints))
+
+
+_SCANNER = scanner(
+    exact={h for rule in _RULES if not rule.insensitive for h in rule.hints} | set(_ENV_HINTS),
+    caseless=LOWERED_HINTS,
+)
 
 
 def _holds_no_hint(text: str) -> bool:

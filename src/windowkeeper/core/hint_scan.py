@@ -1,0 +1,163 @@
+"""Every secret rule's hints found in one pass over a text, with Hyperscan (design §5).
+
+Masking a text costs mostly finding out that its rules cannot match: about 40 hints,
+each a substring or gate scan (:mod:`.secret_hints`). Hyperscan compiles all of them,
+the case-sensitive ones exact and the case-insensitive ones caseless, into one automaton
+and reports each occurrence with its start in one C pass; the rules then run their own
+regexes only at those positions, as they did at the positions the scans found.
+
+What must hold (``tests/test_hint_scan.py`` compares both on generated text): ``exact``
+is what one ``str.find`` loop per hint returns, and ``lowered`` what
+``secret_hints.lowered_positions`` returns wherever that is not ``None``. Hyperscan's
+caseless matching is ASCII case folding; a text is scanned here only when it holds none
+of ``FOLDED_TO_ASCII`` (the only characters that ``str.lower`` or ``re.IGNORECASE`` take
+to an ASCII letter), so an ASCII hint occurs case-insensitively exactly where it is
+found. Other texts take the pure-Python path. A non-ASCII text is scanned as UTF-8 (no
+byte of a multi-byte character is ASCII) and the byte offsets are mapped to characters.
+
+Hyperscan has wheels for Linux and macOS (x86_64, arm64) and Windows x86_64, none for
+Windows arm64 (pyproject leaves it out there); where it cannot be imported, or
+``WINDOWKEEPER_PURE_PYTHON_SCAN=1`` is set, ``scanner()`` is ``None`` and masking takes
+the pure-Python path, with the same results.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from .secret_hints import TOKEN_GROUPS, word_start_of
+
+try:
+    import hyperscan
+except ImportError:  # no wheel for this platform (Windows): the pure-Python path
+    hyperscan = None  # type: ignore[assignment]
+
+FORCE_PURE_PYTHON = "WINDOWKEEPER_PURE_PYTHON_SCAN"
+
+
+class HintPositions:
+    """The positions of every hint in one text, sorted, by hint."""
+
+    __slots__ = ("_exact", "lowered", "text")
+
+    def __init__(self, text: str, exact: dict[str, list[int]], lowered: dict[str, list[int]]):
+        self.text = text
+        self._exact = exact
+        self.lowered = lowered
+
+    def __bool__(self) -> bool:
+        return bool(self._exact or self.lowered)
+
+    def holds(self, hints: Iterable[str], insensitive: bool) -> bool:
+        """Whether one of ``hints`` occurs (lowered, when ``insensitive``)."""
+        found = self.lowered if insensitive else self._exact
+        return any(hint in found for hint in hints)
+
+    def exact(self, hints: Iterable[str]) -> list[int]:
+        """Where any of the case-sensitive ``hints`` starts, each position once."""
+        lists = [self._exact[hint] for hint in hints if hint in self._exact]
+        if len(lists) == 1:
+            return lists[0]
+        return sorted({at for found in lists for at in found})
+
+
+class HintScanner:
+    """One compiled database of ``exact`` (case-sensitive) and ``caseless`` hints."""
+
+    def __init__(self, exact: Iterable[str], caseless: Iterable[str]) -> None:
+        assert hyperscan is not None
+        self._hints = [(hint, False) for hint in sorted(set(exact))]
+        self._hints += [(hint, True) for hint in sorted(set(caseless))]
+        som = hyperscan.HS_FLAG_SOM_LEFTMOST
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(
+            expressions=[hint.encode("ascii") for hint, _ in self._hints],
+            ids=list(range(len(self._hints))),
+            flags=[som | hyperscan.HS_FLAG_CASELESS if low else som for _, low in self._hints],
+        )
+        self._scratch = hyperscan.Scratch(self._database)
+        # A scratch space serves one scan at a time: each thread gets its own clone.
+        self._local = threading.local()
+
+    def scan(self, text: str) -> HintPositions:
+        """The hints' positions (in characters) in ``text``, which must hold no character
+        of ``FOLDED_TO_ASCII`` (see the module docstring)."""
+        found: list[tuple[int, int]] = []
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._scratch.clone()
+        data = text.encode("ascii" if text.isascii() else "utf-8", "surrogatepass")
+        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        chars = _char_offsets(data, {start for _, start in found}) if len(data) > len(text) else {}
+        exact: dict[str, list[int]] = {}
+        lowered: dict[str, list[int]] = {}
+        for index, start in sorted(found):
+            hint, low = self._hints[index]
+            (lowered if low else exact).setdefault(hint, []).append(chars.get(start, start))
+        return HintPositions(text, exact, lowered)
+
+
+def _char_offsets(data: bytes, starts: set[int]) -> dict[int, int]:
+    """The character offset of each byte offset in ``starts`` of UTF-8 ``data`` (each is
+    where an ASCII hint begins, so on a character boundary)."""
+    offsets: dict[int, int] = {}
+    done = chars = 0
+    for start in sorted(starts):
+        chars += len(data[done:start].decode("utf-8", "surrogatepass"))
+        offsets[start] = chars
+        done = start
+    return offsets
+
+
+def _collect(index: int, start: int, end: int, flags: int, found: Any) -> None:
+    found.append((index, start))
+
+
+def scanner(exact: Iterable[str], caseless: Iterable[str]) -> HintScanner | None:
+    """A scanner of these hints; ``None`` on the pure-Python path (no Hyperscan, or
+    ``WINDOWKEEPER_PURE_PYTHON_SCAN`` set)."""
+    if hyperscan is None or os.environ.get(FORCE_PURE_PYTHON, "") not in ("", "0"):
+        return None
+    return HintScanner(exact, caseless)
+
+
+_TOKEN_HINTS = tuple(hint for group in TOKEN_GROUPS for hint in group.hints)
+
+
+class Scanned:
+    """The Hyperscan ``HintSource`` of one ``redact`` call: the text scanned once, and
+    again only once a rule has changed it."""
+
+    __slots__ = ("_found", "_scanner")
+
+    def __init__(self, scanner: HintScanner) -> None:
+        self._scanner = scanner
+        self._found: HintPositions | None = None
+
+    def at(self, text: str) -> HintPositions:
+        if self._found is None or self._found.text is not text:
+            self._found = self._scanner.scan(text)
+        return self._found
+
+    def of(self, text: str) -> dict[str, list[int]] | None:
+        return self.at(text).lowered
+
+    def exact(self, text: str, hints: tuple[str, ...], word_start: bool = False) -> list[int]:
+        found = self.at(text).exact(hints)
+        if not word_start:
+            return found
+        return sorted({word_start_of(text, at) for at in found})
+
+    def occurs(self, text: str, hints: tuple[str, ...]) -> bool:
+        return bool(self.at(text).exact(hints))
+
+    def token_hints(self, text: str) -> tuple[str, ...]:
+        # every position of every token hint: a gate would only leave out positions
+        # where no token can start, and trying those changes nothing
+        return _TOKEN_HINTS
+
+    def may_hold(self, text: str, hints: tuple[str, ...], insensitive: bool) -> bool:
+        return self.at(text).holds(hints, insensitive)
