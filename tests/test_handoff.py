@@ -284,23 +284,66 @@ def test_a_repeated_pair_of_steps_is_counted_not_listed() -> None:
                     "Ran `python /w/run.py` (exit 0) ×4")  # fmt: skip
 
 
+def open_after(*steps: tuple[str, str]) -> list[str | None]:
+    """The commands of the errors open after a request and these shell steps."""
+    turns = [user("Ship it.")]
+    for n, (command, output) in enumerate(steps):
+        turns += bash(f"s{n}", command, output)
+    return [e.command for e in state_of(turns).errors]
+
+
 def test_the_same_operation_over_what_failed_resolves_it() -> None:
     ok, fail = "<returncode>0</returncode>", "fatal: no upstream\n<returncode>128</returncode>"
     lint = "a.ex: nesting too deep\n<returncode>2</returncode>"
 
-    def open_after(*steps: tuple[str, str]) -> list[str]:
-        turns = [user("Ship it.")]
-        for n, (command, output) in enumerate(steps):
-            turns += bash(f"s{n}", command, output)
-        return [e.command for e in state_of(turns).errors]
-
     assert open_after(("git push", fail), ("git push --set-upstream origin main", ok)) == []
     assert open_after(("git push", fail), ("cd /repo && git push -u origin x", ok)) == []
-    # A narrower run, or another script, does not show the failure fixed.
-    narrower = open_after(("mix credo a.ex b.ex", lint), ("mix credo a.ex", ok))
-    assert narrower == ["mix credo a.ex b.ex"]
+    # The same program and subcommand, arguments aside: a lint clean on other files, a
+    # `git add` of other paths (the failing step ending a chain).
+    assert open_after(("mix credo --strict a.ex b.ex", lint), ("mix credo c.ex", ok)) == []
+    beyond = "fatal: pathspec '_build/x.exs' is beyond a symlink\n<returncode>128</returncode>"
+    chain = "git add lib/a.ex && git add _build/x.exs"
+    assert open_after((chain, beyond), ("git add priv/x.exs && git commit -m 'x'", ok)) == []
+    # A narrower test run, another script, or another subcommand does not show it fixed.
+    tests = "FAILED t/a_test.py\n<returncode>1</returncode>"
+    narrower = open_after(("pytest t/a_test.py t/b_test.py", tests), ("pytest t/b_test.py", ok))
+    assert narrower == ["pytest t/a_test.py t/b_test.py"]
     assert open_after(("python a.py", lint), ("python b.py", ok)) == ["python a.py"]
     assert open_after(("git push", fail), ("git status", ok)) == ["git push"]
+
+
+def test_a_commit_that_includes_the_failing_file_resolves_it() -> None:
+    script = "scripts/tail.sh: line 3: tial: command not found\n<returncode>127</returncode>"
+    ok = "[main 1a2b3c4] add tail\n<returncode>0</returncode>"
+
+    failing = ("bash /w/scripts/tail.sh", script)
+    assert open_after(failing, ("git add scripts/tail.sh && git commit -m 'tail'", ok)) == []
+    assert open_after(failing, ("git commit -am 'tail'", ok)) == []
+    assert open_after(failing, ("git add -A && git commit -m 'add scripts/tail.sh'", ok)) == []
+    # A commit of other files, or staging without a commit, leaves it open.
+    other = open_after(failing, ("git add README.md && git commit -m 'scripts/tail.sh'", ok))
+    assert other == ["bash /w/scripts/tail.sh"]
+    assert open_after(failing, ("git add scripts/tail.sh", ok)) == ["bash /w/scripts/tail.sh"]
+    # "Nothing to commit" is no failure: the work is committed already.
+    clean = "On branch main\nnothing to commit, working tree clean\n<returncode>1</returncode>"
+    assert open_after(("git add a.py && git commit -m 'a'", clean)) == []
+
+
+def test_a_skill_named_for_an_operation_is_resolved_by_that_operation() -> None:
+    failure = "fatal: ambiguous argument 'main..HEAD': unknown revision"
+    turns = [
+        user("Commit the work."),
+        *tool_round("k", "Skill", {"skill": "handgemacht:commit"}, f"[tool error] {failure}"),
+    ]
+    assert [e.command for e in state_of(turns).errors] == [None]
+    commit = "git add lib/a.ex && git commit -m 'feat: a'"
+    turns += bash("c", commit, "[feat 3bb8701] feat: a\n<returncode>0</returncode>")
+    state = state_of(turns)
+    assert state.errors == ()
+    assert any("main..HEAD" in d for d in state.work.done if d.startswith("Committed"))
+    # Another operation does not stand in for it.
+    other = [*turns[:3], *bash("p", "git push", "<returncode>0</returncode>")]
+    assert len(state_of(other).errors) == 1
 
 
 def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:

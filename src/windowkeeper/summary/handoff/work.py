@@ -174,7 +174,7 @@ def _first_error(event: ToolEvent) -> str:
     if event.result and is_stub(event.result):
         return collapse(stub_error(event.result).split(" | ")[-1], 160)
     errors = event_errors(event)
-    return collapse(errors[-1], 160) if errors else ""
+    return collapse(errors[-1] if errors else last_line(event.result or ""), 160)
 
 
 def _from_events(
