@@ -346,6 +346,27 @@ def test_a_skill_named_for_an_operation_is_resolved_by_that_operation() -> None:
     assert len(state_of(other).errors) == 1
 
 
+def test_the_next_step_comes_from_the_newest_actions() -> None:
+    """An intent that later calls went past is superseded; the next step is then the
+    newest action, stated as of the cut (the verbatim tail may have gone further)."""
+    read = {"file_path": "/w/pane_list_live.ex"}
+    start = [
+        user("Restyle the pane list."),
+        say("Let me read the PaneListLive and the CSS file."),
+        *tool_round("r", "Read", read, "defmodule PaneListLive"),
+    ]
+    assert state_of(start).next_step == "Let me read the PaneListLive and the CSS file."
+    edit = {"file_path": "/w/pane_list_live.ex", "old_string": "a", "new_string": "b"}
+    later = [*start, *tool_round("e", "Edit", edit, "ok")]
+    step = state_of(later).next_step
+    assert "PaneListLive and the CSS" not in step
+    assert step.startswith("As of the cut") and "/w/pane_list_live.ex (ok)" in step
+    todos = {"todos": [{"content": "Style the chips", "status": "completed"},
+                       {"content": "Run the LiveView tests", "status": "in_progress"}]}  # fmt: skip
+    planned = [*later, *tool_round("t", "TodoWrite", todos, "ok")]
+    assert "newest todo item open: Run the LiveView tests" in state_of(planned).next_step
+
+
 def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:
     failing = [
         user("Fix the build."),

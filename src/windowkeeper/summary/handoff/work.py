@@ -376,17 +376,26 @@ def _decisions_in(text: str) -> list[str]:
 def next_step(
     assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent], previous: str
 ) -> str:
-    """What the agent was about to do: its newest stated intent, else its last call."""
+    """What the agent was about to do, as of the cut, from its newest actions: its newest
+    stated intent while no call followed the first call round after it (that round is
+    how it set about it); else the open item of its newest todo list and its last call.
+    An intent that later calls went past is superseded, never the next step."""
     if assistant:
-        text = assistant[-1][1]
-        intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
-        if intents:
-            return collapse(intents[-1], 300)
-    if events:
-        event = events[-1]
-        result = "no result kept" if event.result is None else ("failed" if event.failed else "ok")
-        return f"The last call before this handoff: {_what(event)} ({result})."
-    return previous
+        position, text = assistant[-1]
+        if len({e.position for e in events if e.position >= position}) <= 1:
+            intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
+            if intents:
+                return collapse(intents[-1], 300)
+    if not events:
+        return previous
+    event = events[-1]
+    result = "no result kept" if event.result is None else ("failed" if event.failed else "ok")
+    last = f"the last call was {_what(event)} ({result})"
+    todos = _newest_todos(events)
+    open_items = [t.text for t in todos[-1][1] if t.status != "done"] if todos else []
+    if open_items:
+        return f"As of the cut, the newest todo item open: {collapse(open_items[0], 200)}; {last}."
+    return f"As of the cut, {last}; the turns after this handoff may have gone further."
 
 
 def _sentences_of(text: str) -> Iterator[str]:
