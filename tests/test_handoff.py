@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from realdata import real_session_paths
 from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.analysis.commands import is_bookkeeping
 from windowkeeper.analysis.events import Analysis
 from windowkeeper.core.tokens import estimate_tokens
 from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
@@ -365,6 +366,30 @@ def test_the_next_step_comes_from_the_newest_actions() -> None:
                        {"content": "Run the LiveView tests", "status": "in_progress"}]}  # fmt: skip
     planned = [*later, *tool_round("t", "TodoWrite", todos, "ok")]
     assert "newest todo item open: Run the LiveView tests" in state_of(planned).next_step
+
+
+def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> None:
+    ok = "<returncode>0</returncode>"
+    turns = [
+        user("Work on bead app-7."),
+        *bash("s", "bd show app-7.1 2>&1; echo ===; bd ready", "app-7.1: Add export\n" + ok),
+        *bash("u", "bd update app-7.1 --status in_progress 2>&1", ok),
+        *bash("m", "mkdir -p lib/export && chmod +x run.sh", ok),
+        *bash("t", "mix test", "3 tests, 0 failures\n" + ok),
+        *bash("c", "bd close app-7.1 --reason=done", ok),
+        *bash("v", "gh issue view 12", "title: Add import\n" + ok),
+        *bash("n", "bd update app-7.2 --status=in_progress", ok),
+    ]
+    work = state_of(turns).work
+    assert [d.split(" ", 2)[:2] for d in work.done] == [["Tests", "passed:"], ["Ran", "`bd"]]
+    assert "bd close app-7.1" in work.done[1]
+    assert work.in_progress[0].startswith("Claimed app-7.2: `bd update app-7.2")
+    closed = state_of(turns[:-2]).work.in_progress
+    assert not any(i.startswith("Claimed") for i in closed)
+    # A tracker step that changes the state of the work is work.
+    assert not is_bookkeeping("bd update app-7.1 --status closed")
+    assert not is_bookkeeping("gh pr create -t x") and not is_bookkeeping("mkdir a && mv b a/")
+    assert is_bookkeeping("gh issue list --state open") and not is_bookkeeping("ls")
 
 
 def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
-from ...analysis.commands import is_read_only, short_command
+from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import (
     Clues,
@@ -29,6 +30,7 @@ from ...analysis.outputs import event_errors, is_test_command, last_line, test_s
 from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolAction, ToolKind
+from .claims import open_claim
 from .model import OpenError, WorkState
 from .text import shown_command
 
@@ -90,8 +92,8 @@ def _evidence(event: ToolEvent) -> str | None:
     commit = _COMMIT.search(event.result[:2_000]) if "commit" in action.command else None
     if commit:
         return f"Committed {commit.group(1)}: {collapse(commit.group(2), 80)}"
-    if is_read_only(action.command):
-        return None
+    if is_read_only(action.command) or is_bookkeeping(action.command):
+        return None  # looks and bookkeeping (tracker reads and updates, chmod) are no work
     code = f"exit {event.exit_code}" if event.exit_code is not None else "no error reported"
     return f"Ran `{command}` ({code})"
 
@@ -134,6 +136,9 @@ def work_state(
         state = _from_todos(todos, evidence_at, done, previous)
     else:
         state = _from_events(done, tracker, last_test, edited_since_test, assistant, previous)
+        claim = open_claim(events)
+        if claim:
+            state = replace(state, in_progress=(claim, *state.in_progress))
     return state, tracker
 
 
