@@ -17,6 +17,7 @@ from windowkeeper.analysis.commands import is_bookkeeping
 from windowkeeper.analysis.events import Analysis
 from windowkeeper.core.tokens import estimate_tokens
 from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
+from windowkeeper.summary.handoff.claims import title_of
 from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
 from windowkeeper.summary.handoff.fit import fitted
 from windowkeeper.summary.handoff.model import (
@@ -372,7 +373,8 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
     ok = "<returncode>0</returncode>"
     turns = [
         user("Work on bead app-7."),
-        *bash("s", "bd show app-7.1 2>&1; echo ===; bd ready", "app-7.1: Add export\n" + ok),
+        *bash("r", "bd ready", "1. [P2] [task] app-7.2: Add import (blocked by: app-7)\n" + ok),
+        *bash("s", "bd show app-7.1", "○ app-7.1 · Add export   [● P1 · OPEN]\nGoal: CSV\n" + ok),
         *bash("u", "bd update app-7.1 --status in_progress 2>&1", ok),
         *bash("m", "mkdir -p lib/export && chmod +x run.sh", ok),
         *bash("t", "mix test", "3 tests, 0 failures\n" + ok),
@@ -381,9 +383,11 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
         *bash("n", "bd update app-7.2 --status=in_progress", ok),
     ]
     work = state_of(turns).work
-    assert [d.split(" ", 2)[:2] for d in work.done] == [["Tests", "passed:"], ["Ran", "`bd"]]
-    assert "bd close app-7.1" in work.done[1]
-    assert work.in_progress[0].startswith("Claimed app-7.2: `bd update app-7.2")
+    assert work.done == (
+        "Tests passed: `mix test` (3 tests, 0 failures)",
+        "Closed app-7.1 (Add export)",
+    )
+    assert work.in_progress[0].startswith("Claimed app-7.2 (Add import): `bd update app-7.2")
     closed = state_of(turns[:-2]).work.in_progress
     assert not any(i.startswith("Claimed") for i in closed)
     # A tracker step that changes the state of the work is work.
@@ -522,3 +526,17 @@ def test_render_then_parse_is_the_identity(
     reread = parse_state(render(state))
     assert reread is not None
     assert reread == state
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    item=st.from_regex(r"[a-z]{1,6}-[a-z0-9]{1,4}(\.[0-9]{1,2})?", fullmatch=True),
+    before=st.text(max_size=60),
+    after=st.text(max_size=200),
+)
+def test_a_title_is_read_from_any_output_or_none(item: str, before: str, after: str) -> None:
+    output = f"{before}{item}{after}"
+    title = title_of(item, output)
+    flat = " ".join(output.split())
+    assert title is None or (title and "\n" not in title and title[:20].strip() in flat)
+    assert title_of(item, f"{item}: Ship the export\n") == "Ship the export"

@@ -30,7 +30,7 @@ from ...analysis.outputs import event_errors, is_test_command, last_line, test_s
 from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolAction, ToolKind
-from .claims import open_claim
+from .claims import closed_items, open_claim
 from .model import OpenError, WorkState
 from .text import shown_command
 
@@ -108,9 +108,9 @@ def work_state(
     last_test: ToolEvent | None = None
     edited_since_test: list[str] = []
     evidence_at: list[int] = []
-    for event in events:
+    for index, event in enumerate(events):
         resolved = tracker.add(event)
-        proof = _evidence(event)
+        proof = closed_items(event, events[:index]) or _evidence(event)
         if proof is None:
             continue
         evidence_at.append(event.position)
