@@ -396,6 +396,18 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
     assert is_bookkeeping("gh issue list --state open") and not is_bookkeeping("ls")
 
 
+def test_open_errors_are_listed_newest_first_and_read_back_in_order() -> None:
+    turns = [
+        user("Fix the build."),
+        *bash("b", "make build", "error: bad\n<returncode>2</returncode>"),
+        *bash("d", "make docs", "error: worse\n<returncode>2</returncode>"),
+    ]
+    body = body_of(turns)
+    listed = section(body, "Open Errors")
+    assert listed.index("`make docs`") < listed.index("`make build`")
+    assert parse_state(body).errors == state_of(turns).errors  # the state: as they happened
+
+
 def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:
     failing = [
         user("Fix the build."),
