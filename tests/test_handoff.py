@@ -387,13 +387,37 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
         "Tests passed: `mix test` (3 tests, 0 failures)",
         "Closed app-7.1 (Add export)",
     )
-    assert work.in_progress[0].startswith("Claimed app-7.2 (Add import): `bd update app-7.2")
+    claims = [i for i in work.in_progress if i.startswith("Claimed")]
+    assert claims == ["Claimed app-7.2 (Add import): `bd update app-7.2 --status=in_progress`"]
     closed = state_of(turns[:-2]).work.in_progress
     assert not any(i.startswith("Claimed") for i in closed)
     # A tracker step that changes the state of the work is work.
     assert not is_bookkeeping("bd update app-7.1 --status closed")
     assert not is_bookkeeping("gh pr create -t x") and not is_bookkeeping("mkdir a && mv b a/")
     assert is_bookkeeping("gh issue list --state open") and not is_bookkeeping("ls")
+
+
+def test_the_task_spec_and_the_claimed_items_spec_are_kept() -> None:
+    """The look-ups that define the work keep their goal and acceptance lines (a short one
+    verbatim), not a stub that counts lines."""
+    ok = "<returncode>0</returncode>"
+    filler = [f"- background note {n} about the history of the module" for n in range(30)]
+    epic = "\n".join(["○ app-7 [EPIC] · CSV export", "## Goal", "Export invoices as CSV.",
+                      *filler, "## Constraints", "- Never change the API.", ok])  # fmt: skip
+    turns = [
+        user("Work on bead app-7."),
+        *bash("e", "bd show app-7", epic),
+        *bash("s", "bd show app-7.2", "○ app-7.2 · Add headers\nDone when: headers match\n" + ok),
+        *bash("u", "bd update app-7.2 --status in_progress", ok),
+    ]
+    task, item, claim = state_of(turns).work.in_progress[:3]
+    assert task.startswith("Spec from `bd show app-7`: ○ app-7 [EPIC] · CSV export")
+    assert "## Goal | Export invoices as CSV." in task and "- Never change the API." in task
+    assert "background note 7" not in task
+    assert item == "Spec from `bd show app-7.2`: ○ app-7.2 · Add headers | Done when: headers match"
+    assert claim.startswith("Claimed app-7.2 (Add headers)")
+    body = body_of(turns)
+    assert parse_state(body).work.in_progress[:3] == (task, item, claim)
 
 
 def test_open_errors_are_listed_newest_first_and_read_back_in_order() -> None:
