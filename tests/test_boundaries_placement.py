@@ -98,6 +98,26 @@ def test_long_autonomous_run_cuts_inside_the_turn_and_restates_the_request() -> 
     assert cut.start > 2 and messages[cut.start]["role"] == "assistant"
 
 
+def test_a_harness_message_is_never_restated_as_the_request() -> None:
+    """A task notification or interrupt marker opening the long run is context: the
+    request restated is the newest one the user wrote, or none (it is the task in the
+    head, which the handoff already points to)."""
+    notification = user(
+        "[Request interrupted by user for tool use]\n\n<task-notification>\n"
+        "<status>completed</status>\n</task-notification>\n"
+        "Read the output file to retrieve the result: /tmp/t/b0be39e.output"
+    )
+    request = "Now add the CSV export too."
+    middle = [*_rounds(2, 400), user(request), *_rounds(2, 400), notification]
+    messages = [system(), user("Refactor billing."), *middle, *_rounds(40, 4_000)]
+    cut = tail_cut(messages, _costs(messages), 2, budget=5_000)
+    assert cut.restated_user is not None
+    assert messages[cut.restated_user]["content"] == request
+    alone = [system(), user("Refactor billing."), notification, *_rounds(40, 4_000)]
+    cut = tail_cut(alone, _costs(alone), 2, budget=5_000)
+    assert cut.restated_user is None and cut.start > 3
+
+
 def test_nothing_to_compress_when_the_tail_covers_everything() -> None:
     messages = [system(), user("a"), assistant("b"), user("c")]
     cut = tail_cut(messages, _costs(messages), 4, budget=100_000)

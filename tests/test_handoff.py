@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 from realdata import real_session_paths
 from windowkeeper.adapters.formats import load_conversation
+from windowkeeper.analysis.commands import is_bookkeeping
 from windowkeeper.analysis.events import Analysis
 from windowkeeper.core.tokens import estimate_tokens
 from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
+from windowkeeper.summary.handoff.claims import title_of
 from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
 from windowkeeper.summary.handoff.fit import fitted
 from windowkeeper.summary.handoff.model import (
@@ -286,23 +288,150 @@ def test_a_repeated_pair_of_steps_is_counted_not_listed() -> None:
                     "Ran `python /w/run.py` (exit 0) ×4")  # fmt: skip
 
 
+def open_after(*steps: tuple[str, str]) -> list[str | None]:
+    """The commands of the errors open after a request and these shell steps."""
+    turns = [user("Ship it.")]
+    for n, (command, output) in enumerate(steps):
+        turns += bash(f"s{n}", command, output)
+    return [e.command for e in state_of(turns).errors]
+
+
 def test_the_same_operation_over_what_failed_resolves_it() -> None:
     ok, fail = "<returncode>0</returncode>", "fatal: no upstream\n<returncode>128</returncode>"
     lint = "a.ex: nesting too deep\n<returncode>2</returncode>"
 
-    def open_after(*steps: tuple[str, str]) -> list[str]:
-        turns = [user("Ship it.")]
-        for n, (command, output) in enumerate(steps):
-            turns += bash(f"s{n}", command, output)
-        return [e.command for e in state_of(turns).errors]
-
     assert open_after(("git push", fail), ("git push --set-upstream origin main", ok)) == []
     assert open_after(("git push", fail), ("cd /repo && git push -u origin x", ok)) == []
-    # A narrower run, or another script, does not show the failure fixed.
-    narrower = open_after(("mix credo a.ex b.ex", lint), ("mix credo a.ex", ok))
-    assert narrower == ["mix credo a.ex b.ex"]
+    # The same program and subcommand, arguments aside: a lint clean on other files, a
+    # `git add` of other paths (the failing step ending a chain).
+    assert open_after(("mix credo --strict a.ex b.ex", lint), ("mix credo c.ex", ok)) == []
+    beyond = "fatal: pathspec '_build/x.exs' is beyond a symlink\n<returncode>128</returncode>"
+    chain = "git add lib/a.ex && git add _build/x.exs"
+    assert open_after((chain, beyond), ("git add priv/x.exs && git commit -m 'x'", ok)) == []
+    # A narrower test run, another script, or another subcommand does not show it fixed.
+    tests = "FAILED t/a_test.py\n<returncode>1</returncode>"
+    narrower = open_after(("pytest t/a_test.py t/b_test.py", tests), ("pytest t/b_test.py", ok))
+    assert narrower == ["pytest t/a_test.py t/b_test.py"]
     assert open_after(("python a.py", lint), ("python b.py", ok)) == ["python a.py"]
     assert open_after(("git push", fail), ("git status", ok)) == ["git push"]
+
+
+def test_a_commit_that_includes_the_failing_file_resolves_it() -> None:
+    script = "scripts/tail.sh: line 3: tial: command not found\n<returncode>127</returncode>"
+    ok = "[main 1a2b3c4] add tail\n<returncode>0</returncode>"
+
+    failing = ("bash /w/scripts/tail.sh", script)
+    assert open_after(failing, ("git add scripts/tail.sh && git commit -m 'tail'", ok)) == []
+    assert open_after(failing, ("git commit -am 'tail'", ok)) == []
+    assert open_after(failing, ("git add -A && git commit -m 'add scripts/tail.sh'", ok)) == []
+    # A commit of other files, or staging without a commit, leaves it open.
+    other = open_after(failing, ("git add README.md && git commit -m 'scripts/tail.sh'", ok))
+    assert other == ["bash /w/scripts/tail.sh"]
+    assert open_after(failing, ("git add scripts/tail.sh", ok)) == ["bash /w/scripts/tail.sh"]
+    # "Nothing to commit" is no failure: the work is committed already.
+    clean = "On branch main\nnothing to commit, working tree clean\n<returncode>1</returncode>"
+    assert open_after(("git add a.py && git commit -m 'a'", clean)) == []
+
+
+def test_a_skill_named_for_an_operation_is_resolved_by_that_operation() -> None:
+    failure = "fatal: ambiguous argument 'main..HEAD': unknown revision"
+    turns = [
+        user("Commit the work."),
+        *tool_round("k", "Skill", {"skill": "handgemacht:commit"}, f"[tool error] {failure}"),
+    ]
+    assert [e.command for e in state_of(turns).errors] == [None]
+    commit = "git add lib/a.ex && git commit -m 'feat: a'"
+    turns += bash("c", commit, "[feat 3bb8701] feat: a\n<returncode>0</returncode>")
+    state = state_of(turns)
+    assert state.errors == ()
+    assert any("main..HEAD" in d for d in state.work.done if d.startswith("Committed"))
+    # Another operation does not stand in for it.
+    other = [*turns[:3], *bash("p", "git push", "<returncode>0</returncode>")]
+    assert len(state_of(other).errors) == 1
+
+
+def test_the_next_step_comes_from_the_newest_actions() -> None:
+    """An intent that later calls went past is superseded; the next step is then the
+    newest action, stated as of the cut (the verbatim tail may have gone further)."""
+    read = {"file_path": "/w/pane_list_live.ex"}
+    start = [
+        user("Restyle the pane list."),
+        say("Let me read the PaneListLive and the CSS file."),
+        *tool_round("r", "Read", read, "defmodule PaneListLive"),
+    ]
+    assert state_of(start).next_step == "Let me read the PaneListLive and the CSS file."
+    edit = {"file_path": "/w/pane_list_live.ex", "old_string": "a", "new_string": "b"}
+    later = [*start, *tool_round("e", "Edit", edit, "ok")]
+    step = state_of(later).next_step
+    assert "PaneListLive and the CSS" not in step
+    assert step.startswith("As of the cut") and "/w/pane_list_live.ex (ok)" in step
+    todos = {"todos": [{"content": "Style the chips", "status": "completed"},
+                       {"content": "Run the LiveView tests", "status": "in_progress"}]}  # fmt: skip
+    planned = [*later, *tool_round("t", "TodoWrite", todos, "ok")]
+    assert "newest todo item open: Run the LiveView tests" in state_of(planned).next_step
+
+
+def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> None:
+    ok = "<returncode>0</returncode>"
+    turns = [
+        user("Work on bead app-7."),
+        *bash("r", "bd ready", "1. [P2] [task] app-7.2: Add import (blocked by: app-7)\n" + ok),
+        *bash("s", "bd show app-7.1", "○ app-7.1 · Add export   [● P1 · OPEN]\nGoal: CSV\n" + ok),
+        *bash("u", "bd update app-7.1 --status in_progress 2>&1", ok),
+        *bash("m", "mkdir -p lib/export && chmod +x run.sh", ok),
+        *bash("t", "mix test", "3 tests, 0 failures\n" + ok),
+        *bash("c", "bd close app-7.1 --reason=done", ok),
+        *bash("v", "gh issue view 12", "title: Add import\n" + ok),
+        *bash("n", "bd update app-7.2 --status=in_progress", ok),
+    ]
+    work = state_of(turns).work
+    assert work.done == (
+        "Tests passed: `mix test` (3 tests, 0 failures)",
+        "Closed app-7.1 (Add export)",
+    )
+    claims = [i for i in work.in_progress if i.startswith("Claimed")]
+    assert claims == ["Claimed app-7.2 (Add import): `bd update app-7.2 --status=in_progress`"]
+    closed = state_of(turns[:-2]).work.in_progress
+    assert not any(i.startswith("Claimed") for i in closed)
+    # A tracker step that changes the state of the work is work.
+    assert not is_bookkeeping("bd update app-7.1 --status closed")
+    assert not is_bookkeeping("gh pr create -t x") and not is_bookkeeping("mkdir a && mv b a/")
+    assert is_bookkeeping("gh issue list --state open") and not is_bookkeeping("ls")
+
+
+def test_the_task_spec_and_the_claimed_items_spec_are_kept() -> None:
+    """The look-ups that define the work keep their goal and acceptance lines (a short one
+    verbatim), not a stub that counts lines."""
+    ok = "<returncode>0</returncode>"
+    filler = [f"- background note {n} about the history of the module" for n in range(30)]
+    epic = "\n".join(["○ app-7 [EPIC] · CSV export", "## Goal", "Export invoices as CSV.",
+                      *filler, "## Constraints", "- Never change the API.", ok])  # fmt: skip
+    turns = [
+        user("Work on bead app-7."),
+        *bash("e", "bd show app-7", epic),
+        *bash("s", "bd show app-7.2", "○ app-7.2 · Add headers\nDone when: headers match\n" + ok),
+        *bash("u", "bd update app-7.2 --status in_progress", ok),
+    ]
+    task, item, claim = state_of(turns).work.in_progress[:3]
+    assert task.startswith("Spec from `bd show app-7`: ○ app-7 [EPIC] · CSV export")
+    assert "## Goal | Export invoices as CSV." in task and "- Never change the API." in task
+    assert "background note 7" not in task
+    assert item == "Spec from `bd show app-7.2`: ○ app-7.2 · Add headers | Done when: headers match"
+    assert claim.startswith("Claimed app-7.2 (Add headers)")
+    body = body_of(turns)
+    assert parse_state(body).work.in_progress[:3] == (task, item, claim)
+
+
+def test_open_errors_are_listed_newest_first_and_read_back_in_order() -> None:
+    turns = [
+        user("Fix the build."),
+        *bash("b", "make build", "error: bad\n<returncode>2</returncode>"),
+        *bash("d", "make docs", "error: worse\n<returncode>2</returncode>"),
+    ]
+    body = body_of(turns)
+    listed = section(body, "Open Errors")
+    assert listed.index("`make docs`") < listed.index("`make build`")
+    assert parse_state(body).errors == state_of(turns).errors  # the state: as they happened
 
 
 def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:
@@ -449,3 +578,17 @@ def test_a_root_chosen_when_rendering_is_read_back() -> None:
     assert reread is not None
     assert reread.files == files
     assert reread.root == "/a/_/"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    item=st.from_regex(r"[a-z]{1,6}-[a-z0-9]{1,4}(\.[0-9]{1,2})?", fullmatch=True),
+    before=st.text(max_size=60),
+    after=st.text(max_size=200),
+)
+def test_a_title_is_read_from_any_output_or_none(item: str, before: str, after: str) -> None:
+    output = f"{before}{item}{after}"
+    title = title_of(item, output)
+    flat = " ".join(output.split())
+    assert title is None or (title and "\n" not in title and title[:20].strip() in flat)
+    assert title_of(item, f"{item}: Ship the export\n") == "Ship the export"

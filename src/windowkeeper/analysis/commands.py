@@ -269,6 +269,48 @@ def is_read_only(command: str) -> bool:
     return True
 
 
+# Steps that keep the books rather than do the work (SPEC §6 v3 "work items"): tracker
+# look-ups and status updates, mode and directory changes. A tracker step that changes
+# the state of the work (close, create, merge, a status of closed/done) is work.
+_TRACKERS = frozenset({"bd", "beads", "gh", "glab", "jira", "linear", "tea", "acli"})
+_TRACKER_BOOKS = frozenset({
+    "show", "view", "list", "ready", "update", "sync", "status", "stats", "search", "info",
+    "prime", "comment", "label", "assign", "blocked", "dep", "onboard",
+})  # fmt: skip
+_STATE_WORDS = frozenset({"close", "closed", "done", "resolved", "merge", "create", "reopen"})
+_HOUSEKEEPING = frozenset({"chmod", "chown", "mkdir", "sleep"})
+
+
+def is_bookkeeping(command: str) -> bool:
+    """Whether a command only keeps the books: every step a tracker look-up or update
+    (``bd show``, ``bd update X --status in_progress``, ``gh issue view``), a ``chmod``
+    or ``mkdir``, or a reading step. Not a Done item: it shows no work done."""
+    lines, bodies = lines_of(command)
+    if bodies or not lines or len(command) > SCAN_CHARS:
+        return False
+    books = False
+    for line in lines:
+        for tokens in steps_of(line):
+            kind = _book_step(tokens)
+            if kind is None:
+                return False
+            books = books or kind
+    return books
+
+
+def _book_step(tokens: Sequence[str]) -> bool | None:
+    """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work."""
+    words = [t for t in _program_words(tokens) if not _REDIRECT.match(t)]
+    head = words[0].rsplit("/", 1)[-1] if words else ""
+    if head in _HOUSEKEEPING:
+        return True
+    if head in _TRACKERS:
+        verbs = [w for w in words[1:] if not w.startswith("-")][:2]
+        state = any(part in _STATE_WORDS for w in words[1:] for part in w.split("="))
+        return True if any(v in _TRACKER_BOOKS for v in verbs) and not state else None
+    return False if _reads_only(tokens) else None
+
+
 def _all_touches(line: str) -> Iterator[Touch]:
     for tokens in steps_of(line):
         yield from _step_touches(tokens)

@@ -1,23 +1,30 @@
 """Which failures a later success resolved, tracked in one pass over the tool events.
 
-A failed tool call stays open until the same call (same kind and target) runs again, or,
-for a shell command, until a later successful shell call shows it is fixed: it re-ran the
-failing command as one of its steps, or it ran the same operation over what failed: a
-test run with the same runner, or another command with the same program and subcommand
-(``git push`` after ``git push`` failed, whatever the options), over either no paths or
-paths containing every failing target.
+A failure is resolved the way a person reading the session would judge it (SPEC §6 v3):
+
+- the same call (same kind and target) ran again and succeeded;
+- a later successful shell call re-ran the failing command as one of its steps;
+- it ran the same operation: another command with the same program and subcommand
+  (``git push`` after ``git push`` failed, ``git add`` of other paths after a ``git add``
+  failed, ``mix credo`` clean on other files), arguments aside; for a test run, the same
+  runner over either no paths (the whole suite) or paths containing every failing one;
+- a commit included every file the failure named (``bash scripts/x.sh`` failed, then
+  ``git add scripts/x.sh && git commit``; ``git commit -a`` or ``git add -A`` include all);
+- a non-shell call named for an operation (a ``commit`` skill) that a later successful
+  shell step performed (``git commit``).
 
 What must hold: the cost is linear in the events. Open failures are indexed by their
-normalized command and, for test runs, by their runner, so a success only looks at the
-failures it could resolve; never at every open failure (which made long sessions
-quadratic: failures × successes).
+normalized command, their operation family, their paths (while a commit may include them)
+and their operation word, so a success only looks at the failures it could resolve; never
+at every open failure (which made long sessions quadratic: failures × successes).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import takewhile
 
 from .commands import is_read_only
 from .events import ToolEvent
@@ -73,6 +80,10 @@ class OpenFailures:
     _open: dict[Key, ToolEvent] = field(default_factory=dict)
     _by_command: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
     _by_runner: dict[str, list[tuple[Key, _Open]]] = field(default_factory=dict)
+    # Shell failures that name paths (a commit including them resolves them), and other
+    # calls by the operation they are named for (a ``commit`` skill: ``git commit``).
+    _by_path: list[tuple[Key, _Open]] = field(default_factory=list)
+    _by_word: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
     # The failures each open failure replaced (the same step failing before it, oldest
     # first): what was tried is part of the plot even once the newest error is the state.
     _replaced: dict[int, tuple[ToolEvent, ...]] = field(default_factory=dict)
@@ -106,8 +117,12 @@ class OpenFailures:
         return self._replaced.get(id(event), ())
 
     def _index(self, key: Key, event: ToolEvent) -> None:
+        if event.action.kind is ToolKind.OTHER:
+            word = operation_word(event)
+            if word:
+                self._by_word.setdefault(word, []).append((key, event))
         if event.action.kind is not ToolKind.SHELL:
-            return  # only shell failures can be resolved by another call
+            return  # other calls are resolved by running them again
         command = event.action.command or ""
         failed = " ".join(command.split())
         self._by_command.setdefault(failed, []).append((key, event))
@@ -119,6 +134,9 @@ class OpenFailures:
         if family:
             paths = tuple(t for t in targets if is_path(t))
             self._by_runner.setdefault(family, []).append((key, _Open(event, paths)))
+        named = tuple(w for step in steps for w in positional(step)[1] if is_path(w))
+        if named:
+            self._by_path.append((key, _Open(event, named)))
 
     def _supersede(self, event: ToolEvent) -> list[ToolEvent]:
         """A step that fails again replaces its older failure: the newer error is the
@@ -141,29 +159,58 @@ class OpenFailures:
 
     def _resolve(self, command: str) -> list[ToolEvent]:
         resolved: list[ToolEvent] = []
-        for step in segments(command):
+        steps = segments(command)
+        for step in steps:
             for key, event in self._by_command.pop(step, ()):
                 self._close(key, event, resolved)
-            self._cover(step, resolved)
+            family = self._cover(step, resolved)
+            for key, event in self._by_word.pop(family.rpartition(" ")[2], ()) if family else ():
+                self._close(key, event, resolved)
+        committed = commit_paths(steps)
+        if committed is not None:
+            self._commit(committed, resolved)
         # The success keeps the original order of what it resolved.
         order = {id(e): e.position for e in resolved}
         return sorted(resolved, key=lambda e: order[id(e)])
 
-    def _cover(self, step: str, resolved: list[ToolEvent]) -> None:
+    def _cover(self, step: str, resolved: list[ToolEvent]) -> str:
+        """Close the failures of the operation ``step`` runs; return its family."""
         family, targets = operation(step)
         entries = self._by_runner.get(family) if family else None
         if not entries:
-            return
-        paths = [t for t in targets if is_path(t)]
+            return family
+        # Another run of the same subcommand shows it works, whatever it ran over; a test
+        # run only speaks for the tests it ran.
+        paths = [t for t in targets if is_path(t)] if family.startswith("test ") else []
+        self._by_runner[family] = self._sweep(
+            entries, lambda failed: _covered(paths, failed), resolved
+        )
+        return family
+
+    def _commit(self, committed: tuple[str, ...], resolved: list[ToolEvent]) -> None:
+        """Close the failures whose named paths a commit included (``()``: everything).
+        Only failures still open are kept for the next commit."""
+        self._by_path = self._sweep(
+            self._by_path, lambda failed: _included(committed, failed), resolved
+        )
+
+    def _sweep(
+        self,
+        entries: list[tuple[Key, _Open]],
+        fixed: Callable[[tuple[str, ...]], bool],
+        resolved: list[ToolEvent],
+    ) -> list[tuple[Key, _Open]]:
+        """Close the open ``entries`` whose failing paths ``fixed`` accepts; return the
+        ones still open (stale entries are dropped)."""
         kept: list[tuple[Key, _Open]] = []
         for key, entry in entries:
             if self._open.get(key) is not entry.event:
                 continue
-            if _covered(paths, entry.failed_paths):
+            if fixed(entry.failed_paths):
                 self._close(key, entry.event, resolved)
             else:
                 kept.append((key, entry))
-        self._by_runner[family] = kept
+        return kept
 
 
 def _position(event: ToolEvent) -> int:
@@ -183,6 +230,51 @@ def operation(step: str) -> tuple[str, list[str]]:
     return f"run {program} {words[0]}", words[1:]
 
 
+_WHOLE_TREE = frozenset({"-a", "--all", "-A", ".", ":/"})
+_NOTHING = re.compile(r"^nothing (?:added )?to commit\b", re.MULTILINE)
+_MESSAGE = frozenset({"-m", "--message", "-F", "--file", "-am"})
+
+
+def commit_paths(steps: list[str]) -> tuple[str, ...] | None:
+    """What a command line commits: ``None`` without a ``git commit`` step, ``()`` when
+    the commit takes every change (``-a``, ``git add -A`` / ``.``), else the paths its
+    ``git add`` and ``git commit`` steps name."""
+    paths: list[str] = []
+    whole = commits = False
+    for step in steps:
+        words = step.split()
+        if words[:1] != ["git"] or len(words) < 2 or words[1] not in ("add", "commit"):
+            continue
+        commits = commits or words[1] == "commit"
+        args = list(takewhile(lambda w: w not in _MESSAGE, words[2:]))  # not the message
+        whole = whole or "-am" in words or any(w in _WHOLE_TREE for w in args)
+        paths += [w for w in args if is_path(w) and w != "."]
+    if not commits:
+        return None
+    return () if whole else tuple(paths)
+
+
+def _included(committed: tuple[str, ...], failed: Iterable[str]) -> bool:
+    """Every failing path is a committed one (or under a committed directory); paths may
+    be absolute on one side and relative on the other."""
+    if not committed:
+        return True
+    return all(
+        any(f == c or f.endswith("/" + c) or f.startswith(c.rstrip("/") + "/") for c in committed)
+        for f in failed
+    )
+
+
+def operation_word(event: ToolEvent) -> str:
+    """The operation a non-shell call is named for: the last word of its first argument
+    when that is one token (``skill=handgemacht:commit`` is named for ``commit``)."""
+    first = next((v for v in event.args.values() if isinstance(v, str)), "")
+    if not first or any(c.isspace() for c in first.strip()):
+        return ""
+    words = _SUBCOMMAND.findall(first)
+    return words[-1].lower() if words else ""
+
+
 def counts_as_failure(event: ToolEvent) -> bool:
     """A failed call, except a read-only command answering "no" (``grep`` without a
     match, ``diff`` with differences, ``test`` false: exit 1 with nothing on it)."""
@@ -191,7 +283,8 @@ def counts_as_failure(event: ToolEvent) -> bool:
     command = event.action.command if event.action.kind is ToolKind.SHELL else None
     if command and event.exit_code == 1 and is_read_only(command):
         return bool(error_lines(event.result or "", failed=False))
-    return True
+    # ``git commit`` with nothing to commit: the work is already committed.
+    return not (command and "commit" in command and _NOTHING.search(event.result or ""))
 
 
 def _covered(paths: list[str], failed_paths: Iterable[str]) -> bool:

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.kinds import is_handoff, is_real_user
+from ..analysis.kinds import is_handoff, is_real_user, user_text
 from ..analysis.record import MessageFacts
 from ..core.invariants import SYSTEM_ROLES, align_back, align_forward
-from ..core.messages import content_text, tool_calls
+from ..core.messages import content_text, image_count, tool_calls
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,18 @@ def newest_real_user(
         return None
     for index in range(len(messages) - 1, start - 1, -1):
         if is_real_user(messages[index]):
+            return index
+    return None
+
+
+def newest_request(messages: Sequence[Mapping[str, Any]], start: int, user: int) -> int | None:
+    """The request to restate for the turn that opens at ``user``: that message when the
+    user wrote it, else (a harness message: a notification, an interrupt marker, a skill
+    document) the newest one before it, at or after ``start``, that the user wrote; a
+    harness message is never restated as the request in progress."""
+    for index in range(user, start - 1, -1):
+        message = messages[index]
+        if message.get("role") == "user" and (user_text(message) or image_count(message)):
             return index
     return None
 
@@ -155,7 +167,7 @@ def tail_cut(
         # short one and points to a long one), so it is worth it whenever the turn's tool
         # rounds overflow the ceiling.
         if user_region > ceiling and tool_rounds and cut > head:
-            restated = user
+            restated = newest_request(messages, head, user)
         else:
             cut = user
     if restated is None:

@@ -198,7 +198,7 @@ def _parse_errors(lines: Sequence[str]) -> tuple[OpenError, ...]:
             last = errors[-1]
             errors[-1] = OpenError(last.what, (*last.lines, unquote(line[2:])), last.exit_code,
                                    last.command)  # fmt: skip
-    return tuple(errors)
+    return tuple(reversed(errors))  # rendered newest first
 
 
 def _command_of(what: str) -> str | None:

@@ -160,7 +160,8 @@ def _work(state: HandoffState, shown: Shown) -> str:
 
 def _errors(state: HandoffState, shown: Shown) -> str:
     lines: list[str] = []
-    for error in _newest(state.errors, shown.errors):
+    # Newest first (the state holds them oldest first, as they happened).
+    for error in reversed(_newest(state.errors, shown.errors)):
         what = shown_command(error.command) if error.command else error.what
         status = f" -> exit {error.exit_code}" if error.exit_code is not None else " failed"
         lines.append(f"- {what}{status}")

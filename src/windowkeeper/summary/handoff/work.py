@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
-from ...analysis.commands import is_read_only, short_command
+from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import (
     Clues,
@@ -29,6 +30,7 @@ from ...analysis.outputs import event_errors, is_test_command, last_line, test_s
 from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolAction, ToolKind
+from .claims import closed_items, open_claim, spec_excerpts
 from .model import OpenError, WorkState
 from .text import shown_command
 
@@ -90,8 +92,8 @@ def _evidence(event: ToolEvent) -> str | None:
     commit = _COMMIT.search(event.result[:2_000]) if "commit" in action.command else None
     if commit:
         return f"Committed {commit.group(1)}: {collapse(commit.group(2), 80)}"
-    if is_read_only(action.command):
-        return None
+    if is_read_only(action.command) or is_bookkeeping(action.command):
+        return None  # looks and bookkeeping (tracker reads and updates, chmod) are no work
     code = f"exit {event.exit_code}" if event.exit_code is not None else "no error reported"
     return f"Ran `{command}` ({code})"
 
@@ -106,9 +108,9 @@ def work_state(
     last_test: ToolEvent | None = None
     edited_since_test: list[str] = []
     evidence_at: list[int] = []
-    for event in events:
+    for index, event in enumerate(events):
         resolved = tracker.add(event)
-        proof = _evidence(event)
+        proof = closed_items(event, events[:index]) or _evidence(event)
         if proof is None:
             continue
         evidence_at.append(event.position)
@@ -134,6 +136,11 @@ def work_state(
         state = _from_todos(todos, evidence_at, done, previous)
     else:
         state = _from_events(done, tracker, last_test, edited_since_test, assistant, previous)
+        claim = open_claim(events)
+        specs = spec_excerpts(events, claim)
+        if claim or specs:
+            opened = [*specs, claim] if claim else specs
+            state = replace(state, in_progress=(*opened, *state.in_progress))
     return state, tracker
 
 
@@ -174,7 +181,7 @@ def _first_error(event: ToolEvent) -> str:
     if event.result and is_stub(event.result):
         return collapse(stub_error(event.result).split(" | ")[-1], 160)
     errors = event_errors(event)
-    return collapse(errors[-1], 160) if errors else ""
+    return collapse(errors[-1] if errors else last_line(event.result or ""), 160)
 
 
 def _from_events(
@@ -376,17 +383,26 @@ def _decisions_in(text: str) -> list[str]:
 def next_step(
     assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent], previous: str
 ) -> str:
-    """What the agent was about to do: its newest stated intent, else its last call."""
+    """What the agent was about to do, as of the cut, from its newest actions: its newest
+    stated intent while no call followed the first call round after it (that round is
+    how it set about it); else the open item of its newest todo list and its last call.
+    An intent that later calls went past is superseded, never the next step."""
     if assistant:
-        text = assistant[-1][1]
-        intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
-        if intents:
-            return collapse(intents[-1], 300)
-    if events:
-        event = events[-1]
-        result = "no result kept" if event.result is None else ("failed" if event.failed else "ok")
-        return f"The last call before this handoff: {_what(event)} ({result})."
-    return previous
+        position, text = assistant[-1]
+        if len({e.position for e in events if e.position >= position}) <= 1:
+            intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
+            if intents:
+                return collapse(intents[-1], 300)
+    if not events:
+        return previous
+    event = events[-1]
+    result = "no result kept" if event.result is None else ("failed" if event.failed else "ok")
+    last = f"the last call was {_what(event)} ({result})"
+    todos = _newest_todos(events)
+    open_items = [t.text for t in todos[-1][1] if t.status != "done"] if todos else []
+    if open_items:
+        return f"As of the cut, the newest todo item open: {collapse(open_items[0], 200)}; {last}."
+    return f"As of the cut, {last}; the turns after this handoff may have gone further."
 
 
 def _sentences_of(text: str) -> Iterator[str]:
