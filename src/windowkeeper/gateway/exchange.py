@@ -13,12 +13,12 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
+from httpx import Response
 
 from ..core.errors import CompressionExhaustedError, InvalidMessagesError, UpstreamError
 from ..core.messages import Message
 from ..loop.estimates import prompt_tokens_of
 from .auth import Caller
-from .client import Response
 from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
 from .protocols.base import recall_calls_in
 from .protocols.sse import EventSplitter
@@ -29,7 +29,7 @@ from .sessions import GatewaySession, Prepared, public_id
 from .upstream import (
     UpstreamHTTPError,
     UpstreamUnreachable,
-    forward_response_headers,
+    response_headers,
 )
 from .upstream import (
     decode as _decode,
@@ -115,7 +115,7 @@ class Exchange:
             content = await self.gateway.upstream.read(self.protocol.target, response)
         except UpstreamUnreachable as exc:
             return self._failure(exc)
-        self._reply_headers = forward_response_headers(response.headers)
+        self._reply_headers = response_headers(response)
         return _decode(content), content
 
     async def _stream(self) -> Answer | StreamAnswer:
@@ -135,8 +135,8 @@ class Exchange:
             await self._settle(usage or tap.usage)
             self._count(self.outcome)
 
-        headers = [*forward_response_headers(response.headers), *self._own_headers()]
-        return StreamAnswer(response.status, headers, events, on_close)
+        headers = [*response_headers(response), *self._own_headers()]
+        return StreamAnswer(response.status_code, headers, events, on_close)
 
     # --- upstream ------------------------------------------------------------------------
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING
 
+from httpx import Response
+
 from ..core.errors import InvalidMessagesError
 from .auth import Caller
-from .client import Response
 from .protocols import Parsed, Protocol
 from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
 from .selection import counted_body
 from .sessions import SESSION_HEADER, GatewaySession, session_key
-from .upstream import UpstreamHTTPError, UpstreamUnreachable, forward_response_headers
+from .upstream import UpstreamHTTPError, UpstreamUnreachable, response_headers
 
 if TYPE_CHECKING:
     from .core import GatewayCore
@@ -52,7 +53,7 @@ async def passthrough(
         await events.aclose()
         await response.aclose()
 
-    return StreamAnswer(response.status, [*forward_response_headers(response.headers), *own],
+    return StreamAnswer(response.status_code, [*response_headers(response), *own],
                         events, on_close)  # fmt: skip
 
 

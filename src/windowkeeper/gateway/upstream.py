@@ -10,12 +10,14 @@ the client's credential and never appears in an error, a log line or a response.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
+import httpx
+
 from ..core.errors import ConfigError, UpstreamError
-from .client import ConnectTimeout, Pool, ReadTimeout, Response, TransportError
 from .protocols.base import Target
 from .settings import GatewaySettings
 
@@ -122,37 +124,41 @@ def forward_response_headers(headers: list[tuple[str, str]]) -> list[tuple[str, 
 
 
 class Upstream:
-    """One keep-alive pool per configured upstream."""
+    """One keep-alive :class:`httpx.AsyncClient` per configured upstream.
+
+    What must hold: the body is sent as the given bytes and the answer relayed as received
+    (``accept-encoding: identity``, raw bytes, no decompression, no redirects); every wait
+    is bounded (``timeout`` per read, at most ``_CONNECT_TIMEOUT`` to connect); proxies
+    come from the standard environment (``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY``
+    minus ``NO_PROXY``, httpx's ``trust_env``) except for a loopback upstream, which is
+    never reached through one."""
 
     def __init__(self, settings: GatewaySettings) -> None:
-        self._pools: dict[Target, Pool] = {}
+        self._clients: dict[Target, httpx.AsyncClient] = {}
+        self._bases: dict[Target, str] = {}
         self._keys: dict[Target, str | None] = {
             "openai": settings.upstream_api_key,
             "anthropic": settings.anthropic_api_key,
         }
-        timeout = settings.timeout
-        connect = min(timeout, _CONNECT_TIMEOUT)
+        timeout = httpx.Timeout(settings.timeout, connect=min(settings.timeout, _CONNECT_TIMEOUT))
         bases: dict[Target, str | None] = {
             "openai": settings.upstream_base_url,
             "anthropic": settings.anthropic_base_url,
         }
         for target, base in bases.items():
             if base:
-                try:
-                    self._pools[target] = Pool(base, timeout=timeout, connect_timeout=connect)
-                except ValueError as exc:  # a proxy variable we cannot use
-                    raise ConfigError(str(exc)) from exc
+                self._bases[target] = base.rstrip("/")
+                self._clients[target] = _client(base, timeout)
 
     def serves(self, target: Target) -> bool:
-        return target in self._pools
+        return target in self._clients
 
     def base_url(self, target: Target) -> str:
-        origin = self._pools[target].origin
-        return f"{origin.scheme}://{origin.host_header}{origin.prefix}"
+        return self._bases[target]
 
     async def aclose(self) -> None:
-        for pool in self._pools.values():
-            await pool.aclose()
+        for client in self._clients.values():
+            await client.aclose()
 
     async def open(
         self,
@@ -162,23 +168,23 @@ class Upstream:
         headers: Mapping[str, str],
         payload: bytes = b"",
         drop: frozenset[str] = frozenset(),
-    ) -> Response:
+    ) -> httpx.Response:
         """Send a request; an error status is read whole and raised (before any byte went
         to the client, so the caller may still recover and retry). The caller reads or
         closes a returned response."""
-        pool = self._pools[target]
+        client = self._clients[target]
         forwarded = forward_request_headers(headers, target, self._keys[target], drop)
+        url = self._bases[target] + path
         try:
-            response = await pool.request(method, pool.path(path), forwarded, payload)
-            if response.status < 400:
+            request = client.build_request(method, url, headers=forwarded, content=payload)
+            response = await client.send(request, stream=True)
+            if response.status_code < 400:
                 return response
-            content = await response.read()
-        except TransportError as exc:
+            content = await _drained(response)
+        except httpx.TransportError as exc:
             raise self._unreachable(target, exc) from exc
-        media = response.header("content-type", "application/json")
-        raise UpstreamHTTPError(
-            response.status, content, forward_response_headers(response.headers), media
-        )
+        media = response.headers.get("content-type", "application/json")
+        raise UpstreamHTTPError(response.status_code, content, response_headers(response), media)
 
     async def call(
         self,
@@ -191,37 +197,67 @@ class Upstream:
     ) -> Reply:
         """A whole exchange (see :meth:`open`)."""
         response = await self.open(target, method, path, headers, payload, drop)
-        try:
-            content = await response.read()
-        except TransportError as exc:
-            raise self._unreachable(target, exc) from exc
-        return Reply(response.status, content, forward_response_headers(response.headers))
+        content = await self.read(target, response)
+        return Reply(response.status_code, content, response_headers(response))
 
-    async def read(self, target: Target, response: Response) -> bytes:
-        """The rest of an open response's body."""
+    async def read(self, target: Target, response: httpx.Response) -> bytes:
+        """The rest of an open response's body (the response is closed after)."""
         try:
-            return await response.read()
-        except TransportError as exc:
+            return await _drained(response)
+        except httpx.TransportError as exc:
             raise self._unreachable(target, exc) from exc
 
-    async def iter_stream(self, target: Target, response: Response) -> AsyncIterator[bytes]:
+    async def iter_stream(self, target: Target, response: httpx.Response) -> AsyncIterator[bytes]:
         """The body of an open stream; a transport failure mid-stream is raised as
         :class:`UpstreamUnreachable` (the status is already sent: report it in-band)."""
         try:
-            async for chunk in response.iter_bytes():
+            async for chunk in response.aiter_raw():
                 yield chunk
-        except TransportError as exc:
+        except httpx.TransportError as exc:
             raise self._unreachable(target, exc) from exc
+        finally:
+            await response.aclose()
 
-    def _unreachable(self, target: Target, exc: TransportError) -> UpstreamUnreachable:
+    def _unreachable(self, target: Target, exc: httpx.TransportError) -> UpstreamUnreachable:
         base = self.base_url(target)
-        if isinstance(exc, ReadTimeout | ConnectTimeout):
+        if isinstance(exc, httpx.TimeoutException):
             return UpstreamUnreachable(
                 504, f"windowkeeper gateway: the upstream {base} timed out ({type(exc).__name__})"
             )
+        reason = str(exc) or type(exc).__name__
         return UpstreamUnreachable(
-            502, f"windowkeeper gateway: cannot reach the upstream {base} ({exc})"
+            502, f"windowkeeper gateway: cannot reach the upstream {base} ({reason})"
         )
+
+
+def _client(base: str, timeout: httpx.Timeout) -> httpx.AsyncClient:
+    """The client for one upstream (see :class:`Upstream` for what must hold)."""
+    host = httpx.URL(base).host
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+    try:
+        return httpx.AsyncClient(
+            timeout=timeout, limits=limits, trust_env=not loopback,
+            headers={"accept-encoding": "identity"},
+        )  # fmt: skip
+    except (ValueError, ImportError) as exc:  # a proxy variable httpx cannot use (socks)
+        raise ConfigError(f"cannot use the proxy from the environment: {exc}") from exc
+
+
+async def _drained(response: httpx.Response) -> bytes:
+    """The rest of the raw body; the connection goes back to the pool (or is closed)."""
+    try:
+        return b"".join([chunk async for chunk in response.aiter_raw()])
+    finally:
+        await response.aclose()
+
+
+def response_headers(response: httpx.Response) -> list[tuple[str, str]]:
+    """The upstream's response headers for the client (every value of a repeated one)."""
+    return forward_response_headers(response.headers.multi_items())
 
 
 def error_headers(exc: UpstreamHTTPError) -> list[tuple[str, str]]:
