@@ -17,7 +17,7 @@ import pytest
 
 from windowkeeper.core.errors import ConfigError
 from windowkeeper.gateway.settings import GatewaySettings
-from windowkeeper.gateway.upstream import Upstream, UpstreamUnreachable
+from windowkeeper.gateway.upstream import Upstream, UpstreamUnreachable, proxy_for
 
 pytestmark = pytest.mark.anyio
 NAME = "upstream.test"
@@ -152,6 +152,19 @@ async def test_a_refused_tunnel_is_a_transport_error(monkeypatch: pytest.MonkeyP
     assert refused.value.status_code == 502 and "407" in str(refused.value)
 
 
+def test_which_upstreams_use_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.corp, .svc.local,api.example.com:8443")
+    assert proxy_for("https://api.openai.com/v1") == "http://proxy.corp:3128"
+    assert proxy_for("http://api.openai.com/v1") is None  # no HTTP_PROXY set
+    for direct in ("https://internal.corp", "https://a.internal.corp", "https://b.svc.local",
+                   "https://api.example.com:8443", "https://127.0.0.1:9/v1",
+                   "https://localhost/v1", "https://[::1]:8/v1"):  # fmt: skip
+        assert proxy_for(direct) is None, direct
+    monkeypatch.setenv("ALL_PROXY", "http://all.corp:1")
+    assert proxy_for("http://api.openai.com/v1") == "http://all.corp:1"
+
+
 async def test_a_loopback_upstream_is_never_proxied(monkeypatch: pytest.MonkeyPatch) -> None:
     proxy = ForwardProxy(refuse=403)
     async with served(_answer) as upstream, served(proxy.handle) as port:
@@ -164,5 +177,5 @@ async def test_a_loopback_upstream_is_never_proxied(monkeypatch: pytest.MonkeyPa
 
 def test_a_proxy_we_cannot_use_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALL_PROXY", "gopher://127.0.0.1:1080")
-    with pytest.raises(ConfigError, match="cannot use the proxy from the environment"):
+    with pytest.raises(ConfigError, match="only http:// proxies are supported"):
         Upstream(GatewaySettings(upstream_base_url="https://api.openai.com/v1"))

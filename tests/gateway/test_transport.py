@@ -76,7 +76,7 @@ def test_an_upstream_that_stalls_is_504(loopback: LoopbackUpstream) -> None:
     with serving(settings) as base, httpx.Client(base_url=base, timeout=30) as client:
         chat = client.post("/v1/chat/completions", json=CHAT)
         messages = client.post("/v1/messages", json=MESSAGES, headers=ANTHROPIC)
-    assert "timed out (ReadTimeout)" in _error_message(chat, 504)
+    assert "timed out (" in _error_message(chat, 504)
     assert messages.json()["type"] == "error"
     assert "timed out" in _error_message(messages, 504)
 

@@ -7,15 +7,13 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING
 
-from httpx import Response
-
 from ..core.errors import InvalidMessagesError
 from .auth import Caller
 from .protocols import Parsed, Protocol
 from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
 from .selection import counted_body
 from .sessions import SESSION_HEADER, GatewaySession, session_key
-from .upstream import UpstreamHTTPError, UpstreamUnreachable, response_headers
+from .upstream import Opened, UpstreamHTTPError, UpstreamUnreachable
 
 if TYPE_CHECKING:
     from .core import GatewayCore
@@ -53,12 +51,12 @@ async def passthrough(
         await events.aclose()
         await response.aclose()
 
-    return StreamAnswer(response.status_code, [*response_headers(response), *own],
+    return StreamAnswer(response.status_code, [*response.headers, *own],
                         events, on_close)  # fmt: skip
 
 
 async def _relay(
-    gateway: GatewayCore, protocol: Protocol, response: Response
+    gateway: GatewayCore, protocol: Protocol, response: Opened
 ) -> AsyncGenerator[bytes, None]:
     try:
         async for chunk in gateway.upstream.iter_stream(protocol.target, response):
