@@ -1,11 +1,12 @@
 """Gateway overhead: added latency and CPU per request, over real HTTP on loopback.
 
 Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]
-[--model-latency S] [--growing]``.
+[--model-latency S] [--growing] [--fresh] [--clients] [--against DIR --repeat N]``.
 
 Three processes: the loopback upstream (answers at once), the gateway (``windowkeeper
-serve`` under uvicorn) and this load generator (a lean keep-alive client, so the client's
-own cost does not hide the gateway's). Every request is the same 100-message, ~220 KiB
+serve`` under uvicorn with httptools) and this load generator (httpx keep-alive clients;
+the client's cost is in both the direct and the gateway figures, the gateway's CPU is read
+from its own process). Every request is the same 100-message, ~220 KiB
 chat history that needs no compaction (the window is far larger), one session per client.
 For 1, 16 and 64 concurrent clients the same number of requests goes to the upstream
 directly and through the gateway; the table shows p50 / p99 latency of both and the
@@ -16,9 +17,19 @@ difference. The gateway's CPU per request (user + system time of its process, fr
 ``--growing`` adds one client whose history grows by two messages per request (a new
 session each round), so the gateway parses, converts and estimates only the new ones.
 
+``--fresh``: one client, every body a 98 KiB history the gateway has never seen (a new
+session each): the CPU of a fresh body ÷ its loads+dumps.
+
+``--clients``: the upstream client alone, in this process: CPU per forwarded request of
+httpx and of aiohttp (if installed) against the same upstream, ÷ the body's loads+dumps.
+
+``--against DIR``: the same levels alternated with the gateway of another checkout
+(``DIR/src`` first on its path, e.g. ``git worktree add /tmp/old COMMIT``), ``--repeat``
+times each; that one runs with ``--http lean`` on the asyncio loop if it has its own
+HTTP/1.1 server. The table shows the median of each cell over the repeats.
+
 ``--variants`` repeats the concurrency-1 CPU figure with orjson parsing every body whole
-(incremental reuse off) and/or uvicorn's httptools parser (each only if installed):
-figures for a dependency proposal, not what the product ships.
+(incremental reuse off), with h11, and on the asyncio loop instead of uvloop.
 """
 
 from __future__ import annotations
@@ -41,7 +52,6 @@ from common import ROOT, markdown_table
 
 sys.path.insert(0, str(ROOT / "tests"))
 from factories import long_session
-from windowkeeper.gateway.client import Pool
 from windowkeeper.testing import unused_port
 
 UPSTREAM = """
@@ -63,12 +73,11 @@ if "orjson" in sys.argv[1:]:
     bodies.BodyParser.__init__.__defaults__ = (0,)
 import uvicorn
 run = uvicorn.run
-from windowkeeper.gateway.httpserver import LeanHTTP
-parsers = {"httptools": "httptools", "h11": "h11"}
-parser = next((parsers[f] for f in sys.argv[3:] if f in parsers), LeanHTTP)
-uvicorn.run = lambda *a, **k: run(*a, **{**k, "http": parser})
+http = next((f for f in sys.argv[3:] if f in ("lean", "h11", "httptools")), "httptools")
+loop = "asyncio" if "asyncio" in sys.argv[3:] else "auto"
+uvicorn.run = lambda *a, **k: run(*a, **{**k, "loop": loop})
 serve_command(upstream=sys.argv[1], port=int(sys.argv[2]), context_length=10_000_000,
-              log_level="warning")
+              log_level="warning", http=http)
 """
 
 
@@ -78,9 +87,11 @@ def body() -> bytes:
 
 
 @contextmanager
-def process(code: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+def process(code: str, *args: str, src: str | None = None) -> Iterator[subprocess.Popen[str]]:
+    """A child Python running ``code`` (with ``src`` first on its path when given)."""
+    env = {**os.environ, "PYTHONPATH": src} if src else None
     child = subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+                             stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
     try:
         yield child
     finally:
@@ -109,25 +120,26 @@ async def load(base: str, payload: bytes | list[bytes], clients: int, requests: 
                session: str = "bench") -> list[float]:  # fmt: skip
     """Latencies (s) of ``requests`` POSTs from ``clients`` concurrent keep-alive clients
     (``payload``: one body, or the bodies each client sends in turn)."""
-    pool = Pool(base, timeout=120, connect_timeout=10, max_idle=clients)
     samples: list[float] = []
     per_client = max(1, requests // clients)
     bodies = payload if isinstance(payload, list) else [payload]
+    limits = httpx.Limits(max_keepalive_connections=clients)
 
-    async def client(number: int) -> None:
-        headers = [("content-type", "application/json"),
-                   ("x-windowkeeper-session", f"{session}-{number}")]  # fmt: skip
+    async def client(number: int, http: httpx.AsyncClient) -> None:
+        headers = {"content-type": "application/json"}
+        if session:  # else the gateway keys the session by the history's first texts
+            headers["x-windowkeeper-session"] = f"{session}-{number}"
         for turn in range(per_client):
             payload = bodies[turn % len(bodies)]
             started = time.perf_counter()
-            response = await pool.request("POST", pool.path("/chat/completions"), headers, payload)
-            await response.read()
+            response = await http.post(base + "/chat/completions", content=payload,
+                                       headers=headers)  # fmt: skip
             samples.append(time.perf_counter() - started)
-            if response.status != 200:
-                raise SystemExit(f"HTTP {response.status}")
+            if response.status_code != 200:
+                raise SystemExit(f"HTTP {response.status_code}: {response.text[:300]}")
 
-    await asyncio.gather(*(client(n) for n in range(clients)))
-    await pool.aclose()
+    async with httpx.AsyncClient(timeout=120, limits=limits, trust_env=False) as http:
+        await asyncio.gather(*(client(n, http) for n in range(clients)))
     return samples
 
 
@@ -169,13 +181,14 @@ def level(upstream: str, gateway_url: str, pid: int, payload: bytes, clients: in
 
 
 def measure(upstream: str, payload: bytes, requests: int, flags: tuple[str, ...],
-            levels: tuple[int, ...]) -> tuple[list[list[Any]], float]:  # fmt: skip
+            levels: tuple[int, ...], src: str | None = None,
+            ) -> tuple[list[list[Any]], float]:  # fmt: skip
     """Table rows per level and the first level's gateway CPU ÷ json.loads+dumps (the
     median over rounds of the per-round ratio)."""
     port = unused_port()
     rows = []
     ratio = 0.0
-    with process(GATEWAY, upstream, str(port), *flags) as gateway:
+    with process(GATEWAY, upstream, str(port), *flags, src=src) as gateway:
         wait_up(f"http://127.0.0.1:{port}/healthz")
         for clients in levels:
             direct, via, cpus, baselines = level(
@@ -190,38 +203,151 @@ def measure(upstream: str, payload: bytes, requests: int, flags: tuple[str, ...]
     return rows, ratio
 
 
+HEADER = ["clients", "requests", "direct p50 ms", "gateway p50 ms", "added p50",
+          "direct p99 ms", "gateway p99 ms", "added p99", "gateway CPU ms/req"]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=640)
     parser.add_argument("--variants", action="store_true")
     parser.add_argument("--model-latency", type=float, default=0.0,
                         help="seconds the upstream waits before each answer (a model)")  # fmt: skip
-    parser.add_argument("--http", choices=("lean", "h11", "httptools"), default="lean",
-                        help="the gateway's HTTP/1.1 (lean: windowkeeper's own)")  # fmt: skip
+    parser.add_argument("--http", choices=("httptools", "h11"), default="httptools")
     parser.add_argument("--growing", action="store_true",
                         help="also: one client whose history grows each request")  # fmt: skip
+    parser.add_argument("--fresh", action="store_true", help="also: never-seen 98 KiB bodies")
+    parser.add_argument("--clients", action="store_true", help="also: httpx vs aiohttp alone")
+    parser.add_argument("--against", help="a checkout whose gateway to alternate with")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     payload = body()
     baseline = statistics.median(json_baseline(payload) for _ in range(5))
     with process(UPSTREAM, str(args.model_latency)) as upstream:
         assert upstream.stdout is not None
         upstream_url = f"http://127.0.0.1:{upstream.stdout.readline().strip()}/v1"
-        rows, ratio = measure(upstream_url, payload, args.requests, (args.http,), (1, 16, 64))
-        header = ["clients", "requests", "direct p50 ms", "gateway p50 ms", "added p50",
-                  "direct p99 ms", "gateway p99 ms", "added p99", "gateway CPU ms/req"]  # fmt: skip
         print(f"body: {len(payload) / 1024:.0f} KiB, 100 messages; upstream latency "
               f"{args.model_latency * 1000:.0f} ms; json.loads+json.dumps {baseline * 1000:.2f} "
-              f"ms; gateway CPU per request / that = {ratio:.2f}x\n")  # fmt: skip
-        print(markdown_table(header, rows))
-        if args.variants:
-            print()
-            print(variants(upstream_url, payload, args.requests // 2))
-        if args.growing:
-            print()
-            print(growing(upstream_url))
+              "ms\n")  # fmt: skip
+        if args.against:
+            print(against(upstream_url, payload, args.requests, args.http, args))
+        else:
+            rows, ratio = measure(upstream_url, payload, args.requests, (args.http,), (1, 16, 64))
+            print(f"gateway CPU per request / loads+dumps = {ratio:.2f}x\n")
+            print(markdown_table(HEADER, rows))
+        for wanted, table in ((args.variants, variants), (args.growing, growing),
+                              (args.fresh, fresh), (args.clients, client_costs)):  # fmt: skip
+            if wanted:
+                print()
+                print(table(upstream_url, payload, args.requests // 2))
 
 
-def growing(upstream: str, turns: int = 200, rounds: int = 3) -> str:
+def against(upstream: str, payload: bytes, requests: int, http: str,
+            args: argparse.Namespace) -> str:  # fmt: skip
+    """This checkout's gateway and the one in ``args.against``, alternated ``args.repeat``
+    times: per level, the median of each cell over the repeats, and the CPU ratios."""
+    old_src = os.path.join(args.against, "src")
+    lean = os.path.exists(os.path.join(old_src, "windowkeeper/gateway/httpserver.py"))
+    old_flags = ("lean", "asyncio") if lean else (http,)
+    runs: dict[str, list[tuple[list[list[Any]], float]]] = {"this": [], "other": []}
+    for _ in range(args.repeat):
+        runs["this"].append(measure(upstream, payload, requests, (http,), (1, 16)))
+        runs["other"].append(measure(upstream, payload, requests, old_flags, (1, 16), old_src))
+    table = []
+    for name, results in runs.items():
+        for index in range(2):
+            cells = [r[0][index] for r in results]
+            row = [f"{statistics.median(float(c[k]) for c in cells):.2f}" for k in range(9)]
+            ratios = " ".join(f"{r[1]:.2f}" for r in results)
+            added = " ".join(str(c[4]) for c in cells)
+            table.append([name, *row, added, ratios if index == 0 else ""])
+    return markdown_table(["gateway", *HEADER, "added p50 per run", "CPU ÷ loads+dumps per run"],
+                          table)  # fmt: skip
+
+
+def fresh(upstream: str, _payload: bytes, requests: int) -> str:
+    """One client, each body a 98 KiB history never seen before (its first message differs,
+    a new session each): the gateway's CPU per request ÷ that body's loads+dumps."""
+    base = long_session(rounds=25, output_chars=8_600)[:44]
+    count = max(20, requests // 4)
+    bodies = []
+    for n in range(count):
+        history = [{**base[0], "content": f"{base[0]['content']} (run {n})"}, *base[1:]]
+        bodies.append(json.dumps({"model": "bench", "messages": history}).encode())
+    port = unused_port()
+    with process(GATEWAY, upstream, str(port)) as gateway:
+        wait_up(f"http://127.0.0.1:{port}/healthz")
+        url = f"http://127.0.0.1:{port}/v1"
+        asyncio.run(load(url, bodies[:5], 1, 5, "fresh-warm"))
+        ratios, added = [], []
+        for number in range(ROUNDS):
+            round_bodies = [b.replace(b"(run ", f"(r{number} run ".encode(), 1) for b in bodies]
+            direct = asyncio.run(load(upstream, round_bodies, 1, count))
+            before = cpu_seconds(gateway.pid)
+            via = asyncio.run(
+                load(url, round_bodies, 1, count, "")
+            )  # no session header: each body its own
+            cpu = (cpu_seconds(gateway.pid) - before) / count
+            ratios.append(cpu / json_baseline(round_bodies[0]))
+            added.append(pct(via, 0.5) - pct(direct, 0.5))
+    size = len(bodies[0]) / 1024
+    return markdown_table(
+        ["fresh body KiB", "requests", "added p50 ms (median of rounds)", "CPU ÷ loads+dumps"],
+        [[f"{size:.0f}", count * ROUNDS, f"{statistics.median(added):+.2f}",
+          f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f})"]],
+    )  # fmt: skip
+
+
+def client_costs(upstream: str, payload: bytes, requests: int) -> str:
+    """The upstream client alone: CPU of this process per POST of the body to the upstream
+    and read of its answer, httpx and aiohttp alternated over ``ROUNDS``."""
+    clients = {"httpx": _httpx_posts}
+    try:
+        import aiohttp  # noqa: F401  (a candidate measured here, not a dependency)
+
+        clients["aiohttp"] = _aiohttp_posts
+    except ImportError:
+        pass
+    cpu: dict[str, list[float]] = {name: [] for name in clients}
+    for _ in range(ROUNDS):
+        for name, posts in clients.items():
+            spent = asyncio.run(posts(upstream + "/chat/completions", payload, requests // ROUNDS))
+            cpu[name].append(spent / (requests // ROUNDS))
+    floor = json_baseline(payload)
+    rows = [[name, f"{statistics.median(v) * 1000:.3f}", f"{statistics.median(v) / floor:.2f}x"]
+            for name, v in cpu.items()]  # fmt: skip
+    return markdown_table(["upstream client", "CPU ms/request", "÷ loads+dumps"], rows)
+
+
+async def _httpx_posts(url: str, payload: bytes, count: int) -> float:
+    """CPU seconds of ``count`` requests on one warm client (its creation left out)."""
+    headers = {"content-type": "application/json", "accept-encoding": "identity"}
+    async with httpx.AsyncClient(trust_env=False, headers=headers) as client:
+        await client.post(url, content=payload)
+        started = time.process_time()
+        for _ in range(count):
+            async with client.stream("POST", url, content=payload) as response:
+                b"".join([chunk async for chunk in response.aiter_raw()])
+        return time.process_time() - started
+
+
+async def _aiohttp_posts(url: str, payload: bytes, count: int) -> float:
+    """As :func:`_httpx_posts`, with aiohttp."""
+    import aiohttp
+
+    headers = {"content-type": "application/json", "accept-encoding": "identity"}
+    async with aiohttp.ClientSession(headers=headers, auto_decompress=False) as session:
+        async with session.post(url, data=payload) as response:
+            await response.read()
+        started = time.process_time()
+        for _ in range(count):
+            async with session.post(url, data=payload) as response:
+                await response.read()
+        return time.process_time() - started
+
+
+def growing(upstream: str, _payload: bytes, _requests: int, turns: int = 200,
+            rounds: int = 3) -> str:  # fmt: skip
     """One client whose history grows by a reply and a follow-up per request, as an
     agent's does (a new session each round): added latency and the gateway's CPU per
     request against json.loads + json.dumps of the same bodies."""
@@ -256,15 +382,15 @@ def growing(upstream: str, turns: int = 200, rounds: int = 3) -> str:
 
 
 def variants(upstream: str, payload: bytes, requests: int) -> str:
-    """The concurrency-1 figures with orjson and/or httptools patched in (when installed)."""
-    chosen: list[tuple[str, tuple[str, ...]]] = [("stdlib json, lean", ()), ("h11", ("h11",))]
-    for flags in (("orjson",), ("httptools",), ("orjson", "httptools")):
-        try:
-            for name in flags:
-                __import__(name)
-        except ImportError:
-            continue
-        chosen.append((" + ".join(flags), flags))
+    """The concurrency-1 figures with orjson, with h11 and on the asyncio loop."""
+    chosen: list[tuple[str, tuple[str, ...]]] = [
+        ("httptools, uvloop if installed", ()), ("h11", ("h11",)), ("asyncio loop", ("asyncio",))
+    ]  # fmt: skip
+    try:
+        __import__("orjson")
+        chosen.append(("orjson", ("orjson",)))
+    except ImportError:
+        pass
     table = []
     for name, flags in chosen:
         cells, ratio = measure(upstream, payload, requests, flags, (1,))

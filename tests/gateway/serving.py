@@ -12,7 +12,6 @@ from typing import Any
 import uvicorn
 
 from windowkeeper.gateway import GatewaySettings, create_app
-from windowkeeper.gateway.httpserver import LeanHTTP
 from windowkeeper.store import SessionStore
 from windowkeeper.testing import unused_port
 from windowkeeper.testing.loopback import LoopbackUpstream
@@ -32,18 +31,20 @@ def loopback_settings(upstream: LoopbackUpstream, **overrides: Any) -> GatewaySe
 
 
 @contextmanager
-def serving(settings: GatewaySettings, store: SessionStore | None = None) -> Iterator[str]:
-    """The gateway's base URL (``http://127.0.0.1:PORT``) while uvicorn serves it (with the
-    gateway's own HTTP/1.1 protocol, as ``windowkeeper serve`` runs it)."""
-    with running(create_app(settings, store=store), lifespan="on") as base:
+def serving(
+    settings: GatewaySettings, store: SessionStore | None = None, **config: Any
+) -> Iterator[str]:
+    """The gateway's base URL (``http://127.0.0.1:PORT``) while uvicorn serves it (on
+    uvicorn's httptools protocol, as ``windowkeeper serve`` runs it)."""
+    with running(create_app(settings, store=store), lifespan="on", **config) as base:
         yield base
 
 
 @contextmanager
 def running(app: Any, **config: Any) -> Iterator[str]:
-    """Any ASGI ``app`` under uvicorn with :class:`LeanHTTP` (``config`` overrides)."""
+    """Any ASGI ``app`` under uvicorn with httptools (``config`` overrides)."""
     port = unused_port()
-    options = {"host": "127.0.0.1", "port": port, "log_level": "warning", "http": LeanHTTP,
+    options = {"host": "127.0.0.1", "port": port, "log_level": "warning", "http": "httptools",
                "lifespan": "off", **config}  # fmt: skip
     server = uvicorn.Server(uvicorn.Config(app, **options))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -1,6 +1,7 @@
-"""The upstream client through an HTTP proxy named by the environment: a CONNECT tunnel to
-an https upstream, absolute-form requests to an http one, NO_PROXY, credentials; a real
-proxy and real servers on loopback (the proxy maps the upstream's name to 127.0.0.1)."""
+"""The gateway's upstream (httpx) through an HTTP proxy named by the environment, as the
+README promises: a CONNECT tunnel to an https upstream, absolute-form requests to an http
+one, credentials, a loopback upstream never proxied; a real proxy and real servers on
+loopback (the proxy maps the upstream's name to 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from windowkeeper.gateway.client import Origin, Pool, Proxy, TransportError
+from windowkeeper.core.errors import ConfigError
+from windowkeeper.gateway.settings import GatewaySettings
+from windowkeeper.gateway.upstream import Upstream, UpstreamUnreachable, proxy_for
 
 pytestmark = pytest.mark.anyio
 NAME = "upstream.test"
@@ -92,20 +95,20 @@ async def served(handler: object, context: ssl.SSLContext | None = None) -> Asyn
         yield server.sockets[0].getsockname()[1]
 
 
-async def _post(pool: Pool) -> tuple[int, bytes]:
+async def _post(base_url: str) -> tuple[int, bytes]:
+    upstream = Upstream(GatewaySettings(upstream_base_url=base_url, timeout=5))
     try:
-        response = await pool.request("POST", pool.path("/chat/completions"), [], b'{"a": 1}')
-        return response.status, await response.read()
+        reply = await upstream.call("openai", "POST", "/chat/completions", {}, b'{"a": 1}')
+        return reply.status_code, reply.content
     finally:
-        await pool.aclose()
+        await upstream.aclose()
 
 
 async def test_an_http_upstream_is_asked_in_absolute_form(monkeypatch: pytest.MonkeyPatch) -> None:
     proxy = ForwardProxy()
     async with served(_answer) as upstream, served(proxy.handle) as port:
         monkeypatch.setenv("HTTP_PROXY", f"http://user:p%40ss@127.0.0.1:{port}")
-        pool = Pool(f"http://{NAME}:{upstream}/v1", timeout=5, connect_timeout=5)
-        status, body = await _post(pool)
+        status, body = await _post(f"http://{NAME}:{upstream}/v1")
     assert (status, body) == (200, b"POST /v1/chat/completions HTTP/1.1")
     basic = "Basic dXNlcjpwQHNz"  # base64 of user:p@ss
     assert proxy.seen == [("POST", f"http://{NAME}:{upstream}/v1/chat/completions", basic)]
@@ -135,8 +138,7 @@ async def test_an_https_upstream_is_reached_through_a_tunnel(
     proxy = ForwardProxy()
     async with served(_answer, certificate) as upstream, served(proxy.handle) as port:
         monkeypatch.setenv("HTTPS_PROXY", f"127.0.0.1:{port}")
-        pool = Pool(f"https://{NAME}:{upstream}/v1", timeout=5, connect_timeout=5)
-        status, body = await _post(pool)
+        status, body = await _post(f"https://{NAME}:{upstream}/v1")
     assert (status, body) == (200, b"POST /v1/chat/completions HTTP/1.1")
     assert proxy.seen == [("CONNECT", f"{NAME}:{upstream}", None)]
 
@@ -145,34 +147,35 @@ async def test_a_refused_tunnel_is_a_transport_error(monkeypatch: pytest.MonkeyP
     proxy = ForwardProxy(refuse=407)
     async with served(proxy.handle) as port:
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
-        pool = Pool(f"https://{NAME}/v1", timeout=5, connect_timeout=5)
-        with pytest.raises(TransportError, match="refused the tunnel \\(407\\)"):
-            await _post(pool)
+        with pytest.raises(UpstreamUnreachable, match="cannot reach the upstream") as refused:
+            await _post(f"https://{NAME}/v1")
+    assert refused.value.status_code == 502 and "407" in str(refused.value)
 
 
-def test_which_origins_use_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+def test_which_upstreams_use_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.corp:3128")
     monkeypatch.setenv("NO_PROXY", "internal.corp, .svc.local,api.example.com:8443")
-
-    def proxied(url: str) -> Proxy | None:
-        return Proxy.for_origin(Origin.parse(url))
-
-    assert proxied("https://api.openai.com/v1") == Proxy("proxy.corp", 3128, None)
-    assert proxied("http://api.openai.com/v1") is None  # no HTTP_PROXY set
+    assert proxy_for("https://api.openai.com/v1") == "http://proxy.corp:3128"
+    assert proxy_for("http://api.openai.com/v1") is None  # no HTTP_PROXY set
     for direct in ("https://internal.corp", "https://a.internal.corp", "https://b.svc.local",
                    "https://api.example.com:8443", "https://127.0.0.1:9/v1",
                    "https://localhost/v1", "https://[::1]:8/v1"):  # fmt: skip
-        assert proxied(direct) is None, direct
-    assert proxied("https://api.example.com") is not None  # another port
-    monkeypatch.setenv("NO_PROXY", "*")
-    assert proxied("https://api.openai.com/v1") is None
+        assert proxy_for(direct) is None, direct
+    monkeypatch.setenv("ALL_PROXY", "http://all.corp:1")
+    assert proxy_for("http://api.openai.com/v1") == "http://all.corp:1"
+
+
+async def test_a_loopback_upstream_is_never_proxied(monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = ForwardProxy(refuse=403)
+    async with served(_answer) as upstream, served(proxy.handle) as port:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+        status, body = await _post(f"http://127.0.0.1:{upstream}/v1")
+    assert (status, body) == (200, b"POST /v1/chat/completions HTTP/1.1")
+    assert proxy.seen == []
 
 
 def test_a_proxy_we_cannot_use_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from windowkeeper.core.errors import ConfigError
-    from windowkeeper.gateway.settings import GatewaySettings
-    from windowkeeper.gateway.upstream import Upstream
-
-    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:1080")
+    monkeypatch.setenv("ALL_PROXY", "gopher://127.0.0.1:1080")
     with pytest.raises(ConfigError, match="only http:// proxies are supported"):
         Upstream(GatewaySettings(upstream_base_url="https://api.openai.com/v1"))

@@ -39,7 +39,7 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.parametrize(
     ("sig", "http"),
-    [(signal.SIGTERM, "lean"), (signal.SIGINT, "lean"), (signal.SIGTERM, "h11")],
+    [(signal.SIGTERM, "httptools"), (signal.SIGINT, "httptools"), (signal.SIGTERM, "h11")],
     ids=["SIGTERM", "SIGINT", "SIGTERM-h11"],
 )
 def test_serve_stops_cleanly_and_closes_its_store(

@@ -80,11 +80,11 @@ AnthropicKeyEnvOpt = Annotated[
 LogLevelOpt = Annotated[str, typer.Option(help="uvicorn log level.")]
 HttpOpt = Annotated[
     str | None,
-    typer.Option("--http", help="HTTP/1.1 implementation: lean (windowkeeper's own, the "
-                 "least CPU per request), h11 or httptools (uvicorn's; httptools must be "
-                 "installed) [config gateway.http, lean]."),
+    typer.Option("--http", help="uvicorn's HTTP/1.1 parser: httptools (the least CPU per "
+                 "request; the gateway extra installs it) or h11 [config gateway.http, "
+                 "httptools]."),
 ]  # fmt: skip
-HTTP_IMPLEMENTATIONS = ("lean", "h11", "httptools")
+HTTP_IMPLEMENTATIONS = ("httptools", "h11")
 
 
 def serve_command(
@@ -179,13 +179,9 @@ def _http_protocol(name: str) -> Any:
     """The uvicorn ``http`` setting for ``--http``."""
     if name not in HTTP_IMPLEMENTATIONS:
         raise ConfigError(f"--http must be one of {', '.join(HTTP_IMPLEMENTATIONS)}, got {name!r}")
-    if name == "lean":
-        from ..gateway.httpserver import LeanHTTP
-
-        return LeanHTTP
     if name == "httptools" and importlib.util.find_spec("httptools") is None:
         raise ConfigError("--http httptools needs the httptools package: pip install "
-                          "httptools (or use --http lean)")  # fmt: skip
+                          "'windowkeeper[gateway]' (or use --http h11)")  # fmt: skip
     return name
 
 

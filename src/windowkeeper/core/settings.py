@@ -162,7 +162,7 @@ class GatewaySection(_Section):
     max_body_mib: Annotated[float, Field(gt=0)] = 32.0
     max_session_mib: Annotated[float, Field(gt=0)] = 1024.0
     recall_rounds: Annotated[int, Field(ge=0, le=8)] = 2
-    http: Literal["lean", "h11", "httptools"] = "lean"
+    http: Literal["httptools", "h11"] = "httptools"
 
     @field_serializer("api_keys")
     def _masked(self, keys: list[str]) -> list[str]:

@@ -18,7 +18,6 @@ from ..core.errors import CompressionExhaustedError, InvalidMessagesError, Upstr
 from ..core.messages import Message
 from ..loop.estimates import prompt_tokens_of
 from .auth import Caller
-from .client import Response
 from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
 from .protocols.base import recall_calls_in
 from .protocols.sse import EventSplitter
@@ -27,9 +26,9 @@ from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_
 from .selection import select
 from .sessions import GatewaySession, Prepared, public_id
 from .upstream import (
+    Opened,
     UpstreamHTTPError,
     UpstreamUnreachable,
-    forward_response_headers,
 )
 from .upstream import (
     decode as _decode,
@@ -110,12 +109,12 @@ class Exchange:
         self._count(self.outcome)
         return Answer(200, [*self._reply_headers, *self._own_headers()], content)
 
-    async def _read(self, response: Response) -> Answer | tuple[object, bytes]:
+    async def _read(self, response: Opened) -> Answer | tuple[object, bytes]:
         try:
             content = await self.gateway.upstream.read(self.protocol.target, response)
         except UpstreamUnreachable as exc:
             return self._failure(exc)
-        self._reply_headers = forward_response_headers(response.headers)
+        self._reply_headers = response.headers
         return _decode(content), content
 
     async def _stream(self) -> Answer | StreamAnswer:
@@ -135,12 +134,12 @@ class Exchange:
             await self._settle(usage or tap.usage)
             self._count(self.outcome)
 
-        headers = [*forward_response_headers(response.headers), *self._own_headers()]
-        return StreamAnswer(response.status, headers, events, on_close)
+        headers = [*response.headers, *self._own_headers()]
+        return StreamAnswer(response.status_code, headers, events, on_close)
 
     # --- upstream ------------------------------------------------------------------------
 
-    async def _send(self) -> Answer | Response:
+    async def _send(self) -> Answer | Opened:
         """Send the request, recovering from overflows: the open response (status < 400),
         or the client's error answer."""
         gateway, protocol = self.gateway, self.protocol
@@ -233,7 +232,7 @@ class Exchange:
 
     async def _relay(
         self,
-        response: Response,
+        response: Opened,
         tap: StreamTap,
         rounds: StreamFilter | None,
         usage: dict[str, Any],
@@ -270,7 +269,7 @@ class Exchange:
             response = opened
 
     async def _events(
-        self, response: Response, tap: StreamTap, rounds: StreamFilter | None
+        self, response: Opened, tap: StreamTap, rounds: StreamFilter | None
     ) -> AsyncGenerator[bytes, None]:
         """One upstream stream's events for the client (the response is closed after)."""
         splitter = EventSplitter()

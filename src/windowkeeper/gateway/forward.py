@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING
 from ..core.errors import InvalidMessagesError
 from ..core.jsonsafe import loads_or_none
 from .auth import Caller
-from .client import Response
 from .protocols import Parsed, Protocol
 from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
 from .selection import counted_body
 from .sessions import SESSION_HEADER, GatewaySession, session_key
-from .upstream import Reply, UpstreamHTTPError, UpstreamUnreachable, forward_response_headers
+from .upstream import (
+    Opened,
+    Reply,
+    UpstreamHTTPError,
+    UpstreamUnreachable,
+)
 
 if TYPE_CHECKING:
     from .core import GatewayCore
@@ -53,12 +57,12 @@ async def passthrough(
         await events.aclose()
         await response.aclose()
 
-    return StreamAnswer(response.status, [*forward_response_headers(response.headers), *own],
+    return StreamAnswer(response.status_code, [*response.headers, *own],
                         events, on_close)  # fmt: skip
 
 
 async def _relay(
-    gateway: GatewayCore, protocol: Protocol, response: Response
+    gateway: GatewayCore, protocol: Protocol, response: Opened
 ) -> AsyncGenerator[bytes, None]:
     try:
         async for chunk in gateway.upstream.iter_stream(protocol.target, response):

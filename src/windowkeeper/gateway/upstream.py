@@ -10,12 +10,18 @@ the client's credential and never appears in an error, a log line or a response.
 
 from __future__ import annotations
 
+import io
+import ipaddress
 import json
-from collections.abc import AsyncIterator, Mapping
+import ssl
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import aiohttp
 
 from ..core.errors import ConfigError, UpstreamError
-from .client import ConnectTimeout, Pool, ReadTimeout, Response, TransportError
 from .protocols.base import Target
 from .settings import GatewaySettings
 
@@ -33,10 +39,13 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "content-type", "accept-encoding"}
+# ``expect``: the gateway holds the whole body already (a forwarded 100-continue would
+# make the client library wait for an interim answer some upstreams never send).
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "content-type", "accept-encoding", "expect"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length", "content-encoding", "date", "server"}
 OWN_HEADER_PREFIX = "x-windowkeeper-"
 _CONNECT_TIMEOUT = 10.0
+_ONE_WRITE = 1 << 20
 
 
 class UpstreamHTTPError(UpstreamError):
@@ -121,38 +130,69 @@ def forward_response_headers(headers: list[tuple[str, str]]) -> list[tuple[str, 
     ]
 
 
+class Opened:
+    """An upstream response whose body is still to be read (:meth:`Upstream.read`,
+    :meth:`Upstream.iter_stream`) or dropped (:meth:`aclose`, idempotent)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.status_code = response.status
+        self.headers = forward_response_headers(list(response.headers.items()))
+        self.content_type = response.headers.get("content-type", "application/json")
+        self._response = response
+
+    async def aclose(self) -> None:
+        """Give the connection back (a body read to its end) or close it (one that was not)."""
+        self._response.release()
+
+
 class Upstream:
-    """One keep-alive pool per configured upstream."""
+    """One keep-alive :class:`aiohttp.ClientSession` per configured upstream.
+
+    What must hold: the body is sent as the given bytes and the answer relayed as received
+    (``accept-encoding: identity``, raw bytes, no decompression, no redirects); every wait
+    is bounded (``timeout`` per read, at most ``_CONNECT_TIMEOUT`` to connect); proxies
+    come from the standard environment (:func:`proxy_for`); certificates are verified
+    against the system's store as ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` name it when the
+    session is made (aiohttp's own context is fixed at import). Sessions are made on first
+    use (aiohttp wants a running loop)."""
 
     def __init__(self, settings: GatewaySettings) -> None:
-        self._pools: dict[Target, Pool] = {}
+        self._sessions: dict[Target, aiohttp.ClientSession] = {}
+        self._bases: dict[Target, str] = {}
         self._keys: dict[Target, str | None] = {
             "openai": settings.upstream_api_key,
             "anthropic": settings.anthropic_api_key,
         }
-        timeout = settings.timeout
-        connect = min(timeout, _CONNECT_TIMEOUT)
+        connect = min(settings.timeout, _CONNECT_TIMEOUT)
+        self._timeout = aiohttp.ClientTimeout(sock_connect=connect, sock_read=settings.timeout)
         bases: dict[Target, str | None] = {
             "openai": settings.upstream_base_url,
             "anthropic": settings.anthropic_base_url,
         }
-        for target, base in bases.items():
-            if base:
-                try:
-                    self._pools[target] = Pool(base, timeout=timeout, connect_timeout=connect)
-                except ValueError as exc:  # a proxy variable we cannot use
-                    raise ConfigError(str(exc)) from exc
+        self._bases = {target: base.rstrip("/") for target, base in bases.items() if base}
+        self._proxies = {target: proxy_for(base) for target, base in self._bases.items()}
 
     def serves(self, target: Target) -> bool:
-        return target in self._pools
+        return target in self._bases
 
     def base_url(self, target: Target) -> str:
-        origin = self._pools[target].origin
-        return f"{origin.scheme}://{origin.host_header}{origin.prefix}"
+        return self._bases[target]
 
     async def aclose(self) -> None:
-        for pool in self._pools.values():
-            await pool.aclose()
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            await session.close()
+
+    def _session(self, target: Target) -> aiohttp.ClientSession:
+        session = self._sessions.get(target)
+        if session is None or session.closed:
+            session = aiohttp.ClientSession(
+                timeout=self._timeout, auto_decompress=False,
+                connector=aiohttp.TCPConnector(limit=0, ssl=ssl.create_default_context()),
+                skip_auto_headers=("user-agent",),
+            )  # fmt: skip
+            self._sessions[target] = session
+        return session
 
     async def open(
         self,
@@ -162,23 +202,25 @@ class Upstream:
         headers: Mapping[str, str],
         payload: bytes = b"",
         drop: frozenset[str] = frozenset(),
-    ) -> Response:
+    ) -> Opened:
         """Send a request; an error status is read whole and raised (before any byte went
         to the client, so the caller may still recover and retry). The caller reads or
         closes a returned response."""
-        pool = self._pools[target]
         forwarded = forward_request_headers(headers, target, self._keys[target], drop)
+        forwarded.append(("accept-encoding", "identity"))
+        url = self._bases[target] + path
         try:
-            response = await pool.request(method, pool.path(path), forwarded, payload)
+            response = await self._session(target).request(
+                method, url, headers=forwarded, data=_body(payload), allow_redirects=False,
+                proxy=self._proxies[target],
+            )  # fmt: skip
+            opened = Opened(response)
             if response.status < 400:
-                return response
-            content = await response.read()
-        except TransportError as exc:
+                return opened
+            content = await self.read(target, opened)
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._unreachable(target, exc) from exc
-        media = response.header("content-type", "application/json")
-        raise UpstreamHTTPError(
-            response.status, content, forward_response_headers(response.headers), media
-        )
+        raise UpstreamHTTPError(opened.status_code, content, opened.headers, opened.content_type)
 
     async def call(
         self,
@@ -190,38 +232,77 @@ class Upstream:
         drop: frozenset[str] = frozenset(),
     ) -> Reply:
         """A whole exchange (see :meth:`open`)."""
-        response = await self.open(target, method, path, headers, payload, drop)
-        try:
-            content = await response.read()
-        except TransportError as exc:
-            raise self._unreachable(target, exc) from exc
-        return Reply(response.status, content, forward_response_headers(response.headers))
+        opened = await self.open(target, method, path, headers, payload, drop)
+        content = await self.read(target, opened)
+        return Reply(opened.status_code, content, opened.headers)
 
-    async def read(self, target: Target, response: Response) -> bytes:
-        """The rest of an open response's body."""
+    async def read(self, target: Target, opened: Opened) -> bytes:
+        """The rest of an open response's body (the response is released after)."""
         try:
-            return await response.read()
-        except TransportError as exc:
+            return await opened._response.read()
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._unreachable(target, exc) from exc
+        finally:
+            await opened.aclose()
 
-    async def iter_stream(self, target: Target, response: Response) -> AsyncIterator[bytes]:
+    async def iter_stream(self, target: Target, opened: Opened) -> AsyncIterator[bytes]:
         """The body of an open stream; a transport failure mid-stream is raised as
         :class:`UpstreamUnreachable` (the status is already sent: report it in-band)."""
         try:
-            async for chunk in response.iter_bytes():
+            async for chunk in opened._response.content.iter_any():
                 yield chunk
-        except TransportError as exc:
+        except (aiohttp.ClientError, TimeoutError) as exc:
             raise self._unreachable(target, exc) from exc
+        finally:
+            await opened.aclose()
 
-    def _unreachable(self, target: Target, exc: TransportError) -> UpstreamUnreachable:
+    def _unreachable(self, target: Target, exc: Exception) -> UpstreamUnreachable:
         base = self.base_url(target)
-        if isinstance(exc, ReadTimeout | ConnectTimeout):
+        if isinstance(exc, TimeoutError):  # aiohttp's timeouts are TimeoutErrors too
             return UpstreamUnreachable(
                 504, f"windowkeeper gateway: the upstream {base} timed out ({type(exc).__name__})"
             )
+        reason = str(exc) or type(exc).__name__
         return UpstreamUnreachable(
-            502, f"windowkeeper gateway: cannot reach the upstream {base} ({exc})"
+            502, f"windowkeeper gateway: cannot reach the upstream {base} ({reason})"
         )
+
+
+def _body(payload: bytes) -> bytes | io.BytesIO:
+    """aiohttp sends bytes over 1 MiB in one write and warns it may block the loop; a
+    BytesIO goes in chunks (still with its ``Content-Length``)."""
+    return payload if len(payload) <= _ONE_WRITE else io.BytesIO(payload)
+
+
+def proxy_for(base: str) -> str | None:
+    """The HTTP proxy the environment names for ``base`` as curl and httpx read it
+    (``HTTPS_PROXY`` / ``HTTP_PROXY`` by the upstream's scheme, else ``ALL_PROXY``; a URL
+    without a scheme is ``http://``), ``None`` for hosts ``NO_PROXY`` lists and for a
+    loopback upstream."""
+    parts = urlsplit(base)
+    host = parts.hostname or ""
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or _is_loopback(host):
+        return None
+    if _bypassed(parts.netloc, proxies) or _bypassed(host, proxies):
+        return None
+    proxy = proxy if "://" in proxy else f"http://{proxy}"
+    if not proxy.startswith("http://"):
+        raise ConfigError(f"the proxy {proxy.split('@')[-1]!r} from the environment cannot be "
+                          "used: only http:// proxies are supported")  # fmt: skip
+    return proxy
+
+
+# NO_PROXY as urllib reads it (suffixes, ``*``, host:port); typeshed does not declare it.
+_bypassed: Callable[[str, dict[str, str]], bool] = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def error_headers(exc: UpstreamHTTPError) -> list[tuple[str, str]]:
