@@ -148,6 +148,18 @@ def test_mcp_command_errors_are_one_line(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: unsupported store URL") and bad.stdout == ""
     url = f"sqlite:///{tmp_path / 's.db'}"
+    missing = subprocess.run(
+        [sys.executable, "-m", "windowkeeper", "mcp", "--store", url],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    # A wrong path is an error, and creates no store (it used to serve an empty one).
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert (
+        missing.stderr
+        == f"error: no store at {tmp_path / 's.db'} (nothing has been stored there yet)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    open_store(url).close()
     unknown = subprocess.run(
         [sys.executable, "-m", "windowkeeper", "mcp", "--store", url, "--session", "nope"],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,

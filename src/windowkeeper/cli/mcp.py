@@ -40,7 +40,7 @@ def mcp_command(
         )
         raise typer.Exit(EXIT_INVALID) from None
     try:
-        opened = open_store(store)
+        opened = open_store(store, read_only=True)  # a wrong path is an error, not a store
         if session is not None:
             opened.get_session(session)  # an unknown session is an error now, not per call
     except WindowkeeperError as exc:
