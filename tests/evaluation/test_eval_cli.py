@@ -171,3 +171,41 @@ def test_outputs_are_checked_before_the_run(
     code, out, err = run([*args, "--plot", str(tmp_path / "x.png")], capsys)
     assert code == 2 and out == ""
     assert err.strip() == "error: --plot needs matplotlib: pip install 'windowkeeper[plot]'"
+
+
+def _deep_arguments_session(depth: int) -> str:
+    call = {"id": "c0", "type": "function",
+            "function": {"name": "bash", "arguments": "[" * depth + "]" * depth}}  # fmt: skip
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": "done " * 200},
+        *long_session(rounds=8)[1:],
+    ]
+    return "\n".join(json.dumps(m) for m in messages) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # 5,000-deep tool-call arguments are text the model wrote: both commands run.
+        ("deep-arguments", _deep_arguments_session(5000)),
+        # A message itself nested 5,000 deep is refused by both, in one line.
+        ("deep-message", '{"role": "user", "content": ' + "[" * 5000 + "]" * 5000 + "}\n"),
+    ],
+)
+def test_eval_exits_like_compress_on_deep_input(
+    name: str, text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    window = ["--context-length", "8000"]
+    compress = run(["compress", str(path), *window, "-o", str(tmp_path / "out.jsonl")], capsys)
+    evaluated = run(["eval", str(path), *window], capsys)
+    assert evaluated[0] == compress[0] == (0 if name == "deep-arguments" else 2)
+    assert "RecursionError" not in evaluated[2]
+    if evaluated[0] == 2:
+        assert evaluated[2].count("\n") == 1 and evaluated[2].startswith("error: ")
+    else:
+        assert "Sessions" in evaluated[1]
