@@ -145,14 +145,20 @@ def test_an_empty_folder_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "no transcript found" in err
 
 
-def test_the_demo_ends_with_a_two_line_eval_of_its_session(
+def test_the_demo_ends_with_a_three_line_eval_of_its_session(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from windowkeeper.cli.demo_view import DEMO_TOOLS, load_demo_session
 
     code, out, _ = run(["demo"], capsys)
     assert code == 0
-    first, second = out.rstrip("\n").splitlines()[-2:]
+    first, cache, second = out.rstrip("\n").splitlines()[-3:]
+    # The cache line says it in words: which compaction paid back after how many requests.
+    assert cache.startswith("prompt cache: ") and "/" not in cache and len(cache) <= 80
+    evens = [b.break_even_requests for b in
+             evaluate(load_demo_session(), context_length=32_000, tools=DEMO_TOOLS).cache_breaks
+             if b.break_even_requests]  # fmt: skip
+    assert all(str(n) in cache for n in evens) and ("paid back after" in cache) == bool(evens)
     report = evaluate(load_demo_session(), context_length=32_000, tools=DEMO_TOOLS)
     assert first.startswith(f"eval: {report.requests} requests, {len(report.compactions)} ")
     files = next(k for k in report.retention_by_kind if k.kind.value == "file")
