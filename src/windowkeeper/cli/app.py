@@ -104,6 +104,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
 )
 
 InputArg = Annotated[str, typer.Argument(metavar="IN", help="Conversation file, or '-' for stdin.")]
@@ -112,7 +113,8 @@ OptionalInputArg = Annotated[
     typer.Argument(metavar="[IN]", help="Conversation file, or '-' for stdin (or --session)."),
 ]
 SessionOpt = Annotated[
-    str | None, typer.Option("--session", help="Compact this stored session (with --store).")
+    str | None,
+    typer.Option("--session", metavar="ID", help="Compact this stored session (with --store)."),
 ]
 ToolsOpt = Annotated[
     Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
@@ -135,7 +137,7 @@ def compress(
         bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
     ] = False,
     focus: Annotated[
-        str | None, typer.Option("--focus", help="Topic to keep in more detail.")
+        str | None, typer.Option("--focus", metavar="TOPIC", help="Topic to keep in more detail.")
     ] = None,
     tools_file: ToolsOpt = None,
     report_json: Annotated[

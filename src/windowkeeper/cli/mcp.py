@@ -24,7 +24,9 @@ def mcp_command(
     store: StoreOpt = None,
     session: Annotated[
         str | None,
-        typer.Option("--session", help="Only this session (and its ancestors); else all."),
+        typer.Option(
+            "--session", metavar="ID", help="Only this session (and its ancestors); else all."
+        ),
     ] = None,
     max_chars: Annotated[
         int, typer.Option("--max-chars", min=500, help="Longest answer of one tool call.")

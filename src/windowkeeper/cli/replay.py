@@ -75,7 +75,8 @@ def replay_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     store: StoreOpt = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Replay this stored session (with --store).")
+        str | None,
+        typer.Option("--session", metavar="ID", help="Replay this stored session (with --store)."),
     ] = None,
     config_file: ConfigOpt = None,
     fmt: FormatOpt = Format.AUTO,

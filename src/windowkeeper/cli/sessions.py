@@ -46,12 +46,14 @@ sessions_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
 )
 
 StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
+        metavar="URL",
         help="Store URL: memory://, sqlite:///wk.db (relative to the working directory), "
         "sqlite:////abs/wk.db or postgresql://… (default: $WINDOWKEEPER_STORE, else the "
         "user data directory).",
@@ -271,7 +273,7 @@ def search(
     query: Annotated[str, typer.Argument(help="Words to find in archived content.")],
     store: StoreOpt = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Only this session's archive.")
+        str | None, typer.Option("--session", metavar="ID", help="Only this session's archive.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Maximum hits.")] = 10,
     reveal: RevealOpt = False,
@@ -297,7 +299,8 @@ def recall(
     handle: Annotated[str, typer.Argument(metavar="HANDLE", help="Archive handle (wk…).")],
     store: StoreOpt = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Look only in this session's lineage.")
+        str | None,
+        typer.Option("--session", metavar="ID", help="Look only in this session's lineage."),
     ] = None,
     reveal: RevealOpt = False,
 ) -> None:
