@@ -450,3 +450,27 @@ def test_every_command_summary_is_one_line() -> None:
     for name, command in commands:
         summary = (command.help or "").strip().split("\n\n")[0]
         assert summary and "\n" not in summary, (name, summary)
+
+
+# --- help text ---------------------------------------------------------------------------
+
+_COMMANDS = [["compress"], ["inspect"], ["replay"], ["eval"], ["demo"], ["mcp"],
+             ["sessions", "list"], ["sessions", "search"], ["sessions", "check"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", _COMMANDS, ids=" ".join)
+def test_help_has_no_type_labels_and_reflows_its_paragraphs(command: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from windowkeeper.cli.app import app
+
+    result = CliRunner().invoke(app, [*command, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    options = [line for line in result.output.splitlines() if line.lstrip().startswith("-")]
+    assert options and not [line for line in options if "<bool>" in line or "<str>" in line]
+    # At 200 columns no paragraph of the description breaks before the width: a line
+    # ends where the source docstring broke it only when the next one starts a paragraph.
+    text = result.output.split("Options:")[0]
+    for paragraph in text.split("\n\n")[1:]:
+        if paragraph.strip() and not paragraph.lstrip().startswith(("Arguments:", "Usage:")):
+            assert paragraph.strip().count("\n") == 0 or len(paragraph) > 190, paragraph

@@ -109,12 +109,15 @@ def test_the_minimum_trigger_note() -> None:
 
 
 @pytest.mark.parametrize("command", ["compress", "inspect", "replay"])
-def test_commands_say_it_once(
+def test_commands_say_it_once_and_only_for_an_asked_threshold(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _file(tmp_path, long_session(10))
     extra = ["-o", str(tmp_path / "out.jsonl")] if command == "compress" else []
     code, _, err = _run(capsys, command, path, "--context-length", "32000", *extra)
+    assert code == 0 and "note:" not in err  # the default ratio: nothing to say
+    asked = ["--threshold", "0.5"]
+    code, _, err = _run(capsys, command, path, "--context-length", "32000", *asked, *extra)
     assert code == 0 and err.count("note: compaction triggers at 27,200 tokens") == 1
     code, _, err = _run(capsys, command, path, "--context-length", "200000", *extra)
     assert code == 0 and "note:" not in err

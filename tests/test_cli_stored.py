@@ -41,8 +41,21 @@ def test_compress_a_stored_session_in_place(
         assert sum(1 for m in snapshot.messages if is_handoff(m)) == 1
         assert len(snapshot.messages) < len(long_session(30))
         assert store.archived(session)  # nothing lost: the originals are archived
-    written = [json.loads(line) for line in captured.out.splitlines()]
-    assert written == [strip_private_keys(m) for m in snapshot.messages]
+    # Without -o, one line on stdout, not the session (the store holds it).
+    assert captured.out == (
+        f"session {session}: compacted in the store, {len(snapshot.messages):,} active "
+        f"messages (-o FILE writes them, as does `windowkeeper sessions export {session}`)\n"
+    )
+    out = tmp_path / "out.jsonl"
+    again = ["compress", "--context-length", "32000", "--store", url, "--session", session]
+    assert cli.main([*again, "--if-needed"]) == 0
+    assert "unchanged (below the threshold)" in capsys.readouterr().out
+    assert cli.main([*again, "-o", str(out)]) == 0
+    capsys.readouterr()
+    with open_store(url) as store:
+        snapshot = store.load(session)
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert written == [strip_private_keys(m) for m in snapshot.messages]  # -o: the messages
 
 
 def test_compress_with_rotation_starts_a_child(

@@ -145,14 +145,20 @@ def test_an_empty_folder_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and "no transcript found" in err
 
 
-def test_the_demo_ends_with_a_two_line_eval_of_its_session(
+def test_the_demo_ends_with_a_three_line_eval_of_its_session(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from windowkeeper.cli.demo_view import DEMO_TOOLS, load_demo_session
 
     code, out, _ = run(["demo"], capsys)
     assert code == 0
-    first, second = out.rstrip("\n").splitlines()[-2:]
+    first, cache, second = out.rstrip("\n").splitlines()[-3:]
+    # The cache line says it in words: which compaction paid back after how many requests.
+    assert cache.startswith("prompt cache: ") and "/" not in cache and len(cache) <= 80
+    evens = [b.break_even_requests for b in
+             evaluate(load_demo_session(), context_length=32_000, tools=DEMO_TOOLS).cache_breaks
+             if b.break_even_requests]  # fmt: skip
+    assert all(str(n) in cache for n in evens) and ("paid back after" in cache) == bool(evens)
     report = evaluate(load_demo_session(), context_length=32_000, tools=DEMO_TOOLS)
     assert first.startswith(f"eval: {report.requests} requests, {len(report.compactions)} ")
     files = next(k for k in report.retention_by_kind if k.kind.value == "file")
@@ -171,3 +177,41 @@ def test_outputs_are_checked_before_the_run(
     code, out, err = run([*args, "--plot", str(tmp_path / "x.png")], capsys)
     assert code == 2 and out == ""
     assert err.strip() == "error: --plot needs matplotlib: pip install 'windowkeeper[plot]'"
+
+
+def _deep_arguments_session(depth: int) -> str:
+    call = {"id": "c0", "type": "function",
+            "function": {"name": "bash", "arguments": "[" * depth + "]" * depth}}  # fmt: skip
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": "done " * 200},
+        *long_session(rounds=8)[1:],
+    ]
+    return "\n".join(json.dumps(m) for m in messages) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # 5,000-deep tool-call arguments are text the model wrote: both commands run.
+        ("deep-arguments", _deep_arguments_session(5000)),
+        # A message itself nested 5,000 deep is refused by both, in one line.
+        ("deep-message", '{"role": "user", "content": ' + "[" * 5000 + "]" * 5000 + "}\n"),
+    ],
+)
+def test_eval_exits_like_compress_on_deep_input(
+    name: str, text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(text, encoding="utf-8")
+    window = ["--context-length", "8000"]
+    compress = run(["compress", str(path), *window, "-o", str(tmp_path / "out.jsonl")], capsys)
+    evaluated = run(["eval", str(path), *window], capsys)
+    assert evaluated[0] == compress[0] == (0 if name == "deep-arguments" else 2)
+    assert "RecursionError" not in evaluated[2]
+    if evaluated[0] == 2:
+        assert evaluated[2].count("\n") == 1 and evaluated[2].startswith("error: ")
+    else:
+        assert "Sessions" in evaluated[1]

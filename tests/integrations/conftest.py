@@ -23,6 +23,7 @@ FRAMEWORKS = {
     "test_openai_agents.py": ("openai-agents", "agents"),
     "test_pydantic_ai.py": ("pydantic-ai", "pydantic_ai"),
     "test_mcp.py": ("mcp", "mcp.server.mcpserver"),
+    "test_mcp_wire.py": ("mcp", "mcp.server.mcpserver"),
 }
 
 

@@ -10,6 +10,7 @@ original message.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -33,8 +34,10 @@ from windowkeeper.store.session import compact_session
 
 @asynccontextmanager
 async def mcp_client(*args: str) -> AsyncIterator[ClientSession]:
+    # The whole environment: the stdio client forwards only HOME, PATH and a few more, and
+    # PYTHONPATH must reach the server so that it runs the code under test.
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "windowkeeper", "mcp", *args]
+        command=sys.executable, args=["-m", "windowkeeper", "mcp", *args], env=dict(os.environ)
     )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -112,7 +115,10 @@ def test_a_long_session_is_compacted_in_the_store_and_recalled_over_mcp(
             found = text_of(await session.call_tool("search", {"query": word, "limit": 20}))
             assert tools[0].handle in found or "more hit(s)" in found
             missing = await session.call_tool("recall", {"handle": "wk000000000000"})
-            assert "no archived item" in text_of(missing)
+            assert missing.is_error  # a failed call says so, not only in its words
+            assert "no archived item" in "".join(
+                c.text for c in missing.content if isinstance(c, types.TextContent)
+            )
 
         async with mcp_client("--store", url, "--session", sid) as session:
             answer = text_of(await session.call_tool("recall", {"handle": tools[-1].handle}))
@@ -148,6 +154,18 @@ def test_mcp_command_errors_are_one_line(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: unsupported store URL") and bad.stdout == ""
     url = f"sqlite:///{tmp_path / 's.db'}"
+    missing = subprocess.run(
+        [sys.executable, "-m", "windowkeeper", "mcp", "--store", url],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    # A wrong path is an error, and creates no store (it used to serve an empty one).
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert (
+        missing.stderr
+        == f"error: no store at {tmp_path / 's.db'} (nothing has been stored there yet)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    open_store(url).close()
     unknown = subprocess.run(
         [sys.executable, "-m", "windowkeeper", "mcp", "--store", url, "--session", "nope"],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,

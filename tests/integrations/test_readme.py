@@ -49,17 +49,6 @@ def sections() -> dict[str, list[tuple[str, str]]]:
 PYTHON = [name for name, blocks in sections().items() if any(k == "python" for k, _ in blocks)]
 
 
-def _chat_model() -> Any:
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage
-
-    class Chat(GenericFakeChatModel):
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-            return self
-
-    return Chat(messages=iter([AIMessage(content="The test passes now.")] * 10))
-
-
 def _agents_model() -> Any:
     from agents import Model, ModelResponse, Usage
     from openai.types.responses import ResponseOutputMessage, ResponseOutputText
@@ -86,9 +75,7 @@ def fakes(section: str) -> dict[str, Any]:
         ],
         "tools": [{"type": "function", "function": {"name": "bash", "parameters": {}}}],
     }
-    if section == "LangChain":
-        namespace["chat_model"] = _chat_model()
-    elif section == "OpenAI Agents SDK":
+    if section == "OpenAI Agents SDK":
         namespace["model"] = _agents_model()
     elif section == "Pydantic AI":
         from pydantic_ai.models.test import TestModel
@@ -119,7 +106,9 @@ def test_the_readme_has_a_section_per_integration() -> None:
 
 # The extra (and its module) a section's snippets need; without it the section is skipped
 # as the framework's own tests are (conftest.py), except under CI, where nothing is.
-NEEDS = {"LangChain": ("langchain", "langchain"), "LiteLLM proxy": ("litellm", "litellm"),
+# The LangChain snippet builds its own model (langchain-openai, against the loopback
+# server through OPENAI_BASE_URL), as a reader's copy does.
+NEEDS = {"LangChain": ("langchain", "langchain_openai"), "LiteLLM proxy": ("litellm", "litellm"),
          "OpenAI Agents SDK": ("openai-agents", "agents"),
          "Pydantic AI": ("pydantic-ai", "pydantic_ai"), "MCP": ("mcp", "mcp")}  # fmt: skip
 
@@ -153,6 +142,8 @@ def test_python_snippets_run_as_written(
     for kind, code in blocks:
         if kind == "yaml":
             _check_callbacks(yaml.safe_load(code))
+    if section == "LangChain":  # its own model called the (loopback) provider
+        assert sandbox.chat_requests
 
 
 def _check_callbacks(config: dict[str, Any]) -> None:

@@ -104,6 +104,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
 )
 
 InputArg = Annotated[str, typer.Argument(metavar="IN", help="Conversation file, or '-' for stdin.")]
@@ -112,7 +113,8 @@ OptionalInputArg = Annotated[
     typer.Argument(metavar="[IN]", help="Conversation file, or '-' for stdin (or --session)."),
 ]
 SessionOpt = Annotated[
-    str | None, typer.Option("--session", help="Compact this stored session (with --store).")
+    str | None,
+    typer.Option("--session", metavar="ID", help="Compact this stored session (with --store)."),
 ]
 ToolsOpt = Annotated[
     Path | None, typer.Option("--tools", help="Tool schemas: JSON array or request body.")
@@ -135,7 +137,7 @@ def compress(
         bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
     ] = False,
     focus: Annotated[
-        str | None, typer.Option("--focus", help="Topic to keep in more detail.")
+        str | None, typer.Option("--focus", metavar="TOPIC", help="Topic to keep in more detail.")
     ] = None,
     tools_file: ToolsOpt = None,
     report_json: Annotated[
@@ -186,7 +188,7 @@ def compress(
             exact_tokens=exact_tokens,
             fmt=fmt,
         )
-        if if_needed and _below_threshold(loaded, output):
+        if if_needed and _below_threshold(loaded, output, stored):
             return
         result = _run_compress(loaded, focus, stored, rotate)
         if report_json is not None:
@@ -200,7 +202,25 @@ def compress(
         if code != EXIT_OK:
             raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
         _warn_over_window(loaded, result.messages)
-        write_text(_rendered(loaded, result.messages), output)
+        _emit(loaded, result.messages, output, stored, "compacted in the store")
+
+
+def _emit(
+    loaded: Loaded,
+    messages: list[Message],
+    output: Path | None,
+    stored: StoredSource | None,
+    done: str,
+) -> None:
+    """The messages to ``output`` (stdout without it); for a stored session without
+    ``-o``, one line instead: the store holds them, a terminal wants no session dump."""
+    if stored is None or output is not None:
+        write_text(_rendered(loaded, messages), output)
+        return
+    typer.echo(
+        f"session {stored.session_id}: {done}, {len(messages):,} active messages "
+        f"(-o FILE writes them, as does `windowkeeper sessions export {stored.session_id}`)"
+    )
 
 
 def _rendered(loaded: Loaded, messages: list[Message]) -> str:
@@ -225,12 +245,12 @@ def _warn_over_window(loaded: Loaded, messages: list[Message]) -> None:
         )
 
 
-def _below_threshold(loaded: Loaded, output: Path | None) -> bool:
+def _below_threshold(loaded: Loaded, output: Path | None, stored: StoredSource | None) -> bool:
     """``--if-needed`` under the trigger: write the input unchanged and say so."""
     tokens = loaded.request_tokens(loaded.messages)
     if tokens >= loaded.compressor.threshold_tokens:
         return False
-    write_text(_rendered(loaded, loaded.messages), output)
+    _emit(loaded, loaded.messages, output, stored, "unchanged (below the threshold)")
     typer.echo(
         f"below the threshold ({tokens:,} < {loaded.compressor.threshold_tokens:,} tokens):"
         " written unchanged",

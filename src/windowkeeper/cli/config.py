@@ -34,6 +34,7 @@ config_app = typer.Typer(
     help="Inspect the effective configuration (file, environment, defaults).",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 

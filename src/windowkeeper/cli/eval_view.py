@@ -118,7 +118,7 @@ def render_eval(console: Console, reports: Sequence[EvalReport], totals: EvalTot
 
 
 def demo_eval(messages: list[Message], tools: list[ToolSchema], context_length: int) -> list[str]:
-    """The demo's closing two lines: ``windowkeeper eval`` of the demo session itself."""
+    """The demo's closing three lines: ``windowkeeper eval`` of the demo session itself."""
     report = evaluate(messages, context_length=context_length, tools=tools, name="demo")
     with_c, without = report.cumulative_tokens, report.cumulative_baseline_tokens
     kinds = {k.kind.value: k for k in report.retention_by_kind}
@@ -131,7 +131,16 @@ def demo_eval(messages: list[Message], tools: list[ToolSchema], context_length: 
     evens = [b.break_even_requests for b in report.cache_breaks if b.break_even_requests]
     return [
         f"eval: {report.requests} requests, {len(report.compactions)} compactions, "
-        f"{_pct(without - with_c, without)} fewer prompt tokens; "
-        f"cache repaid in {'/'.join(map(str, evens)) or '-'}",
+        f"{_pct(without - with_c, without)} fewer prompt tokens",
+        _cache_line(evens),
         f"still findable: {shown}",
     ]
+
+
+def _cache_line(evens: list[int]) -> str:
+    """What the prompt cache lost to compaction, in words (was ``cache repaid in 4/3``)."""
+    if not evens:
+        return "prompt cache: no compaction had to be paid back"
+    counts = ", ".join(map(str, evens[:-1])) + (" and " if len(evens) > 1 else "") + str(evens[-1])
+    unit = "request" if len(evens) == 1 and evens[0] == 1 else "requests"
+    return f"prompt cache: each compaction's cache miss was paid back after {counts} {unit}"

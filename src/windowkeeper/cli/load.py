@@ -147,7 +147,9 @@ def load(
         token_counter=exact_counter(model) if exact_tokens else None,
     )
     notes = [f"warning: {w}" for w in conversation_warnings(conversation.messages)]
-    override = threshold_note(config, window, reserve, model)
+    # Only a ratio the user asked for on the command line is worth a line when the 64K
+    # minimum overrides it; on every small window by default it was noise on every run.
+    override = threshold_note(config, window, reserve, model) if threshold is not None else None
     notes += [f"note: {override}"] if override else []
     messages = repaired(conversation.messages)
     return Loaded(messages, tools, compressor, config, window, reserve, read, tuple(notes))

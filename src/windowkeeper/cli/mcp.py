@@ -24,7 +24,9 @@ def mcp_command(
     store: StoreOpt = None,
     session: Annotated[
         str | None,
-        typer.Option("--session", help="Only this session (and its ancestors); else all."),
+        typer.Option(
+            "--session", metavar="ID", help="Only this session (and its ancestors); else all."
+        ),
     ] = None,
     max_chars: Annotated[
         int, typer.Option("--max-chars", min=500, help="Longest answer of one tool call.")
@@ -40,7 +42,7 @@ def mcp_command(
         )
         raise typer.Exit(EXIT_INVALID) from None
     try:
-        opened = open_store(store)
+        opened = open_store(store, read_only=True)  # a wrong path is an error, not a store
         if session is not None:
             opened.get_session(session)  # an unknown session is an error now, not per call
     except WindowkeeperError as exc:

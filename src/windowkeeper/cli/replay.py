@@ -75,7 +75,8 @@ def replay_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     store: StoreOpt = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Replay this stored session (with --store).")
+        str | None,
+        typer.Option("--session", metavar="ID", help="Replay this stored session (with --store)."),
     ] = None,
     config_file: ConfigOpt = None,
     fmt: FormatOpt = Format.AUTO,
@@ -90,7 +91,11 @@ def replay_command(
             config = replace(config, threshold=threshold)
         window = resolve_window(context_length, settings, conversation.model)
         reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
-        override = threshold_note(config, window, reserve, conversation.model)
+        override = (  # only for a ratio asked for on the command line (see cli/load.py)
+            threshold_note(config, window, reserve, conversation.model)
+            if threshold is not None
+            else None
+        )
         choice = SummarizerChoice(
             summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
             summary_context_length,

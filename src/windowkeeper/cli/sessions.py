@@ -1,6 +1,6 @@
 """``windowkeeper sessions …``: list, show, search, recall, export and import stored sessions.
 
-Every command takes ``--store URL`` (``memory://``, ``sqlite:///PATH``,
+Every command takes ``--store URL`` (``memory://``, ``sqlite:///rel.db``, ``sqlite:////abs.db``,
 ``postgresql://…``); the default is ``$WINDOWKEEPER_STORE``, else SQLite in the user's
 data directory. Errors are one ``error:`` line with exit code 2 (bad input, unknown
 session, unusable store), never a traceback.
@@ -46,14 +46,17 @@ sessions_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
 )
 
 StoreOpt = Annotated[
     str | None,
     typer.Option(
         "--store",
-        help="Store URL: memory://, sqlite:///PATH or postgresql://… "
-        "(default: $WINDOWKEEPER_STORE, else the user data directory).",
+        metavar="URL",
+        help="Store URL: memory://, sqlite:///wk.db (relative to the working directory), "
+        "sqlite:////abs/wk.db or postgresql://… (default: $WINDOWKEEPER_STORE, else the "
+        "user data directory).",
     ),
 ]
 SessionArg = Annotated[str, typer.Argument(metavar="ID", help="Session id.")]
@@ -74,13 +77,16 @@ FormatOpt = Annotated[
 
 
 @contextmanager
-def opened(url: str | None, *, create: bool = False) -> Iterator[SessionStore]:
+def opened(
+    url: str | None, *, create: bool = False, read_only: bool = False
+) -> Iterator[SessionStore]:
     """The store, closed afterwards; our errors become one line and exit code 2.
 
-    Only commands that write (``import``) create a store that does not exist yet.
+    Only commands that write (``import``) create a store that does not exist yet;
+    commands that only read pass ``read_only`` and open the database read-only.
     """
     try:
-        with open_store(url, create=create) as store:
+        with open_store(url, create=create, read_only=read_only) as store:
             verified(store)
             yield store
     except WindowkeeperError as exc:
@@ -101,7 +107,7 @@ def verified(store: SessionStore) -> SessionStore:
 def _missing(url: str | None) -> StoreMissingError | None:
     """The missing-store error of a read-only command's store, if the file is absent."""
     try:
-        open_store(url, create=False).close()
+        open_store(url, read_only=True).close()
     except StoreMissingError as exc:
         return exc
     except WindowkeeperError:
@@ -137,7 +143,7 @@ def read_input(source: str | None, stored: StoredSource | None, fmt: Format = Fo
         text = read_text(source)
         fmt = detect_format(text) if fmt is Format.AUTO and text.strip() else fmt
         return Input(parse_conversation(text, fmt), fmt, text)
-    with open_store(stored.store_url, create=False) as store:
+    with open_store(stored.store_url, read_only=True) as store:
         messages = verified(store).load(stored.session_id).messages
         return Input(Conversation(messages), Format.JSONL)
 
@@ -206,7 +212,7 @@ def list_sessions(
     if missing is not None:
         typer.echo(f"no sessions ({missing})")
         return
-    with opened(store) as opened_store:
+    with opened(store, read_only=True) as opened_store:
         records = opened_store.list_sessions(limit=limit)
     if as_json:
         typer.echo(json.dumps([_record_dict(r) for r in records], indent=2))
@@ -235,7 +241,7 @@ def show(
     """A session's record and its messages, one preview line each.
 
     Secrets are masked unless --reveal."""
-    with opened(store) as opened_store:
+    with opened(store, read_only=True) as opened_store:
         snapshot = opened_store.load(session_id, include_archived=archived)
         everyone = opened_store.list_sessions(limit=100_000)
         entries = opened_store.archived(session_id) if archived else []
@@ -267,7 +273,7 @@ def search(
     query: Annotated[str, typer.Argument(help="Words to find in archived content.")],
     store: StoreOpt = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Only this session's archive.")
+        str | None, typer.Option("--session", metavar="ID", help="Only this session's archive.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, help="Maximum hits.")] = 10,
     reveal: RevealOpt = False,
@@ -279,7 +285,7 @@ def search(
     if missing is not None:
         typer.echo(f"no archived item matches {query!r} ({missing})")
         return
-    with opened(store) as opened_store:
+    with opened(store, read_only=True) as opened_store:
         hits = opened_store.search_archive(query, session_id=session, limit=limit, reveal=reveal)
     if not hits:
         typer.echo(f"no archived item matches {query!r}")
@@ -293,14 +299,15 @@ def recall(
     handle: Annotated[str, typer.Argument(metavar="HANDLE", help="Archive handle (wk…).")],
     store: StoreOpt = None,
     session: Annotated[
-        str | None, typer.Option("--session", help="Look only in this session's lineage.")
+        str | None,
+        typer.Option("--session", metavar="ID", help="Look only in this session's lineage."),
     ] = None,
     reveal: RevealOpt = False,
 ) -> None:
     """Print an archived original: a pruned tool output or a summarized message.
 
     Secrets are masked unless --reveal."""
-    with opened(store) as opened_store:
+    with opened(store, read_only=True) as opened_store:
         entry = find_archived(opened_store, handle.strip(), session)
     if entry is None:
         where = f"session {session!r}" if session else "the store"
@@ -326,7 +333,7 @@ def export(
     ] = False,
 ) -> None:
     """The active messages as JSONL (re-importable), or everything as JSON."""
-    with opened(store) as opened_store:
+    with opened(store, read_only=True) as opened_store:
         snapshot = opened_store.load(session_id, include_archived=archived)
         if archived:
             text = to_json(_full_export(opened_store, snapshot)) + "\n"
@@ -375,7 +382,7 @@ def check(store: StoreOpt = None) -> None:
     Exit code 0 when the store is whole, 2 when it is damaged or cannot be opened.
     """
     try:
-        with open_store(store, create=False) as opened_store:
+        with open_store(store, read_only=True) as opened_store:
             result = opened_store.check()
     except StoreDamageError as exc:
         result = StoreCheck(False, exc.reason)

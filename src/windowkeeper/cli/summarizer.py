@@ -16,19 +16,26 @@ from ..summary.llm.summarizer import LLMSummarizer
 from ..summary.protocol import Summarizer
 
 SummarizerOpt = Annotated[
-    str, typer.Option("--summarizer", help="extractive (offline, default) or llm.")
+    str,
+    typer.Option(
+        "--summarizer", metavar="extractive|llm", help="extractive (offline, default) or llm."
+    ),
 ]
 SummaryModelOpt = Annotated[
-    str | None, typer.Option("--summary-model", help="Model that writes the handoff (llm).")
+    str | None,
+    typer.Option("--summary-model", metavar="MODEL", help="Model that writes the handoff (llm)."),
 ]
 SummaryBaseUrlOpt = Annotated[
     str | None,
-    typer.Option("--summary-base-url", help="OpenAI-compatible base URL of the summary model."),
+    typer.Option(
+        "--summary-base-url", metavar="URL", help="OpenAI-compatible base URL of the summary model."
+    ),
 ]
 SummaryApiKeyOpt = Annotated[
     str | None,
     typer.Option(
         "--summary-api-key",
+        metavar="KEY",
         help="API key (else WINDOWKEEPER_SUMMARY_API_KEY, else OPENAI_API_KEY).",
     ),
 ]
@@ -43,7 +50,10 @@ SummaryStreamOpt = Annotated[
     bool, typer.Option("--summary-stream", help="Stream the summary response.")
 ]
 SummaryBackendOpt = Annotated[
-    str, typer.Option("--summary-backend", help="openai (official SDK) or litellm.")
+    str,
+    typer.Option(
+        "--summary-backend", metavar="openai|litellm", help="openai (official SDK) or litellm."
+    ),
 ]
 SummaryMaxInputOpt = Annotated[
     int, typer.Option("--summary-max-input-chars", help="Cap on one summary prompt.")

@@ -19,11 +19,11 @@ design §1, so the object identifies its text):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ..core.jsonsafe import loads_or_none
 from ..core.messages import Message, content_text
 
 _SEPARATORS = b"\"'`()[]{}<>,;=|*:"
@@ -71,10 +71,10 @@ def call_arguments(call: Mapping[str, Any]) -> Any:
     raw = function.get("arguments") if isinstance(function, Mapping) else None
     if not isinstance(raw, str):
         return raw if isinstance(raw, Mapping) else {}
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
+    # Bounded: arguments nested deeper than the JSON limit are text, as everywhere else
+    # (json.loads would raise RecursionError on thousands of levels).
+    value = loads_or_none(raw)
+    return raw if value is None else value
 
 
 def call_name(call: Mapping[str, Any]) -> str:

@@ -15,7 +15,13 @@ get the rest.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
+from io import TextIOWrapper
+from typing import IO, Any, cast
+
+import anyio
 
 from ..core.errors import StoreError
 from ..store.base import SearchHit, SessionStore
@@ -25,12 +31,18 @@ from ._deps import missing
 
 try:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.stdio import stdio_server
+
+    from .mcpwire import Verdict, triage
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing("mcp", exc) from exc
 
 __all__ = ("ArchiveTools", "build_server")
 
 SERVER_NAME = "windowkeeper"
+ERROR = "error: "
+"""How an answer of :class:`ArchiveTools` that is a failure begins."""
 _INSTRUCTIONS = (
     "Context that windowkeeper compacted away is archived. A pruned tool output or a "
     "summarized turn carries a handle such as '(ref wk1a2b3c4d5e)': call `recall` with it "
@@ -65,10 +77,10 @@ class ArchiveTools:
         try:
             entry = find_archived(self.store, handle.strip(), self.session_id)
         except StoreError as exc:
-            return f"error: recall failed: {exc}"
+            return f"{ERROR}recall failed: {exc}"
         if entry is None:
             where = "this session" if self.session_id else "the archive"
-            return f"error: no archived item with handle {handle!r} in {where}"
+            return f"{ERROR}no archived item with handle {handle!r} in {where}"
         return render_entry(entry, offset, self.max_chars, reveal=reveal)
 
     def search(self, query: str, limit: int = 5, reveal: bool = False) -> str:
@@ -76,7 +88,7 @@ class ArchiveTools:
         try:
             hits = self._hits(query, limit, reveal)
         except StoreError as exc:
-            return f"error: search failed: {exc}"
+            return f"{ERROR}search failed: {exc}"
         return render_hits(hits, query, self.max_chars)
 
     def _hits(self, query: str, limit: int, reveal: bool) -> list[SearchHit]:
@@ -98,22 +110,78 @@ def build_server(
 ) -> MCPServer[Any]:
     """An MCP server exposing ``recall`` and ``search`` over ``store``'s archive."""
     tools = ArchiveTools(store, session_id=session_id, max_chars=max_chars)
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS)
+
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME, instructions=_INSTRUCTIONS, version=_package_version()
+    )
 
     # ``reveal``: secrets (keys, passwords) unmasked; only when the user asked for them.
+    # A failed call raises ToolError, which the SDK answers with ``isError: true``.
     def recall(handle: str, offset: int = 0, reveal: bool = False) -> str:
-        return tools.recall(handle, offset, reveal)
+        return _answer(tools.recall(handle, offset, reveal))
 
     def search(query: str, limit: int = 5, reveal: bool = False) -> str:
-        return tools.search(query, limit, reveal)
+        return _answer(tools.search(query, limit, reveal))
 
     server.add_tool(recall, name="recall", description=_RECALL, structured_output=False)
     server.add_tool(search, name="search", description=_SEARCH, structured_output=False)
     return server
 
 
+def _package_version() -> str:
+    try:
+        return version("windowkeeper")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+def _answer(text: str) -> str:
+    if text.startswith(ERROR):
+        raise ToolError(text.removeprefix(ERROR))
+    return text
+
+
+class _Wire:
+    """stdin and stdout for the SDK's transport, with :func:`triage` in between: a
+    malformed line is answered here (or dropped, for a notification), never passed on.
+    Replies from here and from the SDK share one lock, so lines never interleave."""
+
+    def __init__(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self._stdin = anyio.wrap_file(TextIOWrapper(stdin, encoding="utf-8", errors="replace"))
+        self._stdout = anyio.wrap_file(TextIOWrapper(stdout, encoding="utf-8"))
+        self._lock = anyio.Lock()
+
+    async def lines(self) -> AsyncIterator[str]:
+        async for line in self._stdin:
+            verdict = triage(line)
+            if verdict.verdict is Verdict.FORWARD:
+                yield verdict.line + "\n"
+            elif verdict.verdict is Verdict.REPLY:
+                await self.write(verdict.line + "\n")
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.lines()
+
+    async def write(self, text: str) -> None:
+        async with self._lock:
+            await self._stdout.write(text)
+            await self._stdout.flush()
+
+    async def flush(self) -> None:
+        """Each :meth:`write` flushes already."""
+
+
+async def _serve(server: MCPServer[Any], wire: _Wire) -> None:
+    # Explicit streams: the SDK reads and writes through the wire (typed as files).
+    stream = cast("anyio.AsyncFile[str]", wire)
+    async with stdio_server(stdin=stream, stdout=stream) as (read_stream, write_stream):
+        low = server._lowlevel_server
+        await low.run(read_stream, write_stream, low.create_initialization_options())
+
+
 def serve_stdio(
     store: SessionStore, *, session_id: str | None = None, max_chars: int = DEFAULT_MAX_CHARS
 ) -> None:
     """Serve ``store``'s archive over stdio until the client closes the connection."""
-    build_server(store, session_id=session_id, max_chars=max_chars).run("stdio")
+    server = build_server(store, session_id=session_id, max_chars=max_chars)
+    anyio.run(_serve, server, _Wire(sys.stdin.buffer, sys.stdout.buffer))

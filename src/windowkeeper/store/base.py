@@ -39,7 +39,14 @@ from ..core.messages import (
     tool_calls,
 )
 from ..summary.redact import redact
-from .faults import DAMAGE_ADVICE, Lease, StoreCheck, StoreDamageError, StoreMissingError
+from .faults import (
+    DAMAGE_ADVICE,
+    Lease,
+    StoreCheck,
+    StoreDamageError,
+    StoreMissingError,
+    StoreOutdatedError,
+)
 
 __all__ = (
     "DAMAGE_ADVICE",
@@ -56,6 +63,7 @@ __all__ = (
     "StoreCheck",
     "StoreDamageError",
     "StoreMissingError",
+    "StoreOutdatedError",
     "StoredRow",
     "UnknownSessionError",
     "query_terms",

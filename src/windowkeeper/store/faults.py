@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 from ..core.errors import StoreError
 
-__all__ = ("DAMAGE_ADVICE", "Lease", "StoreCheck", "StoreDamageError", "StoreMissingError")
+__all__ = (
+    "DAMAGE_ADVICE",
+    "Lease",
+    "StoreCheck",
+    "StoreDamageError",
+    "StoreMissingError",
+    "StoreOutdatedError",
+)
 
 DAMAGE_ADVICE = (
     "the store is damaged: run `windowkeeper sessions check`, and restore the store from a "
@@ -37,6 +44,18 @@ class StoreMissingError(StoreError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"no store at {path} (nothing has been stored there yet)")
+
+
+class StoreOutdatedError(StoreError):
+    """A store opened read-only needs migrations it cannot apply read-only."""
+
+    def __init__(self, where: str, pending: list[str]) -> None:
+        self.pending = pending
+        super().__init__(
+            f"{where} was written by an older windowkeeper and needs upgrading "
+            f"({', '.join(pending)}), which cannot be done where it cannot be written: "
+            "copy it to a writable place, or open it once with a command that writes"
+        )
 
 
 @dataclass(frozen=True)

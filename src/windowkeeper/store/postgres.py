@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..core.errors import StoreError
 from ..core.messages import safe_text
-from .base import Clock, Migration, UnknownSessionError
+from .base import Clock, Migration, StoreMissingError, StoreOutdatedError, UnknownSessionError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_POSTGRES, KeyedSQLStore
 
@@ -84,6 +84,12 @@ def _text(value: str) -> str:
     return safe_text(value).replace("\x00", "\ufffd")
 
 
+def _read_only(conn: Conn) -> None:
+    # Every transaction of the pooled connection begins READ ONLY: the server itself
+    # refuses a write from a command that only reads.
+    conn.read_only = True
+
+
 class PostgresStore(KeyedSQLStore[Conn]):
     """A store in one PostgreSQL database, over a small connection pool."""
 
@@ -101,24 +107,33 @@ class PostgresStore(KeyedSQLStore[Conn]):
 
     def __init__(
         self, conninfo: str, *, clock: Clock = time.time, max_size: int = 4,
-        timeout: float = 30.0,
+        timeout: float = 30.0, read_only: bool = False,
     ) -> None:  # fmt: skip
         self._clock = clock
         self._pool: ConnectionPool[Conn] | None = None
         try:
             # One direct attempt first: an unreachable server or a missing database fails
             # at once with the server's own words, not after the pool's retries and logs.
-            psycopg.connect(conninfo, connect_timeout=10).close()
+            with psycopg.connect(conninfo, connect_timeout=10) as probe:
+                ours = probe.execute("SELECT to_regclass('wk_migrations')").fetchone()
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split())
             raise StoreError(f"cannot open PostgreSQL store: {reason}") from exc
+        if read_only and (ours is None or ours[0] is None):
+            raise StoreMissingError("the PostgreSQL database")
         try:
             self._pool = ConnectionPool(
                 conninfo, min_size=1, max_size=max_size, timeout=timeout, open=True,
-                kwargs={"connect_timeout": 10},
+                kwargs={"connect_timeout": 10}, configure=_read_only if read_only else None,
             )  # fmt: skip
             self._pool.wait(timeout=timeout)
-            self._migrate()
+            if read_only:
+                self._verify_version("PostgreSQL store")
+            else:
+                self._migrate()
+        except StoreOutdatedError:
+            self.close()
+            raise
         except (psycopg.Error, PoolTimeout, StoreError) as exc:
             self.close()
             raise StoreError(f"cannot open PostgreSQL store: {exc}") from exc
@@ -176,6 +191,14 @@ class PostgresStore(KeyedSQLStore[Conn]):
                 except psycopg.Error as exc:
                     return f"PostgreSQL's amcheck failed on {name}: {' '.join(str(exc).split())}"
         return None
+
+    def _schema_names(self, conn: Conn) -> set[str]:
+        # Relations (tables, indexes) of the schema the store's tables resolve to.
+        rows = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() UNION SELECT tgname FROM pg_trigger"
+        ).fetchall()
+        return {str(row[0]) for row in rows}
 
     def _iterate(self, conn: Conn, sql: str) -> Iterator[Any]:
         with conn.cursor(name="wk_check") as cursor:  # server-side: streamed, not buffered

@@ -23,12 +23,12 @@ from .base import (
     Clock,
     CommitOutcome,
     Compaction,
-    Migration,
     SearchHit,
     SessionRecord,
     SessionStore,
     Snapshot,
     StoredRow,
+    StoreOutdatedError,
     UnknownSessionError,
     dump_message,
     load_message,
@@ -59,8 +59,6 @@ class SQLStore(SQLMaintenance[C], SessionStore):
 
     _clock: Clock
 
-    _MIGRATIONS: ClassVar[tuple[Migration, ...]]
-    """The dialect's schema steps, applied in order (see :meth:`_migrate`)."""
     _MIGRATIONS_TABLE: ClassVar[str]
     """Native DDL creating ``wk_migrations`` if it is missing."""
     _ARCHIVE_INSERT: ClassVar[str]
@@ -130,6 +128,16 @@ class SQLStore(SQLMaintenance[C], SessionStore):
                     "INSERT INTO wk_migrations (name, applied_at) VALUES (?, ?)",
                     (migration.name, self._clock()),
                 )
+
+    def _verify_version(self, where: str) -> None:
+        """For a read-only open, in place of :meth:`_migrate`: the store is ours and has
+        every migration (else :class:`StoreOutdatedError`)."""
+        with self._tx("read") as conn:
+            self._before_migrate(conn)
+            done = {row[0] for row in conn.execute("SELECT name FROM wk_migrations").fetchall()}
+        pending = [m.name for m in self._MIGRATIONS if m.name not in done]
+        if pending:
+            raise StoreOutdatedError(where, pending)
 
     def applied_migrations(self) -> list[str]:
         with self._tx("read") as conn:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..core.errors import StoreError
-from .base import Clock, Migration, StoreDamageError, StoreMissingError
+from .base import Clock, Migration, StoreDamageError, StoreMissingError, StoreOutdatedError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_SQLITE, KeyedSQLStore
 
@@ -173,6 +173,20 @@ def _create_atomically(path: str, clock: Clock, timeout: float) -> None:
         _remove(temporary)
 
 
+def _read_only_uri(path: str) -> str:
+    """A ``file:`` URI opening ``path`` read-only (``mode=ro``).
+
+    On a read-only file system SQLite cannot create the WAL's shared-memory file a
+    read-only reader otherwise needs, so the file is opened ``immutable=1`` there: no
+    locks, no log. That holds because nothing can write a file on such a file system.
+    """
+    query = "mode=ro"
+    with suppress(OSError):
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            query += "&immutable=1"
+    return f"{Path(os.path.abspath(path)).as_uri()}?{query}"
+
+
 def _rollback(conn: sqlite3.Connection) -> None:
     # SQLite may already have rolled back (e.g. on SQLITE_FULL); a second ROLLBACK fails.
     if conn.in_transaction:
@@ -209,36 +223,34 @@ class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
         clock: Clock = time.time,
         timeout: float = 30.0,
         create: bool = True,
+        read_only: bool = False,
         _fresh: bool = False,
     ) -> None:
         self.path = str(path)
+        self.read_only = read_only
         self._clock = clock
         self._mutex = threading.RLock()
         self._closed = True
         if not _fresh and self.path != ":memory:":
             if not os.path.exists(self.path):
-                if not create:
+                if not create or read_only:
                     raise StoreMissingError(self.path)
                 _create_atomically(self.path, clock, timeout)
             problem = file_problem(self.path)
             if problem is not None:
                 raise problem
         self._fresh = _fresh
+        target, uri = (_read_only_uri(self.path), True) if read_only else (self.path, False)
         try:
             self._conn = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+                target, timeout=timeout, isolation_level=None, check_same_thread=False, uri=uri
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
         self._closed = False
         try:
-            _enable_wal(self._conn, timeout)
-            # NORMAL is crash-safe in WAL mode (a killed process never corrupts the file;
-            # only an OS crash may lose the last commits).
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except StoreDamageError:
+            self._prepare(timeout)
+        except (StoreDamageError, StoreOutdatedError):
             self.close()
             raise
         except (sqlite3.Error, StoreError) as exc:
@@ -246,6 +258,17 @@ class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
             if isinstance(exc, sqlite3.Error):
                 raise _mapped(self.path, exc, "cannot open SQLite store") from exc
             raise StoreError(f"cannot open SQLite store {self.path}: {exc}") from exc
+
+    def _prepare(self, timeout: float) -> None:
+        if self.read_only:  # nothing may be written: no journal switch, no migration
+            self._verify_version(f"SQLite store {self.path}")
+            return
+        _enable_wal(self._conn, timeout)
+        # NORMAL is crash-safe in WAL mode (a killed process never corrupts the file;
+        # only an OS crash may lose the last commits).
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
 
     # --- the dialect -----------------------------------------------------------------
 
@@ -295,6 +318,9 @@ class SQLiteStore(KeyedSQLStore[sqlite3.Connection]):
             return None
         more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
         return f"SQLite's integrity check failed: {' '.join(found[0].split())[:160]}{more}"
+
+    def _schema_names(self, conn: sqlite3.Connection) -> set[str]:
+        return {str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master")}
 
     def _iterate(self, conn: sqlite3.Connection, sql: str) -> Iterator[Any]:
         yield from conn.execute(sql)  # sqlite3 cursors stream

@@ -7,11 +7,12 @@ the canonical-SQL rewriting); the liveness rules are :mod:`windowkeeper.store.le
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Generic
+from typing import Any, ClassVar, Generic
 
-from .base import LOCK_TTL, Clock, Lease, StoreCheck, StoreDamageError
+from .base import LOCK_TTL, Clock, Lease, Migration, StoreCheck, StoreDamageError
 from .damage import check_values
 from .lease import holder_alive
 from .sqltypes import C, Cursor, Mode
@@ -37,6 +38,33 @@ _LOCK_UPSERT = (
 )
 
 
+# The name of every table, index and trigger a migration creates: what the store needs.
+_CREATED = re.compile(
+    r"CREATE\s+(?:UNIQUE\s+|VIRTUAL\s+)?(TABLE|INDEX|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)",
+    re.IGNORECASE,
+)
+
+
+def required_objects(migrations: Sequence[Migration]) -> dict[str, str]:
+    """``{name: "table" | "index" | "trigger"}`` of everything ``migrations`` create,
+    read from their DDL so the check cannot drift from the schema."""
+    return {
+        match[2]: match[1].lower()
+        for migration in migrations
+        for statement in migration.statements
+        for match in _CREATED.finditer(statement)
+    }
+
+
+def _missing_detail(missing: dict[str, str]) -> str:
+    listed = ", ".join(f"{kind} {name}" for name, kind in sorted(missing.items()))
+    return (
+        f"the store lacks {listed}, which windowkeeper needs (archive search and compaction "
+        "fail without it): restore the store from a backup, or export its sessions with "
+        "`windowkeeper sessions export` and import them into a new store"
+    )
+
+
 def _float(value: object) -> float | None:
     return None if not isinstance(value, int | float) else float(value)
 
@@ -45,6 +73,8 @@ class SQLMaintenance(abc.ABC, Generic[C]):
     """Lease and check methods over the store's transactions and dialect hooks."""
 
     _clock: Clock
+    _MIGRATIONS: ClassVar[tuple[Migration, ...]]
+    """The dialect's schema steps, applied in order (see ``SQLStore._migrate``)."""
 
     @abc.abstractmethod
     def _tx(self, mode: Mode = "write") -> AbstractContextManager[C]:
@@ -66,6 +96,10 @@ class SQLMaintenance(abc.ABC, Generic[C]):
         """The backend's own integrity check: a one-line problem, or ``None``."""
         return None
 
+    @abc.abstractmethod
+    def _schema_names(self, conn: C) -> set[str]:
+        """Names of the tables, indexes and triggers the database holds."""
+
     def _iterate(self, conn: C, sql: str) -> Iterator[Any]:
         """Rows of native ``sql``, streamed where the driver would otherwise buffer them."""
         yield from conn.execute(sql).fetchall()
@@ -85,6 +119,11 @@ class SQLMaintenance(abc.ABC, Generic[C]):
                 return StoreCheck(False, problem)
             if quick:
                 return StoreCheck(True, "the quick check passed")
+            present = self._schema_names(conn)
+            required = required_objects(self._MIGRATIONS)
+            missing = {name: kind for name, kind in required.items() if name not in present}
+            if missing:
+                return StoreCheck(False, _missing_detail(missing))
             return check_values(
                 self._iterate(conn, "SELECT id, guard_state FROM wk_sessions ORDER BY id"),
                 self._iterate(conn, "SELECT session_id, seq, body FROM wk_messages "
