@@ -22,15 +22,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..adapters.formats import load_conversation
 from ..core.config import CompressionConfig
@@ -39,9 +36,10 @@ from ..core.messages import Conversation
 from ..core.settings import Settings, load_settings
 from ..evaluation import CachePrices, EvalReport, EvalTotals, evaluate
 from ..evaluation.html import render_html
-from ..evaluation.plot import plot_available, write_plot
+from ..evaluation.plot import plot_available, plot_writer
 from ..summary.protocol import Summarizer
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fail, resolve_window
+from .eval_progress import EvalProgress, eval_progress
 from .eval_view import render_eval
 from .summarizer import (
     SummarizerChoice,
@@ -58,7 +56,6 @@ PathsArg = Annotated[
     list[str],
     typer.Argument(metavar="PATH...", help="Transcripts or folders of them ('-' for stdin)."),
 ]
-_PROGRESS_MIN_MESSAGES = 200
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ _Summarizers = dict[str | None, tuple[Summarizer, int | None]]
 
 
 def _evaluate_one(
-    run: _Run, source: _Source, conversation: Conversation, bar: _Bar, built: _Summarizers
+    run: _Run, source: _Source, conversation: Conversation, bar: EvalProgress, built: _Summarizers
 ) -> EvalReport:
     window = resolve_window(run.context_length, run.settings, conversation.model)
     model = conversation.model
@@ -126,48 +123,18 @@ def _evaluate_one(
     )  # fmt: skip
 
 
-class _Bar:
-    """A rich progress bar on stderr for long runs (sessions, and messages of each)."""
-
-    def __init__(self, progress: Progress | None, total: int) -> None:
-        self.progress = progress
-        self.task = progress.add_task("eval", total=total) if progress else None
-        self.done = 0
-
-    def next_session(self, label: str) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, description=f"eval {label}")
-
-    def advance(self, done: int, total: int) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, completed=self.done + done)
-            if done == total:
-                self.done += total
-
-
-@contextmanager
-def _progress(show: bool, total: int) -> Iterator[_Bar]:
-    if not show:
-        yield _Bar(None, total)
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())  # fmt: skip
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
-        yield _Bar(bar, total)
-
-
 def _evaluate_all(run: _Run, sources: list[_Source], quiet: bool) -> list[EvalReport]:
     loaded = [(s, c) for s in sources if (c := _read(s)) is not None]
     if not loaded:
         raise ConfigError("no transcript found in the given paths")
     total = sum(len(c.messages) for _, c in loaded)
-    show = not quiet and sys.stderr.isatty() and total >= _PROGRESS_MIN_MESSAGES
     reports = []
     built: _Summarizers = {}
-    with _progress(show, total) as bar:
-        for source, conversation in loaded:
+    with eval_progress(quiet, total) as bar:
+        for number, (source, conversation) in enumerate(loaded, 1):
             bar.next_session(source.label)
             reports.append(_evaluate_one(run, source, conversation, bar, built))
+            bar.session_done(number, len(loaded), reports[-1])
     return reports
 
 
@@ -196,6 +163,7 @@ def _outputs(
     as_json: Path | None,
     plot: Path | None,
     html: Path | None,
+    quiet: bool,
 ) -> None:
     if as_json is not None:
         data = {"sessions": [r.to_dict() for r in reports], "total": totals.to_dict()}
@@ -205,10 +173,18 @@ def _outputs(
         else:
             _write(text, as_json)
     if plot is not None:
-        for report, path in _plot_paths(plot, reports):
-            write_plot(report, path)
+        _plots(_plot_paths(plot, reports), quiet)
     if html is not None:
         _write(render_html(reports, totals), html)
+
+
+def _plots(paths: list[tuple[EvalReport, Path]], quiet: bool) -> None:
+    """One reused figure for every PNG (see ``evaluation.plot``), a line or bar per file."""
+    with eval_progress(quiet, len(paths)) as bar, plot_writer() as writer:
+        bar.plots()
+        for number, (report, path) in enumerate(paths, 1):
+            writer.write(report, path)
+            bar.plot_done(number, len(paths), path)
 
 
 def eval_command(
@@ -253,7 +229,7 @@ def eval_command(
         totals = EvalTotals.of(reports)
         if not quiet:
             render_eval(Console(file=sys.stdout, highlight=False), reports, totals)
-        _outputs(reports, totals, as_json, plot, html)
+        _outputs(reports, totals, as_json, plot, html, quiet)
     except WindowkeeperError as exc:
         raise fail(str(exc)) from None
 
