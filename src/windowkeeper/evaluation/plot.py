@@ -26,6 +26,9 @@ from .receipts import Receipt, receipts
 from .report import EvalReport
 
 _LEGEND = {"loc": "upper center", "fontsize": 8, "frameon": False}
+# An explicit y turns off matplotlib's title auto-placement, which measures every tick
+# label of the axes on each draw (a sixth of the drawing time, profiled).
+_TITLE = {"fontsize": 9, "y": 1.0}
 
 
 def _pyplot() -> Any:
@@ -59,8 +62,7 @@ class PlotWriter:
     def write(self, report: EvalReport, destination: Path) -> None:
         """Write the PNG; a destination that cannot be written is a :class:`ConfigError`."""
         for axes in (self.tokens, self.ages, self.receipts):
-            axes.cla()
-            axes.set_axis_on()
+            _clear(axes)
         self.figure.suptitle(report.name or "session", fontsize=11, x=0.07, y=0.98, ha="left")
         _replay(self.tokens, report)
         _ages(self.ages, report)
@@ -87,6 +89,18 @@ def write_plot(report: EvalReport, destination: Path) -> None:
     """One PNG for one report (several: use :func:`plot_writer`)."""
     with plot_writer() as writer:
         writer.write(report, destination)
+
+
+def _clear(axes: Any) -> None:
+    """Remove what the last session drew but keep the axes, their spines and their tick
+    objects (``cla()`` rebuilds all of them, the larger part of drawing a new figure).
+    What must hold: every panel sets its own limits, ticks, labels and title again."""
+    for artist in [*axes.lines, *axes.patches, *axes.texts, *axes.collections]:
+        artist.remove()
+    axes.containers.clear()
+    if axes.legend_ is not None:
+        axes.legend_.remove()
+    axes.set_axis_on()
 
 
 def _replay(axes: Any, report: EvalReport) -> None:
@@ -116,15 +130,16 @@ def _replay(axes: Any, report: EvalReport) -> None:
     axes.set_ylabel("prompt tokens (estimated)")
     with_c, without = report.cumulative_tokens, report.cumulative_baseline_tokens
     saved = f"{(without - with_c) / without:.0%}" if without else "-"
-    axes.set_title(f"Replay: context tokens per request; {with_c:,} cumulative, "
-                   f"{without:,} without compaction ({saved} saved)", fontsize=9)  # fmt: skip
+    title = (f"Replay: context tokens per request; {with_c:,} cumulative, "
+             f"{without:,} without compaction ({saved} saved)")  # fmt: skip
+    axes.set_title(title, **_TITLE)
     axes.legend(bbox_to_anchor=(0.5, -0.2), ncol=3, **_LEGEND)
 
 
 def _empty(axes: Any, title: str, text: str) -> None:
     """A panel with nothing to plot: its title and why, no box."""
     axes.set_axis_off()
-    axes.set_title(title, fontsize=9)
+    axes.set_title(title, **_TITLE)
     axes.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, color="#555",
               transform=axes.transAxes, wrap=True)  # fmt: skip
 
@@ -151,7 +166,7 @@ def _ages(axes: Any, report: EvalReport) -> None:
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.set_xlabel("age: compactions since the fact left")
     axes.set_ylabel("facts still findable (%)")
-    axes.set_title(title, fontsize=9)
+    axes.set_title(title, **_TITLE)
     axes.legend(bbox_to_anchor=(0.5, -0.2), **_LEGEND)
 
 
@@ -185,5 +200,5 @@ def _receipts(axes: Any, items: tuple[Receipt, ...]) -> None:
     axes.set_xlabel("compaction (ordinal, tier)")
     axes.set_ylabel("tokens")
     axes.set_title(f"{title}: tokens before/after and cache prefix invalidated; "
-                   "number above: requests to break even", fontsize=9)  # fmt: skip
+                   "number above: requests to break even", **_TITLE)  # fmt: skip
     axes.legend(bbox_to_anchor=(0.5, -0.3), ncol=3, **_LEGEND)
