@@ -190,14 +190,17 @@ def _receipts(axes: Any, items: tuple[Receipt, ...]) -> None:
     axes.bar([i + width for i in x], [r.invalidated_tokens or 0 for r in items], width,
              color="#e69500", label="cache prefix invalidated")  # fmt: skip
     top = max(r.before_tokens for r in items)
+    crowded = len(items) > 20
     for i, r in zip(x, items, strict=True):
-        even = _break_even(r)
-        axes.text(i, top * 1.03, even, ha="center", fontsize=7)
-    axes.set_ylim(0, top * 1.15)
-    axes.set_xticks(list(x), [f"#{r.ordinal}\n{r.tier}" for r in items],
-                    fontsize=7 if len(items) <= 20 else 5)  # fmt: skip
+        axes.text(i, top * 1.03, _break_even(r), ha="center", va="bottom", fontsize=7,
+                  rotation=90 if crowded else 0)  # fmt: skip
+    axes.set_ylim(0, top * (1.25 if crowded else 1.15))
+    # crowded: the tier's initial under the ordinal, so neighbouring labels never touch
+    labels = [f"{r.ordinal}\n{r.tier[0].upper() if crowded else r.tier}" for r in items]
+    axes.set_xticks(list(x), labels, fontsize=6 if crowded else 7)
     axes.set_xlim(-0.6, len(items) - 0.4)
-    axes.set_xlabel("compaction (ordinal, tier)")
+    tiers = " (S summary, P prune)" if crowded else ""
+    axes.set_xlabel(f"compaction (ordinal, tier{tiers})")
     axes.set_ylabel("tokens")
     axes.set_title(f"{title}: tokens before/after and cache prefix invalidated; "
                    "number above: requests to break even", **_TITLE)  # fmt: skip
