@@ -14,6 +14,9 @@ folder, searched recursively for ``*.jsonl`` and ``*.json`` files (``*.meta.json
 skipped). A file in a folder that is not a transcript is skipped with a warning; a file
 named on the command line that cannot be read is an error.
 
+Progress on stderr: a bar on a terminal, a line per session and per PNG when piped,
+none with ``--json -`` (see ``eval_progress``).
+
 Exit codes: 0 success; 2 invalid input or options, or ``--plot`` without matplotlib (one
 ``error:`` line each).
 """
@@ -202,7 +205,7 @@ def eval_command(
         Path | None, typer.Option("--json", help="Write every figure as JSON here ('-': stdout).")
     ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="PNG per session: context tokens, retention.")
+        Path | None, typer.Option("--plot", help="PNG per session: context, retention, receipts.")
     ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="One self-contained HTML page of it all.")
