@@ -74,6 +74,9 @@ def test_html_headings_legends_sample_sizes_and_no_empty_charts() -> None:
     ]  # fmt: skip
     for chart in charts:
         assert "<title>" in chart and chart.count("<text") >= 8  # title, ticks, labels
+    # the short session (3 requests): each request tick once, none between two requests
+    ticks = re.findall(r'text-anchor="middle">([0-9,]+)</text>', charts[3])
+    assert ticks == [str(i) for i in range(reports[1].requests)]
     ages = [a for a in reports[0].retention_by_age if a.facts]
     assert all(f"n={a.facts}<" in charts[2] for a in ages)
     assert f"compaction (n={len(reports[0].compactions)})" in charts[1]

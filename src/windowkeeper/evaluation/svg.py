@@ -94,7 +94,8 @@ def context_svg(report: EvalReport, width: int = 560, height: int = 250) -> str:
     tokens = report.tokens_per_request
     last = max(len(tokens) - 1, 1)
     frame = _Frame(width, height, (0, last), max([report.window, *tokens, 1]) * 1.05)
-    parts = frame.axes(_ticks(last), _ticks(report.window), f"request (n={len(tokens):,})", "")
+    xticks = sorted({round(x) for x in _ticks(last)})  # requests are whole: no 2 twice
+    parts = frame.axes(xticks, _ticks(report.window), f"request (n={len(tokens):,})", "")
     parts.append(_polyline([frame.at(i, v) for i, v in enumerate(tokens)], _BLUE))
     for value, colour in ((report.threshold_tokens, _ORANGE), (report.window, _RED)):
         (x0, y), (x1, _) = frame.at(0, value), frame.at(last, value)
