@@ -21,8 +21,9 @@ from factories import long_session
 from windowkeeper import CompressionConfig, EvalTotals, evaluate
 from windowkeeper.evaluation.html import HEADER_RGB, render_html
 
-TABLES = ("totals", "by-kind", "by-age", "cache", "sessions", "session-1", "session-2")
-VOID = {"meta", "br", "img", "hr", "input", "link", "polyline", "line"}
+TABLES = ("totals", "by-kind", "by-age", "cache", "sessions", "session-1", "receipts-1",
+          "session-2", "receipts-2")  # fmt: skip
+VOID = {"meta", "br", "img", "hr", "input", "link", "polyline", "line", "circle"}
 
 
 def page() -> str:

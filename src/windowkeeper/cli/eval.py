@@ -14,6 +14,9 @@ folder, searched recursively for ``*.jsonl`` and ``*.json`` files (``*.meta.json
 skipped). A file in a folder that is not a transcript is skipped with a warning; a file
 named on the command line that cannot be read is an error.
 
+Progress on stderr: a bar on a terminal, a line per session and per PNG when piped,
+none with ``--json -`` (see ``eval_progress``).
+
 Exit codes: 0 success; 2 invalid input or options, or ``--plot`` without matplotlib (one
 ``error:`` line each).
 """
@@ -22,15 +25,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..adapters.formats import load_conversation
 from ..core.config import CompressionConfig
@@ -39,9 +39,10 @@ from ..core.messages import Conversation
 from ..core.settings import Settings, load_settings
 from ..evaluation import CachePrices, EvalReport, EvalTotals, evaluate
 from ..evaluation.html import render_html
-from ..evaluation.plot import plot_available, write_plot
+from ..evaluation.plot import plot_available, plot_writer
 from ..summary.protocol import Summarizer
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fail, resolve_window
+from .eval_progress import EvalProgress, eval_progress
 from .eval_view import render_eval
 from .summarizer import (
     SummarizerChoice,
@@ -58,7 +59,6 @@ PathsArg = Annotated[
     list[str],
     typer.Argument(metavar="PATH...", help="Transcripts or folders of them ('-' for stdin)."),
 ]
-_PROGRESS_MIN_MESSAGES = 200
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ _Summarizers = dict[str | None, tuple[Summarizer, int | None]]
 
 
 def _evaluate_one(
-    run: _Run, source: _Source, conversation: Conversation, bar: _Bar, built: _Summarizers
+    run: _Run, source: _Source, conversation: Conversation, bar: EvalProgress, built: _Summarizers
 ) -> EvalReport:
     window = resolve_window(run.context_length, run.settings, conversation.model)
     model = conversation.model
@@ -126,48 +126,18 @@ def _evaluate_one(
     )  # fmt: skip
 
 
-class _Bar:
-    """A rich progress bar on stderr for long runs (sessions, and messages of each)."""
-
-    def __init__(self, progress: Progress | None, total: int) -> None:
-        self.progress = progress
-        self.task = progress.add_task("eval", total=total) if progress else None
-        self.done = 0
-
-    def next_session(self, label: str) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, description=f"eval {label}")
-
-    def advance(self, done: int, total: int) -> None:
-        if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, completed=self.done + done)
-            if done == total:
-                self.done += total
-
-
-@contextmanager
-def _progress(show: bool, total: int) -> Iterator[_Bar]:
-    if not show:
-        yield _Bar(None, total)
-        return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())  # fmt: skip
-    with Progress(*columns, console=Console(file=sys.stderr), transient=True) as bar:
-        yield _Bar(bar, total)
-
-
 def _evaluate_all(run: _Run, sources: list[_Source], quiet: bool) -> list[EvalReport]:
     loaded = [(s, c) for s in sources if (c := _read(s)) is not None]
     if not loaded:
         raise ConfigError("no transcript found in the given paths")
     total = sum(len(c.messages) for _, c in loaded)
-    show = not quiet and sys.stderr.isatty() and total >= _PROGRESS_MIN_MESSAGES
     reports = []
     built: _Summarizers = {}
-    with _progress(show, total) as bar:
-        for source, conversation in loaded:
+    with eval_progress(quiet, total) as bar:
+        for number, (source, conversation) in enumerate(loaded, 1):
             bar.next_session(source.label)
             reports.append(_evaluate_one(run, source, conversation, bar, built))
+            bar.session_done(number, len(loaded), reports[-1])
     return reports
 
 
@@ -196,6 +166,7 @@ def _outputs(
     as_json: Path | None,
     plot: Path | None,
     html: Path | None,
+    quiet: bool,
 ) -> None:
     if as_json is not None:
         data = {"sessions": [r.to_dict() for r in reports], "total": totals.to_dict()}
@@ -205,10 +176,18 @@ def _outputs(
         else:
             _write(text, as_json)
     if plot is not None:
-        for report, path in _plot_paths(plot, reports):
-            write_plot(report, path)
+        _plots(_plot_paths(plot, reports), quiet)
     if html is not None:
         _write(render_html(reports, totals), html)
+
+
+def _plots(paths: list[tuple[EvalReport, Path]], quiet: bool) -> None:
+    """One reused figure for every PNG (see ``evaluation.plot``), a line or bar per file."""
+    with eval_progress(quiet, len(paths)) as bar, plot_writer() as writer:
+        bar.plots()
+        for number, (report, path) in enumerate(paths, 1):
+            writer.write(report, path)
+            bar.plot_done(number, len(paths), path)
 
 
 def eval_command(
@@ -226,7 +205,7 @@ def eval_command(
         Path | None, typer.Option("--json", help="Write every figure as JSON here ('-': stdout).")
     ] = None,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="PNG per session: context tokens, retention.")
+        Path | None, typer.Option("--plot", help="PNG per session: context, retention, receipts.")
     ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="One self-contained HTML page of it all.")
@@ -253,7 +232,7 @@ def eval_command(
         totals = EvalTotals.of(reports)
         if not quiet:
             render_eval(Console(file=sys.stdout, highlight=False), reports, totals)
-        _outputs(reports, totals, as_json, plot, html)
+        _outputs(reports, totals, as_json, plot, html, quiet)
     except WindowkeeperError as exc:
         raise fail(str(exc)) from None
 

@@ -1,9 +1,10 @@
 """One self-contained HTML page of an evaluation: tables and inline SVG charts.
 
 No scripts, no external files, no fonts to fetch: the page opens offline in any browser.
-Every table has an ``id`` (``totals``, ``sessions``, ``by-kind``, ``by-age``, ``cache``,
-and ``session-N`` per session) so tools and tests can find it; table headers share one
-distinctive colour (``HEADER_RGB``) so a screenshot shows where the tables are.
+Every table has a heading and an ``id`` (``totals``, ``sessions``, ``by-kind``, ``by-age``,
+``cache``, and ``session-N`` and ``receipts-N`` per session) so tools and tests can find
+it; table headers share one distinctive colour (``HEADER_RGB``) so a screenshot shows
+where the tables are.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from .receipts import receipts
 from .report import EvalReport, EvalTotals
 from .retention import AgeRetention, KindRetention
+from .svg import age_svg, context_svg
 
 HEADER_RGB = (31, 78, 121)
 _HEADER_CSS = "rgb({}, {}, {})".format(*HEADER_RGB)
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1b1b1b; background: #fff; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 15px; }
+h4 { font-size: 14px; margin: 8px 0 4px; }
 table { border-collapse: collapse; margin: 8px 0 16px; }
 th { background: HEADER; color: #fff; padding: 6px 10px; text-align: left; }
 td { border-bottom: 1px solid #ddd; padding: 4px 10px; text-align: right; }
@@ -87,55 +91,6 @@ def _cache_rows(t: EvalReport | EvalTotals) -> list[list[object]]:
     ]
 
 
-def _polyline(points: Sequence[tuple[float, float]], colour: str) -> str:
-    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-    return f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" points="{path}"/>'
-
-
-def context_svg(report: EvalReport, width: int = 520, height: int = 200) -> str:
-    """Context tokens per request (blue), the threshold (orange) and the window (red),
-    both dashed, and a grey mark at each compaction."""
-    tokens = report.tokens_per_request
-    top = max([report.window, *tokens, 1]) * 1.05
-    n = max(len(tokens) - 1, 1)
-
-    def at(i: float, v: float) -> tuple[float, float]:
-        return 40 + i / n * (width - 50), height - 20 - v / top * (height - 30)
-
-    lines = [_polyline([at(i, v) for i, v in enumerate(tokens)], "#1f77b4")]
-    for value, colour in ((report.threshold_tokens, "#e69500"), (report.window, "#c00")):
-        (x0, y), (x1, _) = at(0, value), at(n, value)
-        lines.append(
-            f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{colour}" '
-            'stroke-dasharray="4 3"/>'
-        )
-    for c in report.compactions:
-        x, _ = at(c.request, 0)
-        lines.append(f'<line x1="{x:.1f}" y1="10" x2="{x:.1f}" y2="{height - 20}" '
-                     'stroke="#888" stroke-opacity="0.5"/>')  # fmt: skip
-    label = f'<text x="4" y="14" font-size="11">tokens per request (max {top / 1.05:,.0f})</text>'
-    return _svg("context", width, height, [label, *lines])
-
-
-def age_svg(ages: Sequence[AgeRetention], width: int = 360, height: int = 200) -> str:
-    """Share of facts still findable by age (compactions since they left)."""
-    rows = [a for a in ages if a.facts]
-    n = max(len(rows) - 1, 1)
-    points = [
-        (40 + i / n * (width - 50), height - 20 - a.kept / a.facts * (height - 40))
-        for i, a in enumerate(rows)
-    ]
-    label = '<text x="4" y="14" font-size="11">findable by age (0-100%)</text>'
-    return _svg("retention-by-age", width, height, [label, _polyline(points, "#2a9d3a")])
-
-
-def _svg(role: str, width: int, height: int, parts: Sequence[str]) -> str:
-    return (
-        f'<svg class="{role}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}">{"".join(parts)}</svg>'
-    )
-
-
 _SESSION_COLUMNS = ("session", "requests", "compactions", "peak", "saved", "facts kept",
                     "cache tokens invalidated")  # fmt: skip
 _NOTE = (
@@ -146,16 +101,54 @@ _NOTE = (
 )
 
 
+_NO_FACTS = ('<p class="note">No compaction: no fact left the verbatim context, so there '
+             "is no retention to chart.</p>")  # fmt: skip
+
+
+def _ages_chart(ages: Sequence[AgeRetention]) -> str:
+    """The chart, or a note where it would be an empty box."""
+    return age_svg(ages) if any(a.facts for a in ages) else _NO_FACTS
+
+
 def _totals_section(totals: EvalTotals) -> list[str]:
     return [
         "<h2>Totals</h2>",
+        "<h3>Tokens and compactions</h3>",
         _table("totals", ["figure", "value"], _token_rows(totals)),
+        "<h3>Retention by fact kind</h3>",
         _table("by-kind", ["fact kind", "facts", "kept at end", "share", "kept always"],
                _kind_rows(totals.retention_by_kind)),
+        "<h3>Retention by age (compactions since a fact left)</h3>",
         _table("by-age", ["age", "facts", "kept", "share"], _age_rows(totals.retention_by_age)),
-        age_svg(totals.retention_by_age),
+        _ages_chart(totals.retention_by_age),
+        "<h3>Prompt cache</h3>",
         _table("cache", ["prompt cache", "value"], _cache_rows(totals)),
     ]  # fmt: skip
+
+
+_RECEIPT_COLUMNS = (
+    "compaction",
+    "request",
+    "tier",
+    "trigger",
+    "tokens before",
+    "tokens after",
+    "cache prefix invalidated",
+    "requests to break even",
+)
+
+
+def _receipt_rows(report: EvalReport) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for r in receipts(report):
+        if r.invalidated_tokens is None:  # no request followed it, or shared with the next
+            cache, even = "-", "-"
+        else:
+            cache = f"{r.invalidated_tokens:,}"
+            even = "never" if r.break_even_requests is None else str(r.break_even_requests)
+        rows.append([f"#{r.ordinal}", r.request, r.tier, r.trigger, f"{r.before_tokens:,}",
+                     f"{r.after_tokens:,}", cache, even])  # fmt: skip
+    return rows
 
 
 def _session_row(r: EvalReport) -> list[object]:
@@ -168,11 +161,18 @@ def _session_row(r: EvalReport) -> list[object]:
 
 def _session_section(number: int, report: EvalReport) -> list[str]:
     rows = [*_token_rows(report), *_cache_rows(report)]
+    name = escape(report.name or f"session {number}")
+    receipt_rows = _receipt_rows(report)
     return [
-        f"<h3>{escape(report.name or f'session {number}')}</h3>",
+        f"<h3>{name}</h3>",
         context_svg(report),
-        age_svg(report.retention_by_age),
+        _ages_chart(report.retention_by_age),
+        f"<h4>{name}: figures</h4>",
         _table(f"session-{number}", ["figure", "value"], rows),
+        f"<h4>{name}: compaction receipts (n={len(receipt_rows)})</h4>",
+        _table(f"receipts-{number}", _RECEIPT_COLUMNS, receipt_rows)
+        if receipt_rows
+        else '<p class="note">No compaction in this session.</p>',
     ]
 
 
@@ -184,6 +184,7 @@ def render_html(reports: Sequence[EvalReport], totals: EvalTotals) -> str:
         _NOTE,
         *_totals_section(totals),
         "<h2>Sessions</h2>",
+        "<h3>One row per session</h3>",
         _table("sessions", _SESSION_COLUMNS, [_session_row(r) for r in reports]),
     ]
     for number, report in enumerate(reports, 1):
