@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from windowkeeper.analysis.record import LazyArguments, parse_call
 from windowkeeper.compaction.prune import make_handle
+from windowkeeper.core.jsonsafe import MAX_JSON_DEPTH
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -80,3 +81,34 @@ def test_handle_of_long_text_with_surrogates_across_chunks() -> None:
     assert make_handle("assistant", text, '{"a": 1}') == _joined_handle(
         "assistant", text, '{"a": 1}'
     )
+
+
+def test_arguments_too_deep_are_never_parsed_lazily() -> None:
+    # LazyArguments parses without the depth check: parse_call must have done it.
+    deep = '{"a": ' + "[" * (MAX_JSON_DEPTH + 5) + "]" * (MAX_JSON_DEPTH + 5) + "}"
+    call = parse_call(_call(deep))
+    assert not call.json_object
+    assert call.args == {} and not isinstance(call.args, LazyArguments)
+
+
+@given(
+    st.dictionaries(st.text(), _JSON, max_size=4),
+    st.sampled_from(["todos", "cwd", "run_in_background", "a_1", "é", "a/b", 'q"'])
+    | st.text(max_size=6),
+    st.booleans(),
+)
+def test_absent_keys_are_answered_as_the_parse_would(
+    value: dict[str, Any], key: str, ascii_only: bool
+) -> None:
+    # With and without the key, written plainly or with ``\u`` escapes (ensure_ascii).
+    for present in (value, {**value, key: 1}):
+        lazy = LazyArguments(json.dumps(present, ensure_ascii=ascii_only))
+        assert (key in lazy) is (key in present)
+        assert lazy.get(key, "absent") == present.get(key, "absent")
+
+
+def test_a_key_spelled_with_escapes_is_found() -> None:
+    lazy = LazyArguments('{"\\u0074odos": [1], "cw\\u0064": "/tmp"}')
+    assert lazy.get("todos") == [1]
+    assert "cwd" in lazy and lazy.get("cwd") == "/tmp"
+    assert lazy.get("workdir") is None and "workdir" not in lazy

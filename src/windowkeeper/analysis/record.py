@@ -16,6 +16,7 @@ them reassigned is analysed again. Callers never edit messages in place (design 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from typing import Any, NamedTuple
 
@@ -109,19 +110,36 @@ _LAST_PARSE: tuple[str | None, dict[str, Any]] = (None, {})
 
 class LazyArguments(Mapping[str, Any]):
     """The JSON-object arguments of a call, parsed from the raw text on each use (each
-    method parses once); what must hold: ``raw`` parses to a JSON object."""
+    method parses once); what must hold: ``raw`` parses to a JSON object no deeper than
+    the limit of :func:`~windowkeeper.core.jsonsafe.loads_or_none` (see :func:`parse_call`)."""
 
-    __slots__ = ("raw",)
+    __slots__ = ("_literal_keys", "raw")
 
     def __init__(self, raw: str) -> None:
         self.raw = raw
+        # A JSON string can spell a letter, digit or ``_`` only as itself or as a
+        # ``\\uXXXX`` escape: without one in the text, such a key is present only if it
+        # occurs between quotes. Most questions the stages ask (is there a todo list, a
+        # working directory, a background flag) are so answered without a parse.
+        self._literal_keys = "\\u" not in raw
+
+    def _absent(self, key: object) -> bool:
+        return (
+            self._literal_keys
+            and isinstance(key, str)
+            and key.isascii()
+            and key.isidentifier()
+            and f'"{key}"' not in self.raw
+        )
 
     def _value(self) -> dict[str, Any]:
         global _LAST_PARSE
         last = _LAST_PARSE
         if last[0] is self.raw:  # the stages ask one call several questions in a row
             return last[1]
-        value = _parsed(self.raw) or {}
+        # parse_call checked once that the text is a JSON object within the depth limit:
+        # the same text parses the same way, so neither check is repeated.
+        value: dict[str, Any] = json.loads(self.raw)
         _LAST_PARSE = (self.raw, value)
         return value
 
@@ -135,10 +153,10 @@ class LazyArguments(Mapping[str, Any]):
         return len(self._value())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._value()
+        return not self._absent(key) and key in self._value()
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._value().get(key, default)
+        return default if self._absent(key) else self._value().get(key, default)
 
     def keys(self) -> KeysView[str]:
         return self._value().keys()
