@@ -247,11 +247,8 @@ def message_handle(record: MessageFacts) -> str:
 
     def compute() -> str:
         message = record.message
-        key = "\x1f".join(
-            (str(message.get("role")), record.text,
-             *(call_arguments(c) for c in tool_calls(message)))
-        )  # fmt: skip
-        return make_handle(key)
+        calls = (call_arguments(c) for c in tool_calls(message))
+        return make_handle(str(message.get("role")), record.text, *calls)
 
     handle: str = record.remember("message_handle", compute)
     return handle

@@ -61,9 +61,22 @@ def content_handle(record: MessageFacts) -> str:
     return handle
 
 
-def make_handle(text: str) -> str:
-    """A short stable reference for archived content (the same text, the same handle)."""
-    return "wk" + hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=5).hexdigest()
+# Characters encoded at a time when hashing: the hash never holds a whole large message
+# as bytes (or a joined copy of it). Encoding a str in slices gives the same bytes as
+# encoding it whole (a str holds code points; no pair spans a slice boundary).
+_HASH_CHUNK = 8_192
+
+
+def make_handle(*parts: str) -> str:
+    """A short stable reference for archived content: the hash of ``parts`` joined by
+    ``\x1f`` (the same text, the same handle)."""
+    digest = hashlib.blake2b(digest_size=5)
+    for number, part in enumerate(parts):
+        if number:
+            digest.update(b"\x1f")
+        for start in range(0, len(part), _HASH_CHUNK):
+            digest.update(part[start : start + _HASH_CHUNK].encode("utf-8", "replace"))
+    return "wk" + digest.hexdigest()
 
 
 def _calls_by_id(messages: list[Message], analyzer: Analyzer, end: int) -> dict[str, CallFacts]:
@@ -247,7 +260,8 @@ def _shortened_calls(
         function = call.get("function")
         args = function.get("arguments") if isinstance(function, dict) else None
         if isinstance(function, dict) and isinstance(args, str) and len(args) > settings.args_over:
-            parsed = facts.args if facts.json_object else None
+            # Long arguments are not kept parsed (a LazyArguments): parse them here.
+            parsed = facts.args if facts.json_object and type(facts.args) is dict else None
             short = truncate_arguments(args, settings.args_head, parsed)
             if short is not args:
                 call = {**call, "function": {**function, "arguments": short}}

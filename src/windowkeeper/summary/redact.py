@@ -93,6 +93,9 @@ def _writes_content(call: CallFacts) -> bool:
     )
 
 
+_MASKED_KEY: tuple[str, tuple[int, ...]] = ("masked", ())
+
+
 def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFacts:
     """``record`` with its secrets masked (the calls at ``keep_calls`` left as they are),
     computed once per message and choice of calls."""
@@ -101,5 +104,7 @@ def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFa
         masked = redact_message(record.message, keep_calls)
         return record if masked is record.message else Analyzer().facts(masked)
 
-    result: MessageFacts = record.remember(("masked", keep_calls), compute)
+    # Most records keep no call: one shared key rather than a new tuple in every memo.
+    key = _MASKED_KEY if not keep_calls else ("masked", keep_calls)
+    result: MessageFacts = record.remember(key, compute)
     return result

@@ -1,0 +1,114 @@
+"""How the analysis records store what they hold: the same answers, less kept.
+
+Tool-call arguments are not kept parsed (a :class:`LazyArguments` parses them on use),
+and archive handles hash their parts without joining or encoding a whole message: both
+must answer exactly what the eager forms did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from windowkeeper.analysis.record import LazyArguments, parse_call
+from windowkeeper.compaction.prune import make_handle
+from windowkeeper.core.jsonsafe import MAX_JSON_DEPTH
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _call(arguments: str, name: str = "tool") -> dict[str, Any]:
+    return {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+@given(st.dictionaries(st.text(), _JSON, max_size=5), st.text())
+def test_lazy_arguments_answer_as_the_parsed_object(value: dict[str, Any], key: str) -> None:
+    raw = json.dumps(value)
+    lazy = LazyArguments(raw)
+    assert dict(lazy) == value
+    assert len(lazy) == len(value)
+    assert list(lazy) == list(value)
+    assert list(lazy.keys()) == list(value.keys())
+    assert list(lazy.values()) == list(value.values())
+    assert list(lazy.items()) == list(value.items())
+    assert (key in lazy) is (key in value)
+    assert lazy.get(key, "absent") == value.get(key, "absent")
+    assert lazy == value
+
+
+def test_a_call_keeps_its_raw_arguments_not_their_parse() -> None:
+    raw = json.dumps({"file_path": "/src/app.py", "content": "x = 1\n" * 2_000})
+    call = parse_call(_call(raw, "Write"))
+    assert isinstance(call.args, LazyArguments)
+    assert call.args.raw is raw  # the message's own string, no copy
+    assert call.json_object
+    assert call.args["file_path"] == "/src/app.py"
+    assert call.action.path == "/src/app.py"
+
+
+def test_non_object_arguments_stay_a_plain_mapping() -> None:
+    shell = parse_call(_call("ls -la /tmp ", "bash"))
+    assert shell.args == {"command": "ls -la /tmp"}
+    assert type(shell.args) is dict and not shell.json_object
+    listed = parse_call(_call("[1, 2]"))
+    assert listed.args == {} and not listed.json_object
+
+
+def _joined_handle(*parts: str) -> str:
+    """The handle as it was computed before: the parts joined, then encoded whole."""
+    text = "\x1f".join(parts).encode("utf-8", "replace")
+    return "wk" + hashlib.blake2b(text, digest_size=5).hexdigest()
+
+
+@given(st.lists(st.text(st.characters(), max_size=40), min_size=1, max_size=4))
+def test_handle_of_parts_is_the_handle_of_their_join(parts: list[str]) -> None:
+    assert make_handle(*parts) == _joined_handle(*parts)
+
+
+def test_handle_of_long_text_with_surrogates_across_chunks() -> None:
+    # Lone surrogates (allowed in a str, replaced when encoded) on both sides of the
+    # 8 192-character slices the hash encodes, and text longer than several slices.
+    text = ("é\ud800" * 4_095) + "\udfff" + ("ab\ud83d" * 9_000)
+    assert make_handle(text) == _joined_handle(text)
+    assert make_handle("assistant", text, '{"a": 1}') == _joined_handle(
+        "assistant", text, '{"a": 1}'
+    )
+
+
+def test_arguments_too_deep_are_never_parsed_lazily() -> None:
+    # LazyArguments parses without the depth check: parse_call must have done it.
+    deep = '{"a": ' + "[" * (MAX_JSON_DEPTH + 5) + "]" * (MAX_JSON_DEPTH + 5) + "}"
+    call = parse_call(_call(deep))
+    assert not call.json_object
+    assert call.args == {} and not isinstance(call.args, LazyArguments)
+
+
+@given(
+    st.dictionaries(st.text(), _JSON, max_size=4),
+    st.sampled_from(["todos", "cwd", "run_in_background", "a_1", "é", "a/b", 'q"'])
+    | st.text(max_size=6),
+    st.booleans(),
+)
+def test_absent_keys_are_answered_as_the_parse_would(
+    value: dict[str, Any], key: str, ascii_only: bool
+) -> None:
+    # With and without the key, written plainly or with ``\u`` escapes (ensure_ascii).
+    for present in (value, {**value, key: 1}):
+        lazy = LazyArguments(json.dumps(present, ensure_ascii=ascii_only))
+        assert (key in lazy) is (key in present)
+        assert lazy.get(key, "absent") == present.get(key, "absent")
+
+
+def test_a_key_spelled_with_escapes_is_found() -> None:
+    lazy = LazyArguments('{"\\u0074odos": [1], "cw\\u0064": "/tmp"}')
+    assert lazy.get("todos") == [1]
+    assert "cwd" in lazy and lazy.get("cwd") == "/tmp"
+    assert lazy.get("workdir") is None and "workdir" not in lazy
