@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from agents import (
+from agent_clis import (
     TURNS,
     agent_cli,
     assert_compacted_at_the_end,

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from agents import (
+from agent_clis import (
     ROOT,
     TURNS,
     agent_cli,
