@@ -11,19 +11,18 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Generic
+from typing import Any
 
 from ..core.errors import StoreError
 from .base import (
-    Clock,
     CompactionRecord,
     SessionRecord,
     UndoOutcome,
     nothing_to_undo,
     undo_record,
 )
-from .sqltypes import C, Cursor, Mode
+from .sqlhooks import SQLHooks
+from .sqltypes import C
 
 __all__ = ("COMPACTION_LOG", "SQLUndo")
 
@@ -50,22 +49,8 @@ def _log_record(row: Sequence[Any]) -> CompactionRecord:
     )  # fmt: skip
 
 
-class SQLUndo(abc.ABC, Generic[C]):
+class SQLUndo(SQLHooks[C]):
     """``compactions`` and ``undo`` over the store's transactions and dialect hooks."""
-
-    _clock: Clock
-
-    @abc.abstractmethod
-    def _tx(self, mode: Mode = "write") -> AbstractContextManager[C]:
-        """One transaction (see :class:`~windowkeeper.store.sqlbase.SQLStore`)."""
-
-    @abc.abstractmethod
-    def _run(self, conn: C, sql: str, params: Sequence[Any]) -> Cursor:
-        """Run canonical SQL."""
-
-    @abc.abstractmethod
-    def _sql(self, text: str) -> str:
-        """Canonical SQL rewritten into the dialect."""
 
     @abc.abstractmethod
     def _executemany(self, conn: C, sql: str, rows: Sequence[Sequence[Any]]) -> None:
