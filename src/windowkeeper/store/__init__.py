@@ -19,6 +19,7 @@ from .base import (
     Clock,
     CommitOutcome,
     Compaction,
+    CompactionRecord,
     Migration,
     SearchHit,
     SessionRecord,
@@ -28,6 +29,7 @@ from .base import (
     StoreDamageError,
     StoredRow,
     StoreMissingError,
+    UndoOutcome,
     UnknownSessionError,
 )
 from .keyed import AppendOutcome, KeyedRecord, KeyedSessions
@@ -43,6 +45,7 @@ from .session import (
     save_state,
 )
 from .sqlite import SQLiteStore
+from .undo import CompactionDiff, ReplacedMessage, compaction_diff
 
 __all__ = [
     "LOCK_TTL",
@@ -51,11 +54,14 @@ __all__ = [
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "CompactionDiff",
+    "CompactionRecord",
     "KeyedRecord",
     "KeyedSessions",
     "MemoryStore",
     "Migration",
     "RecallTool",
+    "ReplacedMessage",
     "SQLiteStore",
     "SearchHit",
     "SessionRecord",
@@ -66,8 +72,10 @@ __all__ = [
     "StoreMissingError",
     "StoredCompaction",
     "StoredRow",
+    "UndoOutcome",
     "UnknownSessionError",
     "compact_session",
+    "compaction_diff",
     "compress_stored",
     "default_store_url",
     "lineage",
