@@ -7,11 +7,14 @@ from collections.abc import Callable
 
 import pytest
 from _workers import make_compressor, round_messages
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_contract import compaction, msg
 
 from windowkeeper.core.errors import StoreError
+from windowkeeper.core.messages import Message
 from windowkeeper.engine.guard import GuardState
-from windowkeeper.store import SessionStore, compact_session
+from windowkeeper.store import MemoryStore, SessionStore, compact_session
 
 
 def contents(store: SessionStore, sid: str) -> list[object]:
@@ -92,3 +95,23 @@ def test_undo_of_a_real_compaction_gives_back_every_message(store: SessionStore)
     store.undo(sid)
     assert store.load(sid).messages == history
     assert GuardState.from_json(store.get_session(sid).guard_state or "").strikes == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3)), min_size=1, max_size=8))
+def test_undoing_every_compaction_gives_back_everything_appended(
+    steps: list[tuple[int, int]],
+) -> None:
+    store = MemoryStore()
+    sid = store.create_session([msg("user", "start")]).id
+    appended: list[Message] = [msg("user", "start")]
+    for number, (adds, written) in enumerate(steps):
+        new = [msg("user", f"{number}.{i}") for i in range(adds)]
+        store.append_messages(sid, new)
+        appended += new
+        out = [msg("assistant", f"S{number}.{i}") for i in range(written)]
+        assert store.commit_compaction(sid, compaction(store, sid, out)).committed
+    for _ in steps:
+        assert store.undo(sid).undone
+    assert store.load(sid).messages == appended
+    assert store.get_session(sid).compactions == 0
