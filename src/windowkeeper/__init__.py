@@ -33,6 +33,7 @@ from .core.report import (
     FailureKind,
     Outcome,
     Reason,
+    Receipt,
     Tier,
 )
 from .core.settings import Settings, load_settings
@@ -95,6 +96,7 @@ __all__ = [
     "Overflow",
     "OverflowKind",
     "Reason",
+    "Receipt",
     "ReplayReport",
     "Settings",
     "StoreError",

@@ -50,6 +50,7 @@ from ..core.messages import Message, dump_jsonl
 from ..core.report import CompressionResult
 from ..core.version import __version__
 from ..engine.inspection import inspect_conversation
+from . import undo as _undo  # noqa: F401  (registers `sessions diff` / `sessions undo`)
 from .common import (
     EXIT_BUSY,
     EXIT_INTERRUPTED,
@@ -332,7 +333,7 @@ def inspect(
 app.command("replay")(replay_command)
 app.command("eval")(eval_command)
 app.add_typer(config_app, name="config")
-app.add_typer(sessions_app, name="sessions")
+app.add_typer(sessions_app, name="sessions")  # with `diff` and `undo` (cli/undo.py)
 app.command("serve")(serve_command)
 app.command("mcp")(mcp_command)
 

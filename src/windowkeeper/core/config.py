@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .cache import DEFAULT_ROW, CachePrices
 from .errors import ConfigError
 
 MINIMUM_TRIGGER_TOKENS = 64_000
@@ -38,6 +39,9 @@ class CompressionConfig:
         min_savings_ratio: two consecutive compactions saving less than this stop automation.
         abort_on_summary_failure: abort (messages unchanged) on any summarizer failure.
         allow_small_summary_model: accept a summary model whose window is under 64K.
+        cache_prices: the provider's prompt-cache prices relative to one uncached input
+            token, a row per provider (``default`` for any other); the receipt of every
+            compaction reads them (``requests to break even``), nothing else does.
     """
 
     enabled: bool = True
@@ -70,6 +74,9 @@ class CompressionConfig:
     hygiene_threshold: float = 0.85
     hygiene_hard_message_limit: int = 5_000
     max_attempts: int = 3
+    cache_prices: Mapping[str, CachePrices] = field(
+        default_factory=lambda: MappingProxyType({DEFAULT_ROW: CachePrices()})
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
@@ -95,6 +102,10 @@ class CompressionConfig:
             raise ConfigError("compression.max_attempts must be >= 1")
         object.__setattr__(self, "target_ratio", min(0.80, max(0.10, self.target_ratio)))
         object.__setattr__(self, "model_thresholds", MappingProxyType(dict(self.model_thresholds)))
+        for name, row in self.cache_prices.items():
+            if row.read < 0 or row.write < 0:
+                raise ConfigError(f"compression.cache_prices.{name}: prices must be >= 0")
+        object.__setattr__(self, "cache_prices", MappingProxyType(dict(self.cache_prices)))
 
 
 def coerce_positive_int(value: object) -> int | None:

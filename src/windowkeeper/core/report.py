@@ -58,6 +58,45 @@ class ArchivedItem:
 
 
 @dataclass(frozen=True)
+class Receipt:
+    """What one completed compaction cost, said when it happens (SPEC §4).
+
+    ``kept_prefix_tokens`` of the request without the compaction (tool schemas and the
+    leading messages it left as they were) stay in the provider's prompt cache;
+    ``invalidated_tokens``, the rest, must be written again. ``break_even_requests`` is the
+    number of requests, this one included, until the compaction has cost no more than
+    not compacting at the ``prices`` row of ``compression.cache_prices`` (``None``: it
+    never pays). ``waited_ms`` is how long the agent's request waited for it (0 when it
+    was prepared in the background).
+    """
+
+    tier: Tier
+    tokens_before: int
+    tokens_after: int
+    kept_prefix_tokens: int
+    invalidated_tokens: int
+    break_even_requests: int | None
+    waited_ms: float
+    prices: str = "default"
+    background: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tier"] = self.tier.value
+        data["waited_ms"] = round(self.waited_ms, 3)
+        return data
+
+    def line(self) -> str:
+        """The receipt as ``key=value`` figures (the log line's and the CLI's form)."""
+        even = "never" if self.break_even_requests is None else str(self.break_even_requests)
+        return (
+            f"tier={self.tier.value} tokens={self.tokens_before}->{self.tokens_after} "
+            f"cache_invalidated={self.invalidated_tokens} break_even={even} "
+            f"waited_ms={self.waited_ms:.0f}{' background' if self.background else ''}"
+        )
+
+
+@dataclass(frozen=True)
 class CompressionReport:
     """What one ``compress`` call did; serializable with :meth:`to_dict`."""
 
@@ -79,6 +118,8 @@ class CompressionReport:
     repairs: int = 0
     elapsed_ms: float = 0.0
     warnings: tuple[str, ...] = ()
+    receipt: Receipt | None = None
+    """Set on every completed compaction (``outcome`` ``compressed``)."""
 
     @property
     def compressed(self) -> bool:
@@ -107,6 +148,7 @@ class CompressionReport:
         data["aborted"] = self.aborted
         data["savings_ratio"] = round(self.savings_ratio, 4)
         data["elapsed_ms"] = round(self.elapsed_ms, 3)
+        data["receipt"] = self.receipt.to_dict() if self.receipt else None
         return data
 
 

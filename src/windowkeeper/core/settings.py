@@ -39,6 +39,7 @@ from pydantic import (
     field_validator,
 )
 
+from .cache import CachePrices
 from .config import (
     CompressionConfig,
     apply_threshold_cap,
@@ -70,6 +71,14 @@ class ContextSettings(_Section):
     engine: str = "compressor"
 
 
+class CachePriceRow(_Section):
+    """One row of ``compression.cache_prices``: cache read and write prices per token,
+    relative to one uncached input token."""
+
+    read: Annotated[float, Field(ge=0)]
+    write: Annotated[float, Field(ge=0)]
+
+
 class CompressionSettings(_Section):
     """``compression.*``; defaults come from :class:`CompressionConfig` (one source)."""
 
@@ -99,6 +108,12 @@ class CompressionSettings(_Section):
     hygiene_threshold: Annotated[float, Field(ge=0.10, le=0.99)] = _DEFAULTS.hygiene_threshold
     hygiene_hard_message_limit: Positive = _DEFAULTS.hygiene_hard_message_limit
     max_attempts: Positive = _DEFAULTS.max_attempts
+    cache_prices: dict[str, CachePriceRow] = Field(
+        default_factory=lambda: {
+            name: CachePriceRow(read=row.read, write=row.write)
+            for name, row in _DEFAULTS.cache_prices.items()
+        }
+    )
 
     @field_validator("target_ratio")
     @classmethod
@@ -204,7 +219,12 @@ class Settings(_Section):
         """
         known = CompressionSettings.model_fields
         names = [f.name for f in dataclasses.fields(CompressionConfig) if f.name in known]
-        return CompressionConfig(**{name: getattr(self.compression, name) for name in names})
+        values = {name: getattr(self.compression, name) for name in names}
+        values["cache_prices"] = {
+            name: CachePrices(read=row.read, write=row.write)
+            for name, row in self.compression.cache_prices.items()
+        }
+        return CompressionConfig(**values)
 
     def effective_threshold(self) -> float:
         """``compression.threshold``, or the ``model_thresholds`` entry matching the model."""

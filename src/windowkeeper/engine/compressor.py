@@ -23,9 +23,10 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
+from ..core.cache import kept_prefix, prices_for, receipt
 from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionResult, Outcome, Reason, Tier
+from ..core.report import CompressionReport, CompressionResult, Outcome, Reason, Receipt, Tier
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer
@@ -394,4 +395,15 @@ class ContextCompressor(ContextEngine):
             warnings.append(over)
         elapsed = (time.perf_counter() - started) * 1000
         report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
+        report = replace(report, receipt=self._receipt(job, result.messages, report))
         return replace(result, report=report)
+
+    def _receipt(self, job: Job, out: list[Message], report: CompressionReport) -> Receipt:
+        """The compaction's receipt; the wait is the engine's own time (the manager, which
+        sees hooks and background jobs, states the agent's wait)."""
+        assert report.tier is not None
+        kept = job.extra + kept_prefix(job.messages, out, [f.tokens for f in job.facts])
+        row = prices_for(self.config.cache_prices, self.provider)
+        return receipt(
+            report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
+        )

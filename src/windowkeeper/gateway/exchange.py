@@ -16,6 +16,7 @@ import anyio.to_thread
 
 from ..core.errors import CompressionExhaustedError, InvalidMessagesError, UpstreamError
 from ..core.messages import Message
+from ..core.report import Receipt
 from ..loop.estimates import prompt_tokens_of
 from .auth import Caller
 from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
@@ -62,6 +63,8 @@ class Exchange:
         self.outcome = "ok"
         self._reply_headers: list[tuple[str, str]] = []
         self._estimated: tuple[list[Message], int] | None = None
+        self.receipt: Receipt | None = None
+        """Of the compaction this request's preflight ran (none when it reused one)."""
 
     # --- the flow ------------------------------------------------------------------------
 
@@ -79,7 +82,10 @@ class Exchange:
             branch = prepared.branch
             manager = branch.manager
             heavy = self._estimate(prepared.working) >= manager.threshold
+            before = manager.last_receipt
             self.request = await gateway.run(heavy, manager.preflight, prepared.working)
+            if manager.last_receipt is not before:
+                self.receipt = manager.last_receipt
             # A compaction stands for the client's history whatever the upstream answers:
             # installed (and archived) now, concurrent requests of the branch reuse it and
             # the model may recall what it archived in this very request.
@@ -326,6 +332,7 @@ class Exchange:
             ("x-windowkeeper-session", public_id(prepared.branch.session.key)),
             ("x-windowkeeper-compacted", "true" if changed else "false"),
             ("x-windowkeeper-prompt-tokens-estimate", str(estimate)),
+            *receipt_headers(self.receipt),
         ]
 
     def _estimate(self, messages: list[Message]) -> int:
@@ -351,6 +358,21 @@ class Exchange:
 
     def _count(self, outcome: str) -> None:
         self.gateway.metrics.count_request(self.protocol.name, outcome)
+
+
+def receipt_headers(receipt: Receipt | None) -> list[tuple[str, str]]:
+    """The receipt of the request's compaction as ``x-windowkeeper-receipt-*`` headers."""
+    if receipt is None:
+        return []
+    even = receipt.break_even_requests
+    return [
+        ("x-windowkeeper-receipt-tier", receipt.tier.value),
+        ("x-windowkeeper-receipt-tokens", f"{receipt.tokens_before}->{receipt.tokens_after}"),
+        ("x-windowkeeper-receipt-cache-invalidated", str(receipt.invalidated_tokens)),
+        ("x-windowkeeper-receipt-break-even", "never" if even is None else str(even)),
+        ("x-windowkeeper-receipt-waited-ms", f"{receipt.waited_ms:.0f}"),
+        ("x-windowkeeper-receipt-background", "true" if receipt.background else "false"),
+    ]
 
 
 def _heavy(session: GatewaySession, parsed: Parsed) -> bool:

@@ -99,14 +99,20 @@ class Metrics:
             tier = report.tier.value if report is not None and report.tier else "unknown"
             trigger = event.trigger.value if event.trigger else "unknown"
             before, after = event.tokens_before or 0, event.tokens_after or 0
+            receipt = event.receipt
             log.info(
-                "compaction session=%s trigger=%s tier=%s tokens=%d->%d ms=%.0f",
+                "compaction session=%s trigger=%s tier=%s tokens=%d->%d ms=%.0f%s",
                 session,
                 trigger,
                 tier,
                 before,
                 after,
                 event.duration_ms or 0.0,
+                f" cache_invalidated={receipt.invalidated_tokens}"
+                f" break_even={receipt.break_even_requests or 'never'}"
+                f" waited_ms={receipt.waited_ms:.0f}"
+                if receipt is not None
+                else "",
             )
             self.compactions.labels(trigger, tier).inc()
             self.tokens_saved.inc(max(0, before - after))

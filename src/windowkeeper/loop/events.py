@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.report import CompressionReport, Tier
+from ..core.report import CompressionReport, Receipt, Tier
 
 log = logging.getLogger("windowkeeper.loop.events")
 
@@ -71,6 +71,8 @@ class Event:
     duration_ms: float | None = None
     tier: Tier | None = None
     """Of a finished compaction: prune-only or with a summary."""
+    receipt: Receipt | None = None
+    """Of a finished compaction: what it cost (tokens, prompt cache, the agent's wait)."""
 
 
 EventCallback = Callable[[Event], None]
@@ -141,6 +143,11 @@ class Reporter:
             )
             if report.tier is Tier.PRUNE:
                 text += " (tool output pruned, no summary)"
+            receipt = fields.get("receipt")
+            if isinstance(receipt, Receipt):
+                even = receipt.break_even_requests
+                pays = "never pays off" if even is None else f"pays off after {even} request(s)"
+                text += f"; {receipt.invalidated_tokens:,} cached tokens invalidated, {pays}"
             self.emit(
                 EventKind.COMPACTION_FINISHED, text, trigger, tier=report.tier, **figures, **fields
             )

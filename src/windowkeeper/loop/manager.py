@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..compaction.truncate import last_rungs
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
 from ..core.messages import Message, ToolSchema, check_input, conversation_warnings
-from ..core.report import Tier
+from ..core.report import Receipt, Tier
 from ..core.tokens import IMAGE_TOKENS, message_tokens
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
@@ -82,6 +83,8 @@ class ContextManager:
         self.last_prompt_tokens = 0
         self.awaiting_real_usage = False
         self._attempt: Attempt | None = None  # the turn's last recovery attempt
+        self.last_receipt: Receipt | None = None
+        """The receipt of the newest completed compaction (a new object for each)."""
         compressor = self._compressor
         image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
         self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
@@ -291,9 +294,14 @@ class ContextManager:
         if done:
             self._after_compaction()
         elapsed = (self.clock() - started) * 1000
+        receipt = getattr(result.report, "receipt", None) if done else None
+        if receipt is not None:
+            # The agent waited for all of it: hooks included, not only the engine.
+            self.last_receipt = receipt = replace(receipt, waited_ms=elapsed)
         self.events.result(
-            result.report, trigger, duration_ms=elapsed, attempt=attempt, threshold=self.threshold
-        )
+            result.report, trigger, duration_ms=elapsed, attempt=attempt,
+            threshold=self.threshold, receipt=receipt,
+        )  # fmt: skip
         count = coerce_positive_int(self.engine.get_status().get("compression_count")) or 0
         if done and count >= 2:
             self.events.many_times(count)

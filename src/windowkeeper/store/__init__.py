@@ -21,6 +21,7 @@ from .base import (
     Clock,
     CommitOutcome,
     Compaction,
+    CompactionRecord,
     Migration,
     SearchHit,
     SessionRecord,
@@ -31,6 +32,7 @@ from .base import (
     StoredRow,
     StoreMissingError,
     StoreOutdatedError,
+    UndoOutcome,
     UnknownSessionError,
 )
 from .keyed import AppendOutcome, KeyedRecord, KeyedSessions
@@ -46,6 +48,7 @@ from .session import (
     save_state,
 )
 from .sqlite import SQLiteStore
+from .undo import CompactionDiff, ReplacedMessage, compaction_diff
 
 __all__ = [
     "LOCK_TTL",
@@ -54,11 +57,14 @@ __all__ = [
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "CompactionDiff",
+    "CompactionRecord",
     "KeyedRecord",
     "KeyedSessions",
     "MemoryStore",
     "Migration",
     "RecallTool",
+    "ReplacedMessage",
     "SQLiteStore",
     "SearchHit",
     "SessionRecord",
@@ -70,8 +76,10 @@ __all__ = [
     "StoreOutdatedError",
     "StoredCompaction",
     "StoredRow",
+    "UndoOutcome",
     "UnknownSessionError",
     "compact_session",
+    "compaction_diff",
     "compress_stored",
     "default_store_url",
     "lineage",

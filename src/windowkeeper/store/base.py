@@ -54,6 +54,7 @@ __all__ = (
     "Clock",
     "CommitOutcome",
     "Compaction",
+    "CompactionRecord",
     "Lease",
     "Migration",
     "SearchHit",
@@ -65,6 +66,7 @@ __all__ = (
     "StoreMissingError",
     "StoreOutdatedError",
     "StoredRow",
+    "UndoOutcome",
     "UnknownSessionError",
     "query_terms",
     "render_archived",
@@ -194,6 +196,58 @@ class CommitOutcome:
     generation: int
 
 
+@dataclass(frozen=True)
+class CompactionRecord:
+    """What one committed in-place compaction changed, kept so it can be shown and undone.
+
+    ``generation`` is the session's generation the commit produced; ``replaced`` the
+    ``seq`` of every row it archived (the history it replaced, oldest first);
+    ``inserted`` the ``seq`` of the rows it wrote; ``handles`` its archive entries;
+    ``guard_state`` / ``previous_summary`` the compressor state from *before* it.
+    """
+
+    session_id: str
+    generation: int
+    replaced: tuple[int, ...]
+    inserted: tuple[int, ...]
+    handles: tuple[str, ...]
+    guard_state: str | None
+    previous_summary: str | None
+    created_at: float
+    undone_at: float | None = None
+
+
+@dataclass(frozen=True)
+class UndoOutcome:
+    """``undone``: the compaction of ``generation`` was taken back in ``session_id``.
+
+    For a session a rotation started (nothing in place to undo), ``undone`` is False and
+    ``session_id`` is the parent, which still holds the history from before the rotation.
+    """
+
+    undone: bool
+    session_id: str
+    generation: int
+    restored: int = 0
+    """Rows active again."""
+
+
+def undo_record(records: Sequence[CompactionRecord]) -> CompactionRecord | None:
+    """The newest compaction not undone yet (the one ``undo`` takes back)."""
+    live = [r for r in records if r.undone_at is None]
+    return max(live, key=lambda r: r.generation) if live else None
+
+
+def nothing_to_undo(record: SessionRecord) -> UndoOutcome:
+    """The outcome when no in-place compaction is left; raises when there is no parent."""
+    if record.parent_id is None:
+        raise StoreError(
+            f"session {record.id!r} has no compaction to undo; "
+            "`windowkeeper sessions show` lists its compactions"
+        )
+    return UndoOutcome(False, record.parent_id, record.generation)
+
+
 class SessionStore(abc.ABC):
     """Durable sessions, compaction commits, the archive and the compression lease.
 
@@ -265,6 +319,22 @@ class SessionStore(abc.ABC):
 
         Snippets have secrets masked (:func:`~windowkeeper.summary.redact.redact`) unless
         ``reveal``; the archive itself keeps the originals.
+        """
+
+    @abc.abstractmethod
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        """The session's committed in-place compactions, oldest first (undone ones too)."""
+
+    @abc.abstractmethod
+    def undo(self, session_id: str) -> UndoOutcome:
+        """Take back the newest compaction not undone yet, in one transaction.
+
+        The rows it archived are active again, the rows it wrote are archived, rows
+        appended since stay after them in their order, the compressor state from before
+        it is restored, ``compactions`` drops by one and the generation is bumped (a
+        compaction prepared against the compacted history can no longer commit). A
+        session a rotation started has nothing in place to undo: the outcome names its
+        parent. :class:`StoreError` when the session has ended or has nothing to undo.
         """
 
     @abc.abstractmethod

@@ -19,6 +19,7 @@ from .base import (
     Clock,
     CommitOutcome,
     Compaction,
+    CompactionRecord,
     Lease,
     Migration,
     SearchHit,
@@ -26,10 +27,13 @@ from .base import (
     SessionStore,
     Snapshot,
     StoredRow,
+    UndoOutcome,
     UnknownSessionError,
+    nothing_to_undo,
     query_terms,
     snippet,
     term_score,
+    undo_record,
 )
 from .lease import lease_is_dead
 from .memkeyed import KeyedMemory
@@ -43,6 +47,7 @@ class _Session:
     record: SessionRecord
     rows: list[StoredRow] = field(default_factory=list)
     archive: dict[str, ArchiveEntry] = field(default_factory=dict)
+    compactions: list[CompactionRecord] = field(default_factory=list)
 
 
 class MemoryStore(SessionStore, KeyedMemory):
@@ -127,13 +132,20 @@ class MemoryStore(SessionStore, KeyedMemory):
             # Rows newer than the watermark are moved (not copied) behind the compacted
             # rows, so every appended row still exists exactly once.
             moved = {r.seq for r in newer}
+            replaced = tuple(r.seq for r in entry.rows if r.active and r.seq not in moved)
             entry.rows = [
                 replace(r, active=False) if r.active else r
                 for r in entry.rows
                 if r.seq not in moved
             ]
+            first = entry.record.last_seq + 1
             self._append(entry, compacted, "compaction")
             seq = entry.record.last_seq
+            entry.compactions.append(CompactionRecord(
+                session_id, record.generation + 1, replaced, tuple(range(first, seq + 1)),
+                tuple(a[0] for a in compaction.archive), record.guard_state,
+                record.previous_summary, self._clock(),
+            ))  # fmt: skip
             for row in newer:
                 seq += 1
                 entry.rows.append(replace(row, seq=seq))
@@ -167,6 +179,34 @@ class MemoryStore(SessionStore, KeyedMemory):
         )  # fmt: skip
         self._touch(entry, generation=entry.record.generation + 1)
         return CommitOutcome(True, child.id, child_entry.record.generation)
+
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        with self._lock:
+            return list(self._get(session_id).compactions)
+
+    def undo(self, session_id: str) -> UndoOutcome:
+        with self._lock:
+            entry = self._get(session_id)
+            record = entry.record
+            if record.ended_at is not None:
+                raise StoreError(f"session {session_id!r} has ended; undo in its child")
+            target = undo_record(entry.compactions)
+            if target is None:
+                return nothing_to_undo(record)
+            back, out = set(target.replaced), set(target.inserted)
+            entry.rows = [
+                replace(r, active=True) if r.seq in back
+                else replace(r, active=False) if r.seq in out else r
+                for r in entry.rows
+            ]  # fmt: skip
+            entry.compactions = [
+                replace(c, undone_at=self._clock()) if c is target else c for c in entry.compactions
+            ]
+            self._touch(
+                entry, generation=record.generation + 1, compactions=record.compactions - 1,
+                guard_state=target.guard_state, previous_summary=target.previous_summary,
+            )  # fmt: skip
+            return UndoOutcome(True, session_id, target.generation, len(back))
 
     def save_state(
         self, session_id: str, *, guard_state: str | None, previous_summary: str | None

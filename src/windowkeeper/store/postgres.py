@@ -23,6 +23,7 @@ from ..core.messages import safe_text
 from .base import Clock, Migration, StoreMissingError, StoreOutdatedError, UnknownSessionError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_POSTGRES, KeyedSQLStore
+from .sqlundo import COMPACTION_LOG
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("m001_sessions", (
@@ -70,6 +71,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         """ALTER TABLE wk_locks ADD COLUMN acquired_at DOUBLE PRECISION,
             ADD COLUMN heartbeat_at DOUBLE PRECISION,
             ADD COLUMN heartbeat_every DOUBLE PRECISION""",
+    )),
+    Migration("m008_compaction_log", (
+        # One row per in-place compaction: what it replaced and wrote, for diff and undo.
+        "CREATE TABLE wk_compactions ("
+        + COMPACTION_LOG.format(int="BIGINT", real="DOUBLE PRECISION") + ")",
     )),
 )  # fmt: skip
 

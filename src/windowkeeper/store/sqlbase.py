@@ -37,6 +37,7 @@ from .base import (
 )
 from .sqlmaint import SQLMaintenance
 from .sqltypes import C, Connection, Cursor, Mode
+from .sqlundo import SQLUndo
 
 __all__ = ("Connection", "Cursor", "Mode", "SQLStore")
 
@@ -54,7 +55,7 @@ def _row(session_id: str, seq: object) -> str:
     return f"session {session_id!r}, row {seq}"
 
 
-class SQLStore(SQLMaintenance[C], SessionStore):
+class SQLStore(SQLMaintenance[C], SQLUndo[C], SessionStore):
     """A :class:`SessionStore` over SQL tables; subclasses are the dialects."""
 
     _clock: Clock
@@ -257,6 +258,8 @@ class SQLStore(SQLMaintenance[C], SessionStore):
             if compaction.rotate:
                 return self._rotate(conn, record, compaction)
             now, w, last = self._clock(), compaction.watermark, record.last_seq
+            inserted = (last + 1, last + len(compaction.messages))
+            self._log_compaction(conn, record, w, inserted, [a[0] for a in compaction.archive])
             self._run(
                 conn,
                 "UPDATE wk_messages SET active = {false}, archived_at = ? "

@@ -23,6 +23,7 @@ from ..core.errors import StoreError
 from .base import Clock, Migration, StoreDamageError, StoreMissingError, StoreOutdatedError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_SQLITE, KeyedSQLStore
+from .sqlundo import COMPACTION_LOG
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("m001_sessions", (
@@ -68,6 +69,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE wk_locks ADD COLUMN acquired_at REAL",
         "ALTER TABLE wk_locks ADD COLUMN heartbeat_at REAL",
         "ALTER TABLE wk_locks ADD COLUMN heartbeat_every REAL",
+    )),
+    Migration("m008_compaction_log", (
+        # One row per in-place compaction: what it replaced and wrote, for diff and undo.
+        "CREATE TABLE wk_compactions ("
+        + COMPACTION_LOG.format(int="INTEGER", real="REAL") + ")",
     )),
 )  # fmt: skip
 

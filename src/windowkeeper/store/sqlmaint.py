@@ -9,13 +9,13 @@ from __future__ import annotations
 import abc
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar
 
-from .base import LOCK_TTL, Clock, Lease, Migration, StoreCheck, StoreDamageError
+from .base import LOCK_TTL, Lease, Migration, StoreCheck, StoreDamageError
 from .damage import check_values
 from .lease import holder_alive
-from .sqltypes import C, Cursor, Mode
+from .sqlhooks import SQLHooks
+from .sqltypes import C
 
 __all__ = ("SQLMaintenance",)
 
@@ -69,24 +69,11 @@ def _float(value: object) -> float | None:
     return None if not isinstance(value, int | float) else float(value)
 
 
-class SQLMaintenance(abc.ABC, Generic[C]):
+class SQLMaintenance(SQLHooks[C]):
     """Lease and check methods over the store's transactions and dialect hooks."""
 
-    _clock: Clock
     _MIGRATIONS: ClassVar[tuple[Migration, ...]]
     """The dialect's schema steps, applied in order (see ``SQLStore._migrate``)."""
-
-    @abc.abstractmethod
-    def _tx(self, mode: Mode = "write") -> AbstractContextManager[C]:
-        """One transaction (see :class:`~windowkeeper.store.sqlbase.SQLStore`)."""
-
-    @abc.abstractmethod
-    def _run(self, conn: C, sql: str, params: Sequence[Any]) -> Cursor:
-        """Run canonical SQL."""
-
-    @abc.abstractmethod
-    def _sql(self, text: str) -> str:
-        """Canonical SQL rewritten into the dialect."""
 
     def _upsert_lock(self, conn: C, sql: str, params: Sequence[Any]) -> bool:
         """Run the native lease upsert; True when it inserted or updated the row."""
