@@ -40,7 +40,14 @@ from .hooks import (
     insert_live_state,
 )
 from .overflow import Overflow, OverflowKind, classify, lighter_images
-from .recovery import Attempt, exhausted_error, floor_tokens, target_tokens, with_tier_limit
+from .recovery import (
+    Attempt,
+    exhausted_error,
+    floor_tokens,
+    retry_unchanged,
+    target_tokens,
+    with_tier_limit,
+)
 from .steps import Answered, Turn, TurnResult, adrive, drive, wire
 
 R = TypeVar("R")
@@ -188,6 +195,8 @@ class ContextManager:
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
         if attempt <= 1:
             self._attempt = None
+        if retry_unchanged(overflow, tokens, self.window, attempt):
+            return messages  # far below the window: a transient fault, most likely
         if attempt > self.max_attempts:
             why = f"after {self.max_attempts} attempts"
             raise exhausted_error(why, self._attempt, tokens) from error
