@@ -195,8 +195,9 @@ class ContextManager:
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
         if attempt <= 1:
             self._attempt = None
-        if retry_unchanged(overflow, tokens, self.window, attempt):
-            return messages  # far below the window: a transient fault, most likely
+        reserve = self.context_length - self.window
+        if retry_unchanged(overflow, tokens, reserve=reserve, attempt=attempt):
+            return messages  # it fits by the error's own figures: a transient fault
         if attempt > self.max_attempts:
             why = f"after {self.max_attempts} attempts"
             raise exhausted_error(why, self._attempt, tokens) from error
