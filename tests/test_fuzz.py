@@ -37,6 +37,7 @@ def test_random_history_compresses_cleanly(seed: int) -> None:
     case = fuzz_case(seed)
     assert case.exception == "", f"seed {seed}: {case.exception}"
     assert case.violations == (), f"seed {seed}: {case.violations}"
+    assert not case.task_dropped, f"seed {seed}: the newest written request was dropped"
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,6 +59,8 @@ def test_the_histories_are_as_hostile_as_promised() -> None:
                 seen.add("cjk")
             if "image_url" in text:
                 seen.add("image")
+            if message.get("role") == "user" and not content_text(message.get("content")):
+                seen.add("user without text")
             calls = tool_calls(message)
             if len(calls) > 1:
                 seen.add("parallel calls")
@@ -68,7 +71,7 @@ def test_the_histories_are_as_hostile_as_promised() -> None:
                 if "9" * 4_301 in arguments:
                     seen.add("huge integer")
     assert {"lone surrogate", "cjk", "image", "parallel calls", "5,000-deep arguments",
-            "huge integer"} <= seen, seen  # fmt: skip
+            "huge integer", "user without text"} <= seen, seen  # fmt: skip
 
 
 def test_fuzz_script_runs(tmp_path: Path) -> None:
