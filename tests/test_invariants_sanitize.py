@@ -181,3 +181,14 @@ def test_a_system_message_after_the_start_moves_to_the_start() -> None:
     result = sanitize_tool_pairs(hoisted)
     assert violations(result.messages) == []
     assert system_first(result.messages) == (result.messages, 0)
+
+
+def test_a_sent_request_stubs_the_newest_calls_too() -> None:
+    """On its way to a provider nothing is executing: the newest call gets a stub result,
+    and an answered request is left as it is."""
+    messages = [user("go"), assistant(None, call("a", "bash", command="ls"))]
+    assert sanitize_tool_pairs(messages).messages is messages  # in flight: left alone
+    sent = sanitize_tool_pairs(messages, sent=True)
+    assert violations(sent.messages) == [] and sent.repairs.stubbed_calls == 1
+    answered = [*messages, tool("a", "x")]
+    assert sanitize_tool_pairs(answered, sent=True).messages is answered

@@ -55,9 +55,13 @@ class SanitizeResult:
     repairs: Repairs
 
 
-def sanitize_tool_pairs(messages: list[Message]) -> SanitizeResult:
+def sanitize_tool_pairs(messages: list[Message], *, sent: bool = False) -> SanitizeResult:
     """Return a list whose tool pairing and alternation are valid; the input itself when
-    they already are."""
+    they already are. ``sent``: the list is a request on its way to a provider, where no
+    call is still executing, so the newest calls without results get stubs too (strict
+    providers refuse a call without its result)."""
+    if sent and _unanswered_in_flight(messages):
+        return _repaired(messages, None)
     if not pairing_violations(messages):
         if not alternation_violations(messages):
             return SanitizeResult(messages, Repairs())
@@ -65,11 +69,24 @@ def sanitize_tool_pairs(messages: list[Message]) -> SanitizeResult:
         repairs = Repairs(merged_turns=len(messages) - len(merged))
         log.warning("repaired alternation: %d adjacent turns merged", repairs.merged_turns)
         return SanitizeResult(merged, repairs)
+    return _repaired(messages, in_flight_index(messages))
+
+
+def _unanswered_in_flight(messages: list[Message]) -> bool:
+    """Whether the newest assistant's calls lack a result (fine while they execute)."""
+    flight = in_flight_index(messages)
+    if flight is None:
+        return False
+    answered = {str(m.get("tool_call_id")) for m in messages[flight + 1 :]}
+    return any(call_id(c) not in answered for c in tool_calls(messages[flight]))
+
+
+def _repaired(messages: list[Message], flight: int | None) -> SanitizeResult:
+    """The pairing repair itself; ``flight``: the assistant whose calls are left alone."""
     results: dict[str, Message] = {}
     for message in messages:
         if message.get("role") == "tool":
             results.setdefault(str(message.get("tool_call_id")), message)
-    flight = in_flight_index(messages)
     out: list[Message] = []
     used: set[str] = set()
     stubbed = moved = dropped = 0
