@@ -8,7 +8,7 @@ limit) and a provider tokenizer that counts 15% less, the same, or 15% more than
 estimate. A session *completes* when every one of its requests was answered (recovery
 spends at most 3 attempts per request). Target: >= 95% of the sessions complete, per
 wording and mismatch. Run: ``.venv/bin/python benchmarks/bench_overflow.py
-[--window N ...] [--limit-share 0.6] [--sessions K]``.
+[--window N ...] [--limit-share 0.6] [--sessions K] [--spurious-every N]``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ def main() -> None:
     parser.add_argument("--limit-share", type=float, default=0.6)
     parser.add_argument("--sessions", type=int, default=0, help="First K sessions (0: all).")
     parser.add_argument("--wording", nargs="*", default=[], help="Only these wordings.")
+    parser.add_argument(
+        "--spurious-every", type=int, default=0,
+        help="Transient faults: after every N answered requests one is refused once as "
+        "too large whatever its size (0: none).",
+    )  # fmt: skip
     args = parser.parse_args()
     paths = session_paths()
     paths = paths[: args.sessions] if args.sessions else paths
@@ -60,7 +65,9 @@ def main() -> None:
                 for path, conversation in zip(paths, sessions, strict=True):
                     window = _window(choice, conversation.messages, conversation.tools)
                     limit = int(window * args.limit_share)
-                    provider = LimitedProvider(limit, wording, mismatch, conversation.tools)
+                    provider = LimitedProvider(
+                        limit, wording, mismatch, conversation.tools, args.spurious_every
+                    )
                     run = replay_limited(
                         conversation.messages, conversation.tools, window, provider
                     )

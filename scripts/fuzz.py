@@ -40,6 +40,7 @@ def main() -> int:
     elapsed = time.perf_counter() - started
     failed = [c for c in cases if c.exception]
     broken = [c for c in cases if c.violations]
+    dropped = [c for c in cases if c.task_dropped]
     over = [c for c in cases if c.over_window]
     silent = [c for c in over if not c.reported]
     silent_forced = [c for c in silent if c.forced_floor_fits]
@@ -47,12 +48,15 @@ def main() -> int:
           f"{elapsed:,.0f} s")  # fmt: skip
     print(f"exceptions: {len(failed)}")
     print(f"invariant violations: {len(broken)}")
+    print(f"newest written request dropped without a warning: {len(dropped)}")
     print(f"over the window after compaction: {len(over)}; unreported: {len(silent)} "
           f"(forced with a floor that fits: {len(silent_forced)})")  # fmt: skip
     for kind, count in Counter(c.exception.split(":")[0] for c in failed).most_common():
         print(f"  {count} x {kind}")
     for case in [*failed[:10], *broken[:10]]:
         print(f"  seed {case.seed}: {case.exception or case.violations[:3]}")
+    for case in dropped[:5]:
+        print(f"  request dropped: seed {case.seed}, window {case.window:,}")
     for case in silent[:5]:
         print(f"  unreported over-window: seed {case.seed}, window {case.window:,}, "
               f"forced {case.force}")  # fmt: skip

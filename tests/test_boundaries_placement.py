@@ -5,8 +5,10 @@ from windowkeeper.analysis.kinds import HANDOFF_KEY, in_progress_header
 from windowkeeper.compaction.boundaries import TailCut, head_end, tail_cut
 from windowkeeper.compaction.handoff import system_note
 from windowkeeper.compaction.placement import place_handoff, with_system_note
-from windowkeeper.core.invariants import alternation_violations
+from windowkeeper.core.invariants import alternation_violations, violations
+from windowkeeper.core.messages import content_text, image_count
 from windowkeeper.core.tokens import message_tokens
+from windowkeeper.engine.compressor import ContextCompressor
 
 
 def _costs(messages: list[dict[str, object]]) -> list[int]:
@@ -188,3 +190,35 @@ def test_restated_request_follows_the_handoff() -> None:
     out = place_handoff([system(), user("first")], "H", tail, restated=request)
     assert [m["role"] for m in out[:4]] == ["system", "user", "assistant", "user"]
     assert alternation_violations(out) == []
+
+
+_PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4"
+
+
+def _image_only() -> dict[str, object]:
+    return {"role": "user", "content": [{"type": "image_url", "image_url": {"url": _PNG}}]}
+
+
+def test_a_send_without_text_restates_the_written_request_it_continues() -> None:
+    """Issue 25 point 1: ``user(text) … user([]), assistant, user([image])`` — the image
+    send is the newest real user message, and the written request before it must be
+    restated (not summarized away), whatever the budget."""
+    request = user("Make the refund page match the screenshot WIDGET-77.")
+    messages = [system(), user("start"), assistant("ok"), request, *_rounds(6, 3_000),
+                assistant("done"), {"role": "user", "content": []}, assistant("waiting"),
+                _image_only()]  # fmt: skip
+    for budget in (50, 400, 2_000):
+        cut = tail_cut(messages, _costs(messages), 1, budget)
+        assert cut.start > 3 and cut.restated_user == 3, (budget, cut)
+
+
+def test_a_compaction_keeps_the_written_request_and_the_image() -> None:
+    request = user("Make the refund page match the screenshot WIDGET-77.")
+    messages = [system(), user("start"), assistant("ok"), request, *_rounds(6, 3_000),
+                assistant("done"), {"role": "user", "content": []}, assistant("waiting"),
+                _image_only()]  # fmt: skip
+    for window in (2_000, 4_000, 16_000):
+        out = ContextCompressor(context_length=window).compress(messages, force=True).messages
+        assert violations(out) == []
+        assert any("WIDGET-77" in content_text(m.get("content")) for m in out), window
+        assert any(image_count(m) for m in out if m["role"] == "user"), window

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from factories import long_session, system, user
+from factories import assistant, long_session, system, user
 from windowkeeper.cli import app as cli
 from windowkeeper.cli import load as cli_load
 from windowkeeper.core.config import CompressionConfig
@@ -422,7 +422,9 @@ def test_bad_config_file_is_one_line_exit_2(
 
 def test_lone_surrogate_in_input_is_written_back_exactly(tmp_path: Path) -> None:
     path = tmp_path / "half.jsonl"
-    messages = [*long_session(rounds=40), user("and the emoji \ud83d got cut")]
+    # An assistant turn between the two user ones: adjacent user turns would be merged.
+    messages = [*long_session(rounds=40), assistant("The rounding."),
+                user("and the emoji \ud83d got cut")]  # fmt: skip
     path.write_text("".join(json.dumps(m) + "\n" for m in messages))
     out = tmp_path / "out.jsonl"
     result = run("compress", str(path), "--context-length", "8000", "-o", str(out))

@@ -5,7 +5,8 @@ Each mutation is applied to real sessions (``../shared/data/sessions``, skipped 
 absent; every 4th one unless ``WINDOWKEEPER_ALL_MUTATIONS=1``) and to synthetic ones that
 always run: drop a line, duplicate one, swap two, corrupt one (cut, garbage bytes, not a
 message, a wrong role), nest one 100,000 levels deep (content) or 5,000 deep (tool
-arguments), and put a 5,000-digit integer literal in one.
+arguments), and put a 5,000-digit integer literal in one. An exit-0 ``compress`` output
+must pass :func:`violations` (issue 25 point 2).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import pytest
 
 from factories import long_session, system, user
 from realdata import real_session_paths
+from windowkeeper.adapters.formats import load_conversation
 from windowkeeper.cli.app import main
+from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import dump_jsonl
 
 Mutation = Callable[[list[str], random.Random], bytes]
@@ -129,7 +132,14 @@ def _check(path: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> list[st
             problems.append(f"{args[0]}: exit 2 without exactly one error line: {err[:300]}")
         elif code == 0 and any(not line.startswith(LINE_STARTS) for line in lines):
             problems.append(f"{args[0]}: an unexpected stderr line: {err[:300]}")
+        elif code == 0 and args[0] == "compress":
+            problems += [f"compress: exit 0, output invalid: {v}" for v in output_violations(out)]
     return problems
+
+
+def output_violations(out: Path) -> list[str]:
+    """What :func:`violations` finds in a JSONL output the CLI wrote (exit 0 promises none)."""
+    return violations(load_conversation(out).messages)
 
 
 def _sessions() -> dict[str, list[str]]:
@@ -206,3 +216,19 @@ def test_a_real_process_prints_no_traceback(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: line ") and done.stderr.count("\n") == 1
+
+
+def test_an_orphan_between_two_assistants_exits_0_with_a_valid_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The shape of ../shared/repro/cli_adjacent_assistants.jsonl (issue 25 point 2).
+    messages = [system(), user("run ls"),
+                {"role": "assistant", "content": "running", "tool_calls": []},
+                {"role": "tool", "tool_call_id": "call_1", "content": "a.txt\n" * 400},
+                {"role": "assistant", "content": "done: a.txt"}, user("thanks, next")]  # fmt: skip
+    path, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    path.write_text(dump_jsonl(messages), encoding="utf-8")
+    code, err = _run(["compress", str(path), "--context-length", "2000", "-o", str(out)], capsys)
+    assert code == 0, err
+    assert "1 orphan results removed" in err and "1 adjacent same-role turns merged" in err
+    assert output_violations(out) == []

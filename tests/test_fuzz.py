@@ -58,6 +58,8 @@ def test_the_histories_are_as_hostile_as_promised() -> None:
                 seen.add("cjk")
             if "image_url" in text:
                 seen.add("image")
+            if message.get("role") == "user" and not content_text(message.get("content")):
+                seen.add("user without text")
             calls = tool_calls(message)
             if len(calls) > 1:
                 seen.add("parallel calls")
@@ -68,7 +70,7 @@ def test_the_histories_are_as_hostile_as_promised() -> None:
                 if "9" * 4_301 in arguments:
                     seen.add("huge integer")
     assert {"lone surrogate", "cjk", "image", "parallel calls", "5,000-deep arguments",
-            "huge integer"} <= seen, seen  # fmt: skip
+            "huge integer", "user without text"} <= seen, seen  # fmt: skip
 
 
 def test_fuzz_script_runs(tmp_path: Path) -> None:

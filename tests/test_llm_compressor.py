@@ -58,6 +58,13 @@ CASES = [
         45.0,
     ),
     (Step.completion(GOOD, finish_reason="length"), FailureKind.TRUNCATED, False, 45.0),
+    # Issue 25 point 8: a reply without the requested headings is reported, not dropped.
+    (
+        Step.completion("## Goal\nFix refunds.\n\n## Critical Context\nrounding"),
+        FailureKind.FORMAT,
+        False,
+        45.0,
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ from windowkeeper.adapters.formats import load_conversation
 from windowkeeper.core.errors import ConfigError, InvalidMessagesError
 from windowkeeper.core.report import FailureKind
 from windowkeeper.summary.llm.config import LLMSummarizerConfig
+from windowkeeper.summary.llm.output import shape_sections
 from windowkeeper.summary.llm.prompt import DATA_CLOSE, NOTES_OPEN, template_version
 from windowkeeper.summary.llm.summarizer import LLMSummarizer, is_local_url
 from windowkeeper.summary.protocol import (
@@ -322,13 +323,15 @@ def test_output_is_shaped_and_redacted(server: OpenAITestServer) -> None:
     answer = (
         "Here you go!\n<think>musing</think>\n## Next Step\nShip it, key "
         f"{SK_KEY}\n## Task\nA paraphrase\n### Work State\ntests red\n"
-        "## Work State\nmore\n## Extra Notes\ndropped"
+        "## Work State\nmore\n## Extra Notes\nkept, under Work State"
     )
     server.script(Step.completion(answer))
     body = summarizer(server).summarize(make_request()).body
     assert body is not None
     assert "musing" not in body and "Here you go" not in body and SK_KEY not in body
-    assert "paraphrase" not in body and "dropped" not in body
+    assert "paraphrase" not in body  # a copy of a mechanical section is dropped
+    assert "### Extra Notes\nkept, under Work State" in body  # content we did not ask for
+    assert body.index("### Extra Notes") < body.index("## Key Decisions")
     assert body.count("## Work State\n") == 1 and "tests red\n\nmore" in body
     positions = [body.index(f"## {title}\n") for title in WRITTEN_TITLES]
     assert positions == sorted(positions)
@@ -489,3 +492,28 @@ def test_largest_real_session_is_chunked(server: OpenAITestServer) -> None:
     assert len(sent) >= 2 and len(sent) >= total // 40_000
     assert all(len(r.prompt) <= 40_000 for r in sent)
     assert all(f"chunk {n - 1}" in r.prompt for n, r in enumerate(sent) if n)
+
+
+def test_a_reply_without_the_requested_headings_is_a_format_failure(
+    server: OpenAITestServer,
+) -> None:
+    """Issue 25 point 8: the reply is not thrown away silently; it is a reported failure
+    (the compressor then uses the extractive fallback)."""
+    server.script(Step.completion("## Goal\nFix refunds.\n\n## Critical Context\nrounding"))
+    outcome = summarizer(server).summarize(make_request())
+    assert outcome.body is None and outcome.failure is not None
+    assert outcome.failure.kind is FailureKind.FORMAT
+    assert "none of the requested headings" in outcome.failure.detail
+
+
+@pytest.mark.parametrize(
+    "heading",
+    ["## Work State", "# work state", "### 1. Work State", "**Work State**",
+     "**Work State:**", "2) WORK STATE", "## **Work status**"],
+)  # fmt: skip
+def test_headings_are_read_tolerantly(heading: str) -> None:
+    if heading.startswith("2)"):
+        heading = "## " + heading
+    shaped = shape_sections(f"{heading}\n- tests green\n\n**Next Step**\nship it")
+    assert shaped is not None
+    assert "## Work State\n- tests green" in shaped and "## Next Step\nship it" in shaped

@@ -11,6 +11,7 @@ from windowkeeper.core.errors import UpstreamError
 from windowkeeper.loop.overflow import (
     OverflowKind,
     classify,
+    overflow_wording,
     parse_limit,
 )
 
@@ -134,3 +135,39 @@ def test_truncate_tool_results_water_fills_the_largest() -> None:
     assert out[3] is messages[3] and messages[2]["content"] == "x" * 40_000
     same, none = truncate_tool_results(messages, 0)
     assert same is messages and none == 0
+
+
+# Real wordings of the local servers (issue 25 point 7), as their issue trackers quote them.
+@pytest.mark.parametrize(
+    ("status", "message", "provider", "limit", "counted"),
+    [
+        (500, "llama runner process has terminated: context window exceeded",
+         "ollama-runner", None, None),
+        (400, "input length exceeds the context length", "ollama", None, None),
+        (400, "request (32768 tokens) exceeds the available context size (32768 tokens), try "
+              "increasing it", "llama.cpp", 32_768, 32_768),
+        (400, "The decoder prompt (length 9000) is longer than the maximum model length of "
+              "8192. Make sure that `max_model_len` is no smaller than the number of text "
+              "tokens.", "vllm", 8192, 9000),
+        (400, "Trying to keep the first 10136 tokens when context the overflows. However, the "
+              "model is loaded with context length of only 7866 tokens, which is not enough.",
+         "lm-studio", 7866, 10_136),
+        (400, "The number of tokens to keep from the initial prompt is greater than the "
+              "context length (n_keep: 13055>= n_ctx: 4096). Try to load the model with a "
+              "larger context length, or provide a shorter input.", "lm-studio", 4096, 13_055),
+    ],
+)  # fmt: skip
+def test_local_servers_overflow_wordings_are_in_the_table(
+    status: int, message: str, provider: str, limit: int | None, counted: int | None
+) -> None:
+    found = classify(_status_error(status, _err(message)))
+    assert found is not None and found.kind is OverflowKind.CONTEXT_OVERFLOW
+    assert (found.limit, found.request_tokens, found.status) == (limit, counted, status)
+    row = overflow_wording(message, status)
+    assert row is not None and row.provider == provider
+
+
+def test_a_runner_crash_that_is_not_an_overflow_is_re_raised() -> None:
+    crash = "llama runner process has terminated: error:failed to allocate buffer"
+    assert classify(_status_error(500, _err(crash))) is None
+    assert overflow_wording("context window exceeded", 502) is None

@@ -158,3 +158,28 @@ def test_a_floor_over_the_real_limit_fails_with_the_floor_named() -> None:
     text = str(caught.value)
     assert "compression exhausted" in text and "what must stay" in text
     assert provider.calls <= 4  # at most max_attempts recoveries, then the one error
+
+
+@pytest.mark.parametrize("wording", [w for w in WORDINGS if w.states_limit], ids=lambda w: w.name)
+def test_a_spurious_overflow_far_below_the_stated_window_is_retried_unchanged(
+    wording: Wording,
+) -> None:
+    """Issue 25 point 7: a server in trouble refuses a small request as too large; the
+    request is sent again as it was (no compaction), and the session goes on."""
+    messages = [system(), *[m for n in range(6) for m in (user(f"q{n}"), assistant(f"a{n}"))]]
+    provider = LimitedProvider(8_000, wording, spurious_every=2)
+    sent: list[list[Message]] = []
+
+    def call(request: list[Message]) -> dict[str, object]:
+        sent.append(request)
+        return provider(request)
+
+    manager = ContextManager(ContextCompressor(context_length=8_000))
+    working: list[Message] = []
+    for message in messages:
+        if message["role"] == "assistant":
+            working = manager.run(call, working).messages
+        working.append(message)
+    assert provider.rejections == 2
+    refused = [i for i in range(len(sent)) if (i + 1) % 3 == 0]
+    assert all(sent[i + 1] == sent[i] for i in refused)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ..compaction.sanitize import sanitize_tool_pairs
+from ..compaction.sanitize import sanitize_tool_pairs, system_first
 from ..core.errors import ConfigError, WindowkeeperError
 from ..core.exact_tokens import local_counter
 from ..core.messages import Message
@@ -216,14 +216,24 @@ def exact_counter(model: str | None) -> TextCounter | None:
 
 
 def repaired(messages: list[Message]) -> list[Message]:
-    """Input whose tool pairing is broken is repaired (with a warning), never rejected."""
+    """Input whose tool pairing or role alternation is broken is repaired (with a
+    warning), never rejected."""
+    hoisted, moved = system_first(messages)
+    if moved:
+        typer.echo(
+            f"warning: {moved} system messages after the start of the input moved to the "
+            "start (instructions are read there)",
+            err=True,
+        )
     with collected_warnings():  # the line below says it once, in the CLI's words
-        result = sanitize_tool_pairs(messages)
+        result = sanitize_tool_pairs(hoisted)
     if result.repairs.total:
         typer.echo(
             f"warning: repaired tool pairing in the input: {result.repairs.removed_results} "
             f"orphan results removed, {result.repairs.stubbed_calls} calls given a stub "
-            f"result, {result.repairs.moved_results} results moved next to their call",
+            f"result, {result.repairs.moved_results} results moved next to their call, "
+            f"{result.repairs.merged_turns} adjacent same-role turns merged, "
+            f"{result.repairs.repeated_calls} repeated calls removed",
             err=True,
         )
     return result.messages

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.kinds import is_handoff, is_real_user, user_text
+from ..analysis.kinds import is_handoff, is_real_user, live_text, user_text
 from ..analysis.record import MessageFacts
 from ..core.invariants import SYSTEM_ROLES, align_back, align_forward
 from ..core.messages import content_text, image_count, tool_calls
@@ -70,6 +70,23 @@ def newest_request(messages: Sequence[Mapping[str, Any]], start: int, user: int)
         message = messages[index]
         if message.get("role") == "user" and (user_text(message) or image_count(message)):
             return index
+    return None
+
+
+def _written_request(
+    messages: Sequence[Mapping[str, Any]], head: int, user: int | None, cut: int
+) -> int | None:
+    """The newest written request, to restate, when the newest user send has no text (an
+    image alone, an empty parts list), the send is in the tail and that request would
+    fall in the middle: the send continues it, and design §9 says the task is never
+    dropped. ``None`` otherwise (the send has text or is in the middle itself, or the
+    request is in the head or the tail)."""
+    if user is None or user < cut or live_text(messages[user]):
+        return None  # a send in the middle is restated with its request (restatement())
+    for index in range(user - 1, head - 1, -1):
+        message = messages[index]
+        if message.get("role") == "user" and live_text(message):
+            return index if index < cut else None
     return None
 
 
@@ -159,8 +176,8 @@ def tail_cut(
         cut = max(n - min_tail, head + 1)
     cut = _align_cut(messages, costs, min(cut, n - min_tail), ceiling, min_tail)
     user = newest_real_user(messages, head, facts)
-    restated = None
-    if user is not None and user < cut:
+    restated = _written_request(messages, head, user, cut)
+    if restated is None and user is not None and user < cut:
         user_region = sum(costs[user:])
         tool_rounds = _has_calls_between(messages, user, cut)
         # Restating moves the request rather than copying it (the handoff quotes only a

@@ -178,6 +178,8 @@ class FailureKind(enum.StrEnum):
     EMPTY = "empty"
     REFUSAL = "refusal"
     TRUNCATED = "truncated"
+    FORMAT = "format"
+    """The reply has none of the requested headings: nothing in it can be placed."""
     NOT_CONFIGURED = "not_configured"
     OTHER = "other"
 

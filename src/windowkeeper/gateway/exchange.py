@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from ..compaction.sanitize import sanitize_tool_pairs
 from ..core.errors import CompressionExhaustedError, InvalidMessagesError, UpstreamError
 from ..core.messages import Message
 from ..core.report import Receipt
@@ -193,6 +194,9 @@ class Exchange:
         cached prefix plus the client's own units after substitution, else a conversion."""
         prepared, protocol, parsed = self.prepared, self.protocol, self.parsed
         assert prepared is not None
+        # Design §1: strict providers get valid pairing, whatever the client sent (an
+        # orphan result, a call without its result); a repaired request is converted.
+        request = sanitize_tool_pairs(request, sent=True).messages
         extra = [recall_schema(protocol)] if self.recall is not None else []
         if self.extra:
             system, units = protocol.wire([*request, *self.extra])

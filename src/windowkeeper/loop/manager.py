@@ -41,7 +41,14 @@ from .hooks import (
     insert_live_state,
 )
 from .overflow import Overflow, OverflowKind, classify, lighter_images
-from .recovery import Attempt, exhausted_error, floor_tokens, target_tokens, with_tier_limit
+from .recovery import (
+    Attempt,
+    exhausted_error,
+    floor_tokens,
+    retry_unchanged,
+    target_tokens,
+    with_tier_limit,
+)
 from .steps import Answered, Turn, TurnResult, adrive, drive, wire
 
 R = TypeVar("R")
@@ -191,6 +198,9 @@ class ContextManager:
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
         if attempt <= 1:
             self._attempt = None
+        reserve = self.context_length - self.window
+        if retry_unchanged(overflow, tokens, reserve=reserve, attempt=attempt):
+            return messages  # it fits by the error's own figures: a transient fault
         if attempt > self.max_attempts:
             why = f"after {self.max_attempts} attempts"
             raise exhausted_error(why, self._attempt, tokens) from error

@@ -23,11 +23,14 @@ from ..core.messages import Message
 
 __all__ = (
     "LONG_CONTEXT_TIER_TOKENS",
+    "OVERFLOW_WORDINGS",
     "Overflow",
     "OverflowKind",
+    "OverflowWording",
     "classify",
     "error_text",
     "lighter_images",
+    "overflow_wording",
     "parse_available_output",
     "parse_limit",
     "parse_request_tokens",
@@ -76,21 +79,67 @@ class Overflow:
         return self.limit is not None or self.available_output is not None
 
 
-# Wordings that name the context window (OpenAI, Anthropic, vLLM, llama.cpp, Ollama,
-# Gemini, Bedrock, Mistral, xAI, Cohere, TGI, LM Studio and OpenAI-compatible gateways).
-_OVERFLOW_WORDS = re.compile(
-    r"context[_ ]length[_ ]exceeded|maximum context length|context window|"
-    r"prompt is too long|prompt too long|exceeds? the (?:available )?context size|"
-    r"exceed_context_size|maximum model length|max_model_len|max model len|"
-    r"input (?:is )?too long|too many (?:input )?tokens|input length exceeds|"
-    r"exceeds? (?:the )?(?:maximum|max) (?:context|input|number of tokens)|"
-    r"reduce the length of the messages|context length of|token limit|"
-    r"longer than the maximum|exceeded max context length|n_ctx|"
-    r"exceeds? the context length|too long to fit into the model|exceeds limit of|"
-    r"maximum prompt length|inputs`? tokens \+ `?max_new_tokens|prompt cannot exceed|"
-    r"is loaded with context length",
-    re.IGNORECASE,
-)
+@dataclass(frozen=True)
+class OverflowWording:
+    """One way a server says "the request exceeds the context window".
+
+    ``statuses`` are the HTTP statuses it comes with (``None`` in it: no status known);
+    every 4xx unless a row says otherwise. Ollama's runner reports an overflow as a 500,
+    which for any other wording is a server fault to re-raise, not an overflow.
+    """
+
+    provider: str
+    pattern: re.Pattern[str]
+    statuses: frozenset[int | None] = frozenset({None, *range(400, 500)})
+
+
+def _row(provider: str, pattern: str, statuses: Collection[int | None] = ()) -> OverflowWording:
+    compiled = re.compile(pattern, re.IGNORECASE)
+    if statuses:
+        return OverflowWording(provider, compiled, frozenset(statuses))
+    return OverflowWording(provider, compiled)
+
+
+OVERFLOW_WORDINGS: tuple[OverflowWording, ...] = (
+    _row("openai", r"context[_ ]length[_ ]exceeded|maximum context length|"
+         r"reduce the length of the messages|exceeds the context window"),
+    _row("anthropic", r"prompt is too long|prompt too long"),
+    _row("lm-studio", r"is loaded with (?:a )?context length|when context (?:the )?overflows|"
+         r"tokens to keep from the initial prompt is greater than the context length"),
+    _row("llama.cpp", r"exceeds? the (?:available )?context size|exceed_context_size|n_ctx"),
+    _row("vllm", r"maximum model length|max_model_len|max model len|exceeds limit of|"
+         r"longer than the maximum model length"),
+    _row("ollama", r"input length exceeds the context length|exceeds? the context length"),
+    _row("ollama-runner", r"context (?:window|length|size) exceeded|"
+         r"context (?:window|length) (?:is )?(?:full|exceeded)", {None, 400, 413, 500}),
+    _row("gemini", r"exceeds? (?:the )?(?:maximum|max) (?:context|input|number of tokens)"),
+    _row("bedrock", r"input (?:is )?too long|too many (?:input )?tokens"),
+    _row("mistral", r"too large for model with \d[\d,_]* maximum context length"),
+    _row("xai", r"maximum prompt length"),
+    _row("tgi", r"inputs`? tokens \+ `?max_new_tokens|input length exceeds"),
+    _row("cohere", r"prompt cannot exceed|too long to fit into the model"),
+    _row("generic", r"context window|token limit|longer than the maximum|context length of|"
+         r"exceeded max context length"),
+)  # fmt: skip
+"""Wordings that name the context window, as data: one row per server family (OpenAI,
+Anthropic, llama.cpp, vLLM, Ollama's API and its runner, LM Studio, Gemini, Bedrock,
+Mistral, xAI, TGI, Cohere, and the phrases OpenAI-compatible gateways pass on)."""
+
+
+def overflow_wording(text: str, status: int | None) -> OverflowWording | None:
+    """The first row of :data:`OVERFLOW_WORDINGS` that ``text`` matches with ``status``
+    (LM Studio's row comes before llama.cpp's, whose ``n_ctx`` its messages quote)."""
+    for row in OVERFLOW_WORDINGS:
+        if status in row.statuses and row.pattern.search(text):
+            return row
+    return None
+
+
+def _names_the_window(text: str) -> bool:
+    """Whether any row's wording is in ``text``, whatever the status."""
+    return any(row.pattern.search(text) for row in OVERFLOW_WORDINGS)
+
+
 _PAYLOAD_WORDS = re.compile(r"payload too large|request entity too large|body too large", re.I)
 _LONG_CONTEXT_WORDS = re.compile(r"long[- ]context", re.IGNORECASE)
 _OUTPUT_CAP_WORDS = re.compile(
@@ -118,6 +167,7 @@ _LIMIT_PATTERNS = [
         rf"max_new_tokens`? must be <= {_NUMBER}",  # TGI (input + output)
         rf"prompt cannot exceed {_NUMBER}",  # Cohere
         rf"exceeds limit of {_NUMBER}",  # vLLM
+        rf"longer than the maximum model length of {_NUMBER}",  # vLLM
         rf"context (?:length|window|size) (?:is |of )?(?:only )?{_NUMBER}",
     )
 ]
@@ -139,6 +189,9 @@ _REQUEST_PATTERNS = [
         rf"n_prompt_tokens\W{{0,3}}{_NUMBER}",  # llama.cpp
         rf"received {_NUMBER}",  # Cohere
         rf"keep the first {_NUMBER} tokens",  # LM Studio
+        rf"n_keep\W{{0,3}}{_NUMBER}",  # LM Studio
+        rf"request \({_NUMBER} tokens\) exceeds",  # llama.cpp
+        rf"prompt \(length {_NUMBER}\) is longer",  # vLLM
     )
 ]
 _INPUT_PLUS_OUTPUT = re.compile(rf"{_NUMBER} \+ {_NUMBER} > {_NUMBER}")
@@ -256,10 +309,10 @@ def classify(
             return Overflow(OverflowKind.LONG_CONTEXT_TIER, limit, None, status, counted)
         return None  # an ordinary rate limit: retry later, do not drop history
     available = parse_available_output(text)
-    capped = available is not None or (_output_cap_words(text) and not _OVERFLOW_WORDS.search(text))
+    capped = available is not None or (_output_cap_words(text) and not _names_the_window(text))
     if capped and status in (None, 400):
         return Overflow(OverflowKind.OUTPUT_CAP, limit, available, status, counted)
-    if _OVERFLOW_WORDS.search(text) and (status is None or 400 <= status < 500):
+    if overflow_wording(text, status) is not None:
         return Overflow(OverflowKind.CONTEXT_OVERFLOW, limit, None, status, counted)
     short = len(_provider_message(error).strip()) < GENERIC_400_MAX_CHARS
     if status == 400 and short and _large_session(session_tokens, context_length, message_count):

@@ -13,6 +13,12 @@ budget whenever the floor fits:
   target shrinks geometrically from the measured size of the rejected request toward the
   floor (gently first: ``(floor/size)^(1/n²)`` with ``n`` attempts left), reaching the
   floor on the last attempt.
+
+A claimed overflow that the error itself contradicts (its count of the request fits the
+window it states) or far below the stated window (a request of ~1,400 tokens refused by a
+model that says its window is 8,000) is a transient fault of the server, not a limit:
+the first such rejection in a turn is retried once unchanged (:func:`retry_unchanged`);
+only a second one compacts.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ __all__ = (
     "Attempt",
     "exhausted_error",
     "floor_tokens",
+    "retry_unchanged",
     "target_tokens",
     "with_tier_limit",
 )
@@ -42,6 +49,11 @@ CALIBRATED_MARGIN = 0.97
 
 MIN_STEP = 0.90
 """Every attempt aims at most at this share of the rejected size (progress guaranteed)."""
+
+
+SPURIOUS_SHARE = 0.5
+"""A request under this share of a stated window (less the output reserve) that the
+provider rejects without giving its count is retried once unchanged first."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,21 @@ def with_tier_limit(overflow: Overflow, context_length: int) -> Overflow:
     if overflow.limit is None and tier and context_length > LONG_CONTEXT_TIER_TOKENS:
         return replace(overflow, limit=LONG_CONTEXT_TIER_TOKENS)
     return overflow
+
+
+def retry_unchanged(overflow: Overflow, rejected: int, *, reserve: int, attempt: int) -> bool:
+    """Whether this rejection is retried as it was: the turn's first one, when the error
+    states the window and says itself that the request fits it — its own count of the
+    input plus the output reserved (``reserve``) is within the window — or, without a
+    count, our estimate (``rejected``) is under half of it. Without a stated window the
+    configured one may simply be wrong (a real limit below it), so that compacts at once,
+    as does a payload limit (413: bytes, not tokens)."""
+    stated = overflow.limit
+    if attempt != 1 or stated is None or overflow.kind is OverflowKind.PAYLOAD_TOO_LARGE:
+        return False
+    if overflow.request_tokens:
+        return overflow.request_tokens + reserve <= stated
+    return rejected < SPURIOUS_SHARE * (stated - reserve)
 
 
 def floor_tokens(

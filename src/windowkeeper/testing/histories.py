@@ -4,8 +4,9 @@
 :func:`windowkeeper.core.invariants.violations` (system first, alternation, every call
 answered in its group) and is hostile everywhere else: tool-call arguments nested up to
 5,000 levels, integer literals of 5,000 digits, broken JSON arguments, CJK, emoji and
-lone surrogates, image parts (data URLs) in user messages and tool results, parallel
-calls, empty contents, huge tool outputs. Deterministic for a given ``random.Random``.
+lone surrogates, image parts (data URLs) in user messages and tool results, user sends
+without text (an empty parts list, images alone), parallel calls, empty contents, huge
+tool outputs. Deterministic for a given ``random.Random``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..adapters.formats import parse_conversation
+from ..analysis.kinds import live_text
 from ..core.config import CompressionConfig, usable_window
 from ..core.invariants import violations
-from ..core.messages import Message, dump_jsonl, strip_private_keys, validate_messages
+from ..core.messages import (
+    Message,
+    content_text,
+    dump_jsonl,
+    strip_private_keys,
+    validate_messages,
+)
 from ..core.tokens import estimate_request_tokens
 from ..engine.compressor import ContextCompressor
 from ..loop.manager import ContextManager
@@ -105,6 +113,17 @@ def _content(rng: random.Random, low: int, high: int, images: float) -> Any:
     return random_text(rng, low, high)
 
 
+def _user_content(rng: random.Random) -> Any:
+    """A user send: mostly text, but also the shapes with no text at all that clients
+    send (an empty parts list, images alone)."""
+    roll = rng.random()
+    if roll < 0.06:
+        return []
+    if roll < 0.14:
+        return [{"type": "image_url", "image_url": {"url": _PNG}}] * rng.randint(1, 2)
+    return _content(rng, 1, 600, 0.3)
+
+
 def _tool_round(rng: random.Random, tag: str) -> list[Message]:
     count = rng.choice((1, 1, 1, 2, 3, 4))  # parallel calls
     calls = [
@@ -129,7 +148,7 @@ def random_history(rng: random.Random, max_turns: int = 30) -> list[Message]:
     if rng.random() < 0.9:
         messages.append({"role": "system", "content": random_text(rng, 10, 1_500)})
     for turn in range(rng.randint(1, max_turns)):
-        messages.append({"role": "user", "content": _content(rng, 1, 600, 0.3)})
+        messages.append({"role": "user", "content": _user_content(rng)})
         rounds = rng.choice((0, 0, 1, 1, 2, 3, 6))
         for number in range(rounds):
             messages.extend(_tool_round(rng, f"{turn}_{number}"))
@@ -154,6 +173,8 @@ class FuzzCase:
     over_window: bool = False
     reported: bool = False
     forced_floor_fits: bool = False
+    task_dropped: bool = False
+    """The newest written request is neither in the output nor warned about (design §9)."""
 
 
 def fuzz_case(seed: int, store: SessionStore | None = None) -> FuzzCase:
@@ -182,9 +203,11 @@ def fuzz_case(seed: int, store: SessionStore | None = None) -> FuzzCase:
     over = after > usable_window(window)  # compacted or not (a no-op must say so too)
     reported = any("window" in warning for warning in result.report.warnings)
     floor = _floor(messages)
+    dropped = not _keeps_newest_request(messages, result.messages, result.report.warnings)
     return replace(
         case, violations=tuple(violations(result.messages)), over_window=over,
         reported=reported, forced_floor_fits=force and floor <= usable_window(window),
+        task_dropped=dropped,
     )  # fmt: skip
 
 
@@ -199,6 +222,18 @@ def _through_store(
 def _reread(messages: list[Message]) -> list[Message]:
     """What a JSONL round trip gives back: lone surrogates survive as escapes, so equal."""
     return [strip_private_keys(m) for m in messages]
+
+
+def _keeps_newest_request(
+    messages: list[Message], output: list[Message], warnings: tuple[str, ...]
+) -> bool:
+    """Whether the newest user text (however many text-less sends follow it) is in the
+    output, kept or restated, or a warning about the request says why not."""
+    written = [live_text(m) for m in messages if m.get("role") == "user" and live_text(m)]
+    if not written or output is messages or any("request" in w for w in warnings):
+        return True
+    wanted = " ".join(written[-1].split())[:80]
+    return wanted in " ".join(" ".join(content_text(m.get("content")) for m in output).split())
 
 
 def _floor(messages: list[Message]) -> int:

@@ -60,6 +60,11 @@ WORDINGS: tuple[Wording, ...] = (
     Wording("llama.cpp-n_ctx", 400, "the request exceeds the available context size, try "
             "increasing it", True, {"n_prompt_tokens": "{count}", "n_ctx": "{limit}"}),
     Wording("ollama", 400, "input length exceeds the context length", False),
+    Wording("ollama-runner", 500, "llama runner process has terminated: context window "
+            "exceeded", False),
+    Wording("lm-studio", 400, "Trying to keep the first {count} tokens when context the "
+            "overflows. However, the model is loaded with context length of only {limit} "
+            "tokens, which is not enough.", True),
     Wording("gemini", 400, "The input token count ({count}) exceeds the maximum number of "
             "tokens allowed ({limit}).", True),
     Wording("bedrock", 400, "The model returned the following errors: Input is too long for "
@@ -92,12 +97,15 @@ class LimitedProvider:
         wording: how it says a request is too large.
         mismatch: its tokens per token of our estimate (1.15: it counts 15% more).
         tools: the tool schemas sent with every request (counted too).
+        spurious_every: every n-th request (0: none) is refused once as too large
+            whatever its size, as a server in trouble does; its retry is answered.
     """
 
     limit: int
     wording: Wording
     mismatch: float = 1.0
     tools: Sequence[ToolSchema] | None = None
+    spurious_every: int = 0
     calls: int = 0
     rejections: int = 0
     _sizes: dict[int, tuple[Message, int]] = field(default_factory=dict, repr=False)
@@ -116,7 +124,8 @@ class LimitedProvider:
     def __call__(self, messages: list[Message]) -> dict[str, Any]:
         self.calls += 1
         count = self.count(messages)
-        if count > self.limit:
+        spurious = self.spurious_every and self.calls % (self.spurious_every + 1) == 0
+        if count > self.limit or spurious:
             self.rejections += 1
             raise self.rejection(count)
         usage = {"prompt_tokens": count, "completion_tokens": 1}

@@ -4,8 +4,12 @@ A model writes only the judgment sections (:data:`~..protocol.WRITTEN_TITLES`); 
 task, the user's messages and constraints, the files, the values and the ledger are
 filled mechanically by the compressor and never taken from the model. What must hold for
 the text :func:`shape_sections` returns: each written heading once, in order, separated
-by blank lines; a section the model left out reads "None"; anything else the model wrote
-(its own headings, a preface, copies of the mechanical sections) is dropped.
+by blank lines; a section the model left out reads "None"; what it wrote under headings
+of its own is kept, as a ``### heading`` block at the end of Work State (a model that says
+more than asked still said it); a preface and copies of the mechanical sections are
+dropped. Headings are read tolerantly: any ``#`` level, numbered ("2. Next Step"), bold
+("**Key Decisions:**"), in any case. A reply with none of the requested headings is no
+summary at all: :func:`shape_sections` returns ``None`` (a ``format`` failure).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..handoff.parse import split_sections
-from ..protocol import WRITTEN_TITLES
+from ..protocol import SECTION_TITLES, WRITTEN_TITLES
 
 REFUSAL_MAX_CHARS = 1_500
 
@@ -23,7 +27,9 @@ _ALIASES = {
     "key decisions": "Key Decisions", "decisions": "Key Decisions",
     "next step": "Next Step", "next steps": "Next Step", "next": "Next Step",
 }  # fmt: skip
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]*(.*?)[ \t#]*$")
+_HEADING = re.compile(r"^ {0,3}(?:#{1,6}[ \t]*(.*?)[ \t#]*|\*\*([^*]+?)\*\*:?[ \t]*)$")
+_NUMBERING = re.compile(r"^(?:\d+|[ivx]+|[a-z])[.)][ \t]*", re.IGNORECASE)
+_MECHANICAL = frozenset(t.lower() for t in SECTION_TITLES if t not in WRITTEN_TITLES)
 _REFUSAL_START = re.compile(
     r"^\W*(?:i'?m sorry|sorry|i apologi[sz]e|i can'?t|i cannot|i can not|i'?m unable"
     r"|i am unable|i'?m not able|i am not able|i won'?t|i will not|i must decline"
@@ -50,24 +56,52 @@ def _unfence(text: str) -> str:
     return text
 
 
-def shape_sections(text: str) -> str:
-    """The written sections of a model answer (see the module docstring)."""
+def _heading(line: str) -> str | None:
+    """The heading a line is, normalised (lower case, no numbering or emphasis), if any."""
+    match = _HEADING.match(line)
+    if match is None:
+        return None
+    raw = (match.group(1) if match.group(1) is not None else match.group(2)) or ""
+    key = " ".join(raw.strip().strip("*_").rstrip(":").strip("*_").split())
+    return _NUMBERING.sub("", key).lower()
+
+
+def shape_sections(text: str) -> str | None:
+    """The written sections of a model answer; ``None`` when it has none of them (see
+    the module docstring)."""
     bodies: dict[str, list[str]] = {title: [] for title in WRITTEN_TITLES}
+    extra: list[str] = []
     current: list[str] | None = None
+    found = False
     for line in _unfence(text).splitlines():
-        match = _HEADING.match(line)
-        if match is not None:
-            key = " ".join(match.group(2).strip().strip("*_").rstrip(":").split()).lower()
-            title = _ALIASES.get(key)
-            current = bodies[title] if title else None
-            if title and any(part.strip() for part in bodies[title]):
-                bodies[title].append("")  # a repeated section: keep both bodies apart
+        key = _heading(line)
+        if key is None:
+            if current is not None:
+                current.append(line)
             continue
-        if current is not None:
-            current.append(line)
+        title = _ALIASES.get(key)
+        if title is None:
+            # A heading of the model's own: kept (under Work State), unless it copies
+            # a section the compressor fills mechanically.
+            current = None if key in _MECHANICAL or not key else extra
+            if current is extra:
+                extra.extend(["", f"### {_heading_text(line)}"])
+            continue
+        found = True
+        current = bodies[title]
+        if any(part.strip() for part in current):
+            current.append("")  # a repeated section: keep both bodies apart
+    if not found:
+        return None
+    if any(line.strip() and not line.startswith("### ") for line in extra):
+        bodies["Work State"].extend(extra)
     return "\n\n".join(
         f"## {title}\n{chr(10).join(bodies[title]).strip() or 'None'}" for title in WRITTEN_TITLES
     )
+
+
+def _heading_text(line: str) -> str:
+    return line.strip().lstrip("#").strip().strip("*_").strip()
 
 
 def written_part(previous: str) -> str:

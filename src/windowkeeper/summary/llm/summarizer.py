@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from ...core.report import FailureKind
 from ..failures import classify_exception, classify_non_json, classify_status, provider_errors
-from ..protocol import SummaryFailure, SummaryOutcome, SummaryRequest
+from ..protocol import WRITTEN_TITLES, SummaryFailure, SummaryOutcome, SummaryRequest
 from ..redact import redact
 from .backends import (
     Backend,
@@ -191,7 +191,15 @@ class LLMSummarizer:
                 return SummaryFailure(result.kind, f"{result.detail} [{where}]")
             start = end
             if start >= len(records):
-                return redact(shape_sections(result))
+                shaped = shape_sections(result)
+                if shaped is None:
+                    return _failure(
+                        FailureKind.FORMAT,
+                        "the summary model's reply has none of the requested headings "
+                        f"({', '.join(WRITTEN_TITLES)}); the extractive handoff was used",
+                        Completion(text=result),
+                    )
+                return redact(shaped)
             running = bound_previous(result, cap)
 
     def _complete(
