@@ -130,6 +130,11 @@ def test_receipt_figures_add_up(
         assert after < before  # only a smaller request can pay back a dearer first one
 
 
+def test_a_near_zero_read_price_never_repays_rather_than_overflowing() -> None:
+    got = receipt(Tier.SUMMARY, 2, 1, 0, 1.0, ("default", CachePrices(5e-324, 1.0)))
+    assert got.break_even_requests is None
+
+
 def test_kept_prefix_stops_at_the_first_changed_message() -> None:
     before = [user("a"), user("b"), tool("x", "out")]
     after = [before[0], copy.deepcopy(before[1]), user("changed"), before[2]]

@@ -55,8 +55,10 @@ def diff(
 
 @sessions_app.command("undo")
 def undo(session_id: SessionArg, store: StoreOpt = None) -> None:
-    """Take back the session's newest compaction: the history from before it (and what
-    was appended since) becomes active again, with its guard state."""
+    """Take back the session's newest compaction.
+
+    The history from before it (and what was appended since) becomes active again, with
+    its guard state."""
     with opened(store) as opened_store:
         outcome = opened_store.undo(session_id)
     if not outcome.undone:

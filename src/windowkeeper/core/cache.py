@@ -74,12 +74,13 @@ def cache_break(
     """The figures of one break; ``paid_off`` is settled later by :func:`settle`."""
     first_extra = prices.request(prefix, current - prefix) - prices.request(previous, appended)
     saving = prices.read * (previous + appended - current)
+    ratio = first_extra / saving if saving > 0 else math.inf
     if first_extra <= 0:
         even: int | None = 1
-    elif saving <= 0:
-        even = None
+    elif not math.isfinite(ratio):
+        even = None  # no saving, or one so small (a near-zero read price) it never repays
     else:
-        even = 1 + math.ceil(first_extra / saving - 1e-9)
+        even = 1 + math.ceil(ratio - 1e-9)
     return CacheBreak(
         request, compactions, previous, prefix, previous - prefix, current, appended, even, False
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.errors import StoreError
 from ..core.messages import Message
+from .archivetext import query_terms, snippet, term_score
 from .base import (
     END_REASON_COMPRESSION,
     LOCK_TTL,
@@ -30,9 +31,6 @@ from .base import (
     UndoOutcome,
     UnknownSessionError,
     nothing_to_undo,
-    query_terms,
-    snippet,
-    term_score,
     undo_record,
 )
 from .lease import lease_is_dead

@@ -32,6 +32,7 @@ from ..core.report import ArchivedItem, CompressionReport, CompressionResult, Ou
 from ..core.tokens import estimate_messages_tokens
 from ..engine.compressor import ContextCompressor
 from ..engine.guard import GuardState
+from .archivetext import render_archived
 from .base import (
     LOCK_TTL,
     ArchiveEntry,
@@ -39,7 +40,6 @@ from .base import (
     SessionRecord,
     SessionStore,
     Snapshot,
-    render_archived,
 )
 from .damage import decode_guard
 from .lease import LEASE_HEARTBEAT, Heartbeat

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from ..core.errors import StoreError
 from ..core.messages import Message, safe_text
+from .archivetext import query_terms, snippet
 from .base import (
     END_REASON_COMPRESSION,
     ArchiveEntry,
@@ -32,8 +33,6 @@ from .base import (
     UnknownSessionError,
     dump_message,
     load_message,
-    query_terms,
-    snippet,
 )
 from .sqlmaint import SQLMaintenance
 from .sqltypes import C, Connection, Cursor, Mode
