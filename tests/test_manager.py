@@ -492,3 +492,26 @@ def test_a_finished_compaction_event_names_its_tier() -> None:
     manager.preflight(long_session(rounds=40))
     (finished,) = [e for e in events if e.kind is EventKind.COMPACTION_FINISHED]
     assert finished.tier is Tier.PRUNE and "no summary" in finished.message
+
+
+def test_a_blocked_warning_names_large_user_messages_as_the_cause() -> None:
+    """A pasted log pinned verbatim, not the small system prompt, is what blocks: the
+    warning says so, with the message that is the largest."""
+    from windowkeeper.loop.events import Reporter, kept_parts
+
+    log = "ERROR connection refused at 10.0.0.1:5432\n" * 4_000
+    messages = [system("You are an agent."), user("fix it"), assistant("ok"), user(log)]
+    tokens = estimate_messages_tokens(messages)
+    got: list[Event] = []
+    Reporter(got.append).blocked("structural_backoff", tokens, 1_000, kept_parts(messages, 0))
+    (warning,) = got
+    assert "system prompt and tool schemas alone are ~" in warning.message
+    assert "User messages, kept verbatim" in warning.message
+    assert "the largest is message 3" in warning.message
+    # A small share of user text is not named: the floor is the cause then.
+    small = [system("Rules. " * 20_000), user("fix it")]
+    got.clear()
+    Reporter(got.append).blocked(
+        "structural_backoff", estimate_messages_tokens(small), 1_000, kept_parts(small, 0)
+    )
+    assert "User messages" not in got[0].message

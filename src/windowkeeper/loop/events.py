@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.messages import Message
 from ..core.report import CompressionReport, Receipt, Tier
+from ..core.tokens import message_tokens
 
 log = logging.getLogger("windowkeeper.loop.events")
 
@@ -174,8 +176,15 @@ class Reporter:
             count=count,
         )
 
-    def blocked(self, reason: str, tokens: int, threshold: int, floor: int | None) -> None:
-        hint = f" The system prompt and tool schemas alone are ~{floor:,} tokens." if floor else ""
+    def blocked(self, reason: str, tokens: int, threshold: int, kept: KeptParts | None) -> None:
+        hint = ""
+        if kept is not None:
+            hint = f" The system prompt and tool schemas alone are ~{kept.floor:,} tokens."
+            if kept.users * 4 >= tokens:  # a large share: a pasted log, not the prompt
+                hint += (
+                    f" User messages, kept verbatim, are ~{kept.users:,} tokens (the largest"
+                    f" is message {kept.largest_index}, ~{kept.largest:,})."
+                )
         self.warn(
             WarningCode.BLOCKED,
             reason,
@@ -246,3 +255,22 @@ class Reporter:
         self.emit(
             EventKind.HOOK_FAILED, f"hook {hook}.{phase} raised {error_type}", trigger, reason=phase
         )
+
+
+@dataclass(frozen=True)
+class KeptParts:
+    """What a compaction must keep, in tokens, for a warning that names the real cause."""
+
+    floor: int
+    """System prompt(s) and tool schemas."""
+    users: int
+    """All user messages (pinned verbatim)."""
+    largest: int
+    largest_index: int
+
+
+def kept_parts(messages: Sequence[Message], schema_tokens: int) -> KeptParts:
+    system = sum(message_tokens(m) for m in messages if m.get("role") in ("system", "developer"))
+    sizes = [(message_tokens(m), i) for i, m in enumerate(messages) if m.get("role") == "user"]
+    largest, index = max(sizes, default=(0, -1))
+    return KeptParts(schema_tokens + system, sum(size for size, _ in sizes), largest, index)

@@ -28,11 +28,11 @@ from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
 from ..core.messages import Message, ToolSchema, check_input, conversation_warnings
 from ..core.report import Receipt, Tier
-from ..core.tokens import IMAGE_TOKENS, message_tokens
+from ..core.tokens import IMAGE_TOKENS
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
 from .estimates import EstimateCache, prompt_tokens_of, rough_chars, usage_of
-from .events import EventCallback, Reporter, Trigger
+from .events import EventCallback, Reporter, Trigger, kept_parts
 from .hooks import (
     DEFAULT_LIVE_STATE_BUDGET,
     CompressionHook,
@@ -405,11 +405,10 @@ class ContextManager:
     # --- events ----------------------------------------------------------------------
 
     def _warn_blocked(self, reason: str, tokens: int, messages: Sequence[Message]) -> None:
-        floor = None
+        kept = None
         if reason in ("ineffective", "low_savings", "structural_backoff"):
-            system = [m for m in messages if m.get("role") in ("system", "developer")]
-            floor = self.schema_tokens() + sum(map(message_tokens, system))
-        self.events.blocked(reason, tokens, self.threshold, floor)
+            kept = kept_parts(messages, self.schema_tokens())
+        self.events.blocked(reason, tokens, self.threshold, kept)
 
     def _report_hook_failures(self, trigger: Trigger) -> None:
         for failure in self.hooks.take_failures():
