@@ -5,36 +5,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from windowkeeper.testing import unused_port
+from windowkeeper.testing.serve import PortTaken, wait_until_healthy
 
 pytest.importorskip("uvicorn")
-
-
-class PortTaken(Exception):
-    """The port ``unused_port`` gave was taken again before serve bound it (a race with
-    any other socket of the machine): start again on another."""
-
-
-def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            if "address already in use" in stderr.lower():
-                raise PortTaken(stderr)
-            raise AssertionError(f"serve exited early with {process.returncode}: {stderr}")
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("serve did not come up within 30 s")
 
 
 @pytest.mark.parametrize(
@@ -67,7 +45,7 @@ def _serve_then_signal(db: Path, sig: signal.Signals, http: str) -> tuple[int, b
     ]  # fmt: skip
     with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as process:
         try:
-            _wait_until_up(f"http://127.0.0.1:{port}/healthz", process)
+            wait_until_healthy(f"http://127.0.0.1:{port}/healthz", process)
             process.send_signal(sig)
             _, stderr = process.communicate(timeout=30)
         finally:

@@ -27,6 +27,11 @@ class ServeFailed(AssertionError):
     """``windowkeeper serve`` did not come up, or did not stop cleanly."""
 
 
+class PortTaken(ServeFailed):
+    """The port was taken again before serve bound it (a race with any other socket of
+    the machine): start again on another."""
+
+
 @contextmanager
 def serve_process(*options: str, check_exit: bool = False) -> Iterator[str]:
     """The base URL (``http://127.0.0.1:PORT``) of ``windowkeeper serve OPTIONS...``."""
@@ -54,7 +59,8 @@ def wait_until_healthy(url: str, process: subprocess.Popen[bytes]) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-            raise ServeFailed(f"serve exited early with {process.returncode}: {stderr}")
+            failed = PortTaken if "address already in use" in stderr.lower() else ServeFailed
+            raise failed(f"serve exited early with {process.returncode}: {stderr}")
         try:
             if httpx.get(url, timeout=1).status_code == 200:
                 return
