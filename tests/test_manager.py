@@ -505,13 +505,21 @@ def test_a_blocked_warning_names_large_user_messages_as_the_cause() -> None:
     got: list[Event] = []
     Reporter(got.append).blocked("structural_backoff", tokens, 1_000, kept_parts(messages, 0))
     (warning,) = got
-    assert "system prompt and tool schemas alone are ~" in warning.message
-    assert "User messages, kept verbatim" in warning.message
-    assert "the largest is message 3" in warning.message
+    assert "The newest user message (message 3) is ~" in warning.message
+    assert "kept whole because the agent must answer it" in warning.message
+    assert "system prompt and tool schemas alone" not in warning.message
+    # Earlier pasted messages are named with the largest of them.
+    earlier = [system("You are an agent."), user(log), assistant("ok"), user("fix it")]
+    got.clear()
+    tokens = estimate_messages_tokens(earlier)
+    Reporter(got.append).blocked("ineffective", tokens, 1_000, kept_parts(earlier, 0))
+    assert "Earlier user messages are ~" in got[0].message
+    assert "the largest is message 1" in got[0].message
     # A small share of user text is not named: the floor is the cause then.
     small = [system("Rules. " * 20_000), user("fix it")]
     got.clear()
     Reporter(got.append).blocked(
         "structural_backoff", estimate_messages_tokens(small), 1_000, kept_parts(small, 0)
     )
-    assert "User messages" not in got[0].message
+    assert "user messages" not in got[0].message.lower()
+    assert "system prompt and tool schemas alone are ~" in got[0].message

@@ -180,7 +180,8 @@ def assemble(
     head = with_system_note(list(pruned[: plan.head_end]))
     head += [messages[i] for i in in_place_indices(messages, plan)]
     tail = [m for m in map(unwrap, pruned[plan.tail_start :]) if m is not None]
-    assembled = place_handoff(head, handoff_text, tail, restatement(messages, plan))
+    # The restated request as pruning left it (a long one keeps its excerpt).
+    assembled = place_handoff(head, handoff_text, tail, restatement(pruned, plan))
     repaired = sanitize_tool_pairs(assembled)
     return strip_historical_media(repaired.messages), repaired.repairs.total
 

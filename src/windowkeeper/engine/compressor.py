@@ -23,6 +23,7 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
+from ..compaction.usertexts import KIND as USER_KIND
 from ..core.cache import kept_prefix, prices_for, receipt
 from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
 from ..core.messages import Message, ToolSchema
@@ -54,11 +55,14 @@ from .pipeline import (
     tier1_out_of_reach,
     tier1_target,
     tokens_of,
+    verbatim_cause,
 )
 from .summarize import run_summary
 from .trigger import Decision, detail_of, trigger_tokens
 
 log = logging.getLogger("windowkeeper.engine.compressor")
+WHOLE_KINDS = frozenset({"tool_output", USER_KIND})
+"""Archived kinds that hold the whole original message (not archived again)."""
 
 
 class ContextCompressor(ContextEngine):
@@ -148,7 +152,10 @@ class ContextCompressor(ContextEngine):
             return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
         block, self.guard = blocked(self.guard, self._clock())
         if block is not None:
-            return Decision(False, tokens, self.threshold_tokens, Reason(block.value))
+            reason = Reason(block.value)
+            cause = self.guard.structural_cause if block is Block.STRUCTURAL_BACKOFF else ""
+            detail = detail_of(reason, cause)
+            return Decision(False, tokens, self.threshold_tokens, reason, detail, cause)
         return Decision(True, tokens, self.threshold_tokens)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
@@ -174,6 +181,7 @@ class ContextCompressor(ContextEngine):
             "usage_percent": round(100.0 * tokens / self.context_length, 1),
             "compression_count": self.compression_count,
             "blocked_reason": decision.reason.value if decision.reason else None,
+            "blocked_detail": decision.detail or None,
             "warnings": list(self.warnings),
         }
 
@@ -259,7 +267,11 @@ class ContextCompressor(ContextEngine):
             if block is Block.STRUCTURAL_BACKOFF and can_prune(job, self.config):
                 block = None  # pruning can still remove something: never block it
             if block is not None:
-                return self._unchanged(job, started, Outcome.SKIPPED, Reason(block))
+                cause = self.guard.structural_cause if block is Block.STRUCTURAL_BACKOFF else ""
+                reason = Reason(block)
+                return self._unchanged(
+                    job, started, Outcome.SKIPPED, reason, detail_of(reason, cause)
+                )
         self.previous_summary = job.plan.previous_summary
         plan, config = job.plan, self.config
         pruned = None
@@ -272,8 +284,10 @@ class ContextCompressor(ContextEngine):
             if result is not None:
                 return result
         if not plan.compressible:
-            self.guard = on_structural_noop(self.guard, self._clock())
-            return self._unchanged(job, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS)
+            cause = verbatim_cause(job, summarized=False)
+            self.guard = on_structural_noop(self.guard, self._clock(), cause)
+            reason = Reason.NOTHING_TO_COMPRESS
+            return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
         if pruned is None:
             # Tier 2 keeps the head and the tail: only the head's stubs are kept, so only
             # the head is pruned; the middle's long outputs leave with the summarized turns.
@@ -361,8 +375,10 @@ class ContextCompressor(ContextEngine):
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
             # Nothing to gain: back off like a structural no-op (a forced call ignores it).
-            self.guard = on_structural_noop(self.guard, self._clock())
-            return self._unchanged(job, started, Outcome.NOOP, Reason.NO_REDUCTION)
+            cause = verbatim_cause(job, summarized=True)
+            self.guard = on_structural_noop(self.guard, self._clock(), cause)
+            reason = Reason.NO_REDUCTION
+            return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
         report = replace(
             job.base,
             outcome=Outcome.COMPRESSED, tier=Tier.SUMMARY,
@@ -372,7 +388,7 @@ class ContextCompressor(ContextEngine):
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
             repairs=repairs, warnings=cuts,
         )  # fmt: skip
-        whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
+        whole = {item.index for item in pruned.archived if item.kind in WHOLE_KINDS}
         archived = (*pruned.archived, *archive_turns(messages, plan, whole, job.facts))
         result = CompressionResult(assembled, report, archived, body)
         return self._finish(job, result, started, body)

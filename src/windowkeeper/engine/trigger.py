@@ -23,6 +23,10 @@ class Decision:
     tokens: int
     threshold: int
     reason: Reason | None = None
+    detail: str = ""
+    """The line a skipped or blocked decision is reported with."""
+    cause: str = ""
+    """What blocks, when the engine knows it (figures and indices only, no text)."""
 
 
 @dataclass(frozen=True)
@@ -62,13 +66,16 @@ _DETAILS = {
     Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
     Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
     Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
-    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
+    Reason.STRUCTURAL_BACKOFF: "compression skipped for a few minutes: the last attempt found "
+    "nothing to compress",
     Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
-    "compacting (the system prompt and tool schemas may exceed it)",
+    "two compactions",
     Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
 }
 
 
-def detail_of(reason: Reason) -> str:
-    """The one line a skipped or blocked compaction reports."""
-    return _DETAILS.get(reason, reason.value)
+def detail_of(reason: Reason, cause: str = "") -> str:
+    """The one line a skipped or blocked compaction reports, with its ``cause`` (what a
+    compaction had to keep, in figures) when one is known."""
+    detail = _DETAILS.get(reason, reason.value)
+    return f"{detail}: {cause}" if cause else detail
