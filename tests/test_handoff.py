@@ -401,25 +401,34 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
 
 def test_the_task_spec_and_the_claimed_items_spec_are_kept() -> None:
     """The look-ups that define the work keep their goal and acceptance lines (a short one
-    verbatim), not a stub that counts lines."""
+    verbatim), not a stub that counts lines; the claim stays in the work state."""
     ok = "<returncode>0</returncode>"
     filler = [f"- background note {n} about the history of the module" for n in range(30)]
     epic = "\n".join(["○ app-7 [EPIC] · CSV export", "## Goal", "Export invoices as CSV.",
-                      *filler, "## Constraints", "- Never change the API.", ok])  # fmt: skip
+                      "## History", *filler, "## Constraints", "- Never change the API.",
+                      ok])  # fmt: skip
     turns = [
         user("Work on bead app-7."),
         *bash("e", "bd show app-7", epic),
         *bash("s", "bd show app-7.2", "○ app-7.2 · Add headers\nDone when: headers match\n" + ok),
         *bash("u", "bd update app-7.2 --status in_progress", ok),
     ]
-    task, item, claim = state_of(turns).work.in_progress[:3]
-    assert task.startswith("Spec from `bd show app-7`: ○ app-7 [EPIC] · CSV export")
-    assert "## Goal | Export invoices as CSV." in task and "- Never change the API." in task
-    assert "background note 7" not in task
-    assert item == "Spec from `bd show app-7.2`: ○ app-7.2 · Add headers | Done when: headers match"
-    assert claim.startswith("Claimed app-7.2 (Add headers)")
+    state = state_of(turns)
+    task, item = state.specs
+    assert (task.source, task.item, task.shortened) == ("bd show app-7", "app-7", True)
+    assert task.text.startswith("○ app-7 [EPIC] · CSV export\n## Goal\nExport invoices as CSV.")
+    assert "## Constraints\n- Never change the API." in task.text
+    assert "background note 7" not in task.text and ok not in task.text
+    assert (item.text, item.item, item.shortened) == (
+        "○ app-7.2 · Add headers\nDone when: headers match",
+        "app-7.2",
+        False,
+    )
+    assert state.work.in_progress[0].startswith("Claimed app-7.2 (Add headers)")
     body = body_of(turns)
-    assert parse_state(body).work.in_progress[:3] == (task, item, claim)
+    assert parse_state(body).specs == state.specs
+    spec_section = section(body, "Task Spec")
+    assert spec_section.startswith("Spec of the task: `bd show app-7` · item app-7 · shortened")
 
 
 def test_open_errors_are_listed_newest_first_and_read_back_in_order() -> None:

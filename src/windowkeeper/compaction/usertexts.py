@@ -20,12 +20,11 @@ from ..analysis.record import MessageFacts
 from ..core.config import CompressionConfig
 from ..core.messages import Message
 from ..core.report import ArchivedItem
-from .plan import message_handle
+from .plan import USER_MESSAGE, message_handle
 from .prune import PassResult
 
 EXCERPT_CHARS = 2_400
 """The most a shortened user message keeps (head, instruction lines, tail, marker)."""
-KIND = "user_message"
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def shorten_users(
             continue
         out = out if out is not None else list(messages)
         out[index] = {**record.message, "content": content}
-        archived.append(ArchivedItem(handle, KIND, index, record.message))
+        archived.append(ArchivedItem(handle, USER_MESSAGE, index, record.message))
     if out is None:
         return PassResult(messages)
     return PassResult(out, 0, tuple(archived))

@@ -23,7 +23,6 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
-from ..compaction.usertexts import KIND as USER_KIND
 from ..core.cache import kept_prefix, prices_for, receipt
 from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
 from ..core.messages import Message, ToolSchema
@@ -58,11 +57,9 @@ from .pipeline import (
     verbatim_cause,
 )
 from .summarize import run_summary
-from .trigger import Decision, detail_of, trigger_tokens
+from .trigger import Decision, blocked_decision, detail_of, trigger_tokens
 
 log = logging.getLogger("windowkeeper.engine.compressor")
-WHOLE_KINDS = frozenset({"tool_output", USER_KIND})
-"""Archived kinds that hold the whole original message (not archived again)."""
 
 
 class ContextCompressor(ContextEngine):
@@ -152,10 +149,7 @@ class ContextCompressor(ContextEngine):
             return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
         block, self.guard = blocked(self.guard, self._clock())
         if block is not None:
-            reason = Reason(block.value)
-            cause = self.guard.structural_cause if block is Block.STRUCTURAL_BACKOFF else ""
-            detail = detail_of(reason, cause)
-            return Decision(False, tokens, self.threshold_tokens, reason, detail, cause)
+            return blocked_decision(block, tokens, self.threshold_tokens, self.guard)
         return Decision(True, tokens, self.threshold_tokens)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
@@ -267,11 +261,8 @@ class ContextCompressor(ContextEngine):
             if block is Block.STRUCTURAL_BACKOFF and can_prune(job, self.config):
                 block = None  # pruning can still remove something: never block it
             if block is not None:
-                cause = self.guard.structural_cause if block is Block.STRUCTURAL_BACKOFF else ""
-                reason = Reason(block)
-                return self._unchanged(
-                    job, started, Outcome.SKIPPED, reason, detail_of(reason, cause)
-                )
+                skip = blocked_decision(block, job.base.before_tokens, 0, self.guard)
+                return self._unchanged(job, started, Outcome.SKIPPED, Reason(block), skip.detail)
         self.previous_summary = job.plan.previous_summary
         plan, config = job.plan, self.config
         pruned = None
@@ -284,10 +275,7 @@ class ContextCompressor(ContextEngine):
             if result is not None:
                 return result
         if not plan.compressible:
-            cause = verbatim_cause(job, summarized=False)
-            self.guard = on_structural_noop(self.guard, self._clock(), cause)
-            reason = Reason.NOTHING_TO_COMPRESS
-            return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
+            return self._nothing_gained(job, started, Reason.NOTHING_TO_COMPRESS)
         if pruned is None:
             # Tier 2 keeps the head and the tail: only the head's stubs are kept, so only
             # the head is pruned; the middle's long outputs leave with the summarized turns.
@@ -320,6 +308,13 @@ class ContextCompressor(ContextEngine):
         if warning:
             report = replace(report, warnings=(*report.warnings, warning))
         return CompressionResult(job.messages, replace(report, elapsed_ms=elapsed))
+
+    def _nothing_gained(self, job: Job, started: float, reason: Reason) -> CompressionResult:
+        """Back off like a structural no-op (a forced call ignores it), remembering what
+        kept the compaction from saving anything, for the skips that follow."""
+        cause = verbatim_cause(job, summarized=reason is Reason.NO_REDUCTION)
+        self.guard = on_structural_noop(self.guard, self._clock(), cause)
+        return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
 
     def _over_window(self, job: Job, messages: list[Message], after: int) -> str | None:
         window = usable_window(self.context_length, self.max_tokens)
@@ -374,11 +369,7 @@ class ContextCompressor(ContextEngine):
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
-            # Nothing to gain: back off like a structural no-op (a forced call ignores it).
-            cause = verbatim_cause(job, summarized=True)
-            self.guard = on_structural_noop(self.guard, self._clock(), cause)
-            reason = Reason.NO_REDUCTION
-            return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
+            return self._nothing_gained(job, started, Reason.NO_REDUCTION)
         report = replace(
             job.base,
             outcome=Outcome.COMPRESSED, tier=Tier.SUMMARY,
@@ -388,8 +379,7 @@ class ContextCompressor(ContextEngine):
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
             repairs=repairs, warnings=cuts,
         )  # fmt: skip
-        whole = {item.index for item in pruned.archived if item.kind in WHOLE_KINDS}
-        archived = (*pruned.archived, *archive_turns(messages, plan, whole, job.facts))
+        archived = (*pruned.archived, *archive_turns(messages, plan, pruned.archived, job.facts))
         result = CompressionResult(assembled, report, archived, body)
         return self._finish(job, result, started, body)
 

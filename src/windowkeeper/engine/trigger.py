@@ -13,6 +13,7 @@ from ..core.config import (
 )
 from ..core.report import Reason
 from ..summary.feasibility import check_feasibility
+from .guard import Block, GuardState
 
 
 @dataclass(frozen=True)
@@ -79,3 +80,11 @@ def detail_of(reason: Reason, cause: str = "") -> str:
     compaction had to keep, in figures) when one is known."""
     detail = _DETAILS.get(reason, reason.value)
     return f"{detail}: {cause}" if cause else detail
+
+
+def blocked_decision(block: Block, tokens: int, threshold: int, guard: GuardState) -> Decision:
+    """The decision a gate makes, with its line: a structural backoff names what the
+    compaction it backs off from had to keep (remembered in ``guard``)."""
+    reason = Reason(block.value)
+    cause = guard.structural_cause if block is Block.STRUCTURAL_BACKOFF else ""
+    return Decision(False, tokens, threshold, reason, detail_of(reason, cause), cause)

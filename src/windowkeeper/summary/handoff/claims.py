@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from ...analysis.commands import is_bookkeeping, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse
-from ...analysis.gist import is_stub
 from ...analysis.toolshapes import ToolKind
 
 _ITEM_ID = re.compile(r"(?<![\w-])[A-Za-z]\w*-[\w.-]*\w|#\d+")
@@ -23,22 +22,6 @@ _TITLE_AFTER_ID = (
     r"(?:\s{2,}|\s[\[●]|\s\((?:blocked|blocks|depends|parent)\b|$)"
 )
 _CLOSES = re.compile(r"\s*(?:bd|beads|gh\s+issue|glab\s+issue|jira\s+issue)\s+close\s")
-SPEC_CHARS = 700
-_LOOK_UP = re.compile(
-    r"\s*(?:bd|beads)\s+show\s|\s*(?:gh|glab)\s+(?:issue|pr|mr)\s+view\s|\s*jira\s+issue\s+view\s"
-)
-# Lines that say what must hold; headings (markdown, a line in capitals or ending with a
-# colon), and the ones whose lines below are the goal or acceptance.
-_SPEC_LINE = re.compile(
-    r"\b(?:goal|must|should|never|always|acceptance|"
-    r"criteria|constraint|required?|do not|don't|only|expected)\b",
-    re.IGNORECASE,
-)
-_HEADING = re.compile(r"#{1,6}\s|[A-Z][A-Za-z &/-]{2,40}:$|[A-Z][A-Z &/-]{3,}$")
-_SPEC_HEADING = re.compile(r"goal|done|acceptance|criteria|constraint|requirement", re.I)
-_UNDER = 3
-_EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
-_HANDLE = re.compile(r"\bwk[0-9a-f]{6,}\b")
 _CLAIM_WORDS = re.compile(r"\b(?:in[_-]progress|claim(?:ed)?|start(?:ed)?)\b", re.IGNORECASE)
 
 
@@ -58,56 +41,6 @@ def open_claim(events: Sequence[ToolEvent]) -> str | None:
             named = [_titled(i, events[: index + 1]) for i in ids[:3]]
             return f"Claimed {', '.join(named) or 'a work item'}: `{short_command(command, 120)}`"
     return None
-
-
-def spec_excerpts(events: Sequence[ToolEvent], claimed: str | None) -> list[str]:
-    """The outputs that define the work (SPEC §6 v3 "task spec"): the first tracker
-    look-up (``bd show X``, ``gh issue view N``) and the newest one of the claimed item,
-    each as one line: verbatim when short, else its headings and goal / constraint /
-    acceptance lines; a pruned output by its archive handle."""
-    looks = [e for e in events if _is_look_up(e)]
-    if not looks:
-        return []
-    chosen = [looks[0]]
-    ids = _ITEM_ID.findall(claimed or "")
-    mine = [e for e in looks if ids and ids[0] in (e.action.command or "")]
-    if mine and mine[-1] is not looks[0]:
-        chosen.append(mine[-1])
-    return [_excerpt(e) for e in chosen]
-
-
-def _is_look_up(event: ToolEvent) -> bool:
-    command = event.action.command if event.action.kind is ToolKind.SHELL else None
-    if not command or event.failed or not event.result or len(command) > 300:
-        return False
-    return _LOOK_UP.match(command) is not None
-
-
-def _excerpt(event: ToolEvent) -> str:
-    command = short_command(event.action.command or "", 80)
-    text = event.result or ""
-    if is_stub(text):
-        handle = _HANDLE.search(text)
-        return f"Spec from `{command}`: pruned" + (f" (recall {handle.group(0)})" if handle else "")
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    lines = [line for line in lines if line and not _EXIT_LINE.fullmatch(line)]
-    whole = " | ".join(lines)
-    if len(whole) > SPEC_CHARS:
-        whole = collapse(" | ".join(_spec_lines(lines)), SPEC_CHARS)
-    return f"Spec from `{command}`: {whole}"
-
-
-def _spec_lines(lines: list[str]) -> list[str]:
-    """The first line, the headings, the lines that say what must hold, and the first
-    lines under a goal / done / acceptance / constraint heading."""
-    kept: list[str] = []
-    under = 0
-    for index, line in enumerate(lines):
-        heading = _HEADING.match(line) is not None
-        if index == 0 or heading or under > 0 or _SPEC_LINE.search(line):
-            kept.append(line)
-        under = _UNDER if heading and _SPEC_HEADING.search(line) else under - 1
-    return kept
 
 
 def closed_items(event: ToolEvent, earlier: Sequence[ToolEvent]) -> str | None:

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
+from ...analysis.specs import named_documents
 from .model import HandoffState, Quote
 from .parse import parse_state
+from .specs import specs_of
 from .trail import (
     anchored,
     commands_of,
@@ -93,12 +95,14 @@ def extract_state(
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
     files, base = _file_map(previous, trail, tail, cwds)
     listed, counts = commands_of(trail)
+    named = named_documents([*(t.text for t in ([said.task] if said.task else [])), *said.texts])
     return HandoffState(
         task=said.task,
         task_in_head=said.task_in_head,
         request=said.request,
         request_restated=placement.restated,
         users=said.users,
+        specs=specs_of(trail, named, previous.specs),
         constraints=merged_constraints(previous.constraints, said.constraints),
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),

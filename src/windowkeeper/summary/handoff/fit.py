@@ -22,6 +22,7 @@ from .text import ALL, TITLES, Shown, section_text
 # Which knobs each section reads (a section is rendered again only when one changes).
 _KNOBS = {
     "Task": ("task_chars",),
+    "Task Spec": ("spec_chars",),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars",),
     "Work State": ("done",),
@@ -34,12 +35,13 @@ _KNOBS = {
     "Notes": (),
 }
 LADDER: tuple[tuple[str, int], ...] = (
-    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24),
+    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24), ("spec_chars", 1_200),
     ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
     ("commands", 0), ("files_read", 0), ("error_lines_each", 3), ("users_full", 6),
-    ("values", 8), ("files", 24), ("decisions", 3), ("done", 4), ("user_line_chars", 120),
-    ("users_full", 2), ("values", 0), ("decisions", 0), ("files", 6), ("done", 0),
-    ("users_full", 0), ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2),
+    ("values", 8), ("spec_chars", 800), ("files", 24), ("decisions", 3), ("done", 4),
+    ("user_line_chars", 120), ("users_full", 2), ("values", 0), ("decisions", 0),
+    ("files", 6), ("done", 0), ("users_full", 0), ("spec_chars", 400), ("user_line_chars", 60),
+    ("task_chars", 1_500), ("errors", 2),
     ("error_lines_each", 1), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
 )  # fmt: skip
 
@@ -97,6 +99,8 @@ def _useful_max(state: HandoffState, knob: str) -> int:
         return counts[knob]
     if knob == "task_chars":
         return len(state.task.text) if state.task else 0
+    if knob == "spec_chars":
+        return max((len(spec.text) for spec in state.specs), default=0)
     return (
         ALL
         if knob not in ("user_line_chars", "decision_chars", "constraint_chars")

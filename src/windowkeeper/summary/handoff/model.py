@@ -26,6 +26,20 @@ class Quote:
 
 
 @dataclass(frozen=True)
+class Spec:
+    """An output that defines the work (SPEC §6 v3 "task spec"): a tracker look-up, an
+    issue, a spec or plan document. ``text`` is its excerpt (verbatim unless
+    ``shortened``); ``handle`` recalls the whole output; ``item`` is the work item it
+    shows (``""`` when it names none). The first spec of a session defines the task."""
+
+    source: str
+    text: str
+    handle: str = ""
+    item: str = ""
+    shortened: bool = False
+
+
+@dataclass(frozen=True)
 class OpenError:
     """A failure no later result resolved: what failed, its exit code, its error lines.
 
@@ -71,6 +85,9 @@ class HandoffState:
     request_restated: bool = False
     """The newest request is restated verbatim right after the handoff."""
     users: tuple[Quote, ...] = ()
+    specs: tuple[Spec, ...] = ()
+    """What defines the task and its work items, oldest first: the first one is the
+    task's; a spec listed without text is only referred to (by its handle)."""
     constraints: tuple[str, ...] = ()
     work: WorkState = field(default_factory=WorkState)
     errors: tuple[OpenError, ...] = ()

@@ -16,9 +16,10 @@ from typing import TypeVar
 from .model import Command, HandoffState, Quote
 from .paths import choose_root, render_paths
 from .quoting import fence, inline_list, item, list_item, quote
+from .specs import render_specs
 
 TITLES = (
-    "Task", "User Messages", "Constraints & Preferences", "Work State", "Open Errors",
+    "Task", "Task Spec", "User Messages", "Constraints & Preferences", "Work State", "Open Errors",
     "Key Decisions", "Files", "Critical Values", "Next Step", "State Ledger", "Notes",
 )  # fmt: skip
 NONE = "None recorded."
@@ -42,6 +43,8 @@ class Shown:
     """How much of each part a render shows (``ALL``: everything)."""
 
     task_chars: int = ALL
+    spec_chars: int = ALL
+    """Each spec's excerpt cut to this many characters (by its excerpt rules)."""
     users_full: int = ALL
     """The newest this many user messages in full; older ones by their first line."""
     user_line_chars: int = 240
@@ -95,6 +98,10 @@ def _quote_head(label: str, quoted: Quote) -> str:
         return f"{label}:"
     how = "shortened; recall" if quoted.shortened else "recall"
     return f"{label} ({how} {quoted.handle}):"
+
+
+def _specs(state: HandoffState, shown: Shown) -> str:
+    return render_specs(state.specs, shown.spec_chars)
 
 
 def _users(state: HandoffState, shown: Shown) -> str:
@@ -246,7 +253,7 @@ def _cut(text: str, limit: int) -> str:
 _RENDERERS: dict[str, Callable[[HandoffState, Shown], str]] = dict(
     zip(
         TITLES,
-        (_task, _users, _constraints, _work, _errors, _decisions, _files, _values, _next,
+        (_task, _specs, _users, _constraints, _work, _errors, _decisions, _files, _values, _next,
          _ledger, _notes),
         strict=True,
     )

@@ -30,7 +30,7 @@ from ...analysis.outputs import event_errors, is_test_command, last_line, test_s
 from ...analysis.resolution import OpenFailures
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolAction, ToolKind
-from .claims import closed_items, open_claim, spec_excerpts
+from .claims import closed_items, open_claim
 from .model import OpenError, WorkState
 from .text import shown_command
 
@@ -136,11 +136,9 @@ def work_state(
         state = _from_todos(todos, evidence_at, done, previous)
     else:
         state = _from_events(done, tracker, last_test, edited_since_test, assistant, previous)
-        claim = open_claim(events)
-        specs = spec_excerpts(events, claim)
-        if claim or specs:
-            opened = [*specs, claim] if claim else specs
-            state = replace(state, in_progress=(*opened, *state.in_progress))
+        claim = open_claim(events)  # its spec is in the Task Spec section (specs.py)
+        if claim:
+            state = replace(state, in_progress=(claim, *state.in_progress))
     return state, tracker
 
 
