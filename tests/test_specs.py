@@ -155,7 +155,7 @@ def test_the_task_spec_survives_the_head_pruning_and_names_a_recallable_handle()
     spec = "\n".join(split_sections(text)["Task Spec"])
     assert spec.startswith("Spec of the task: `bd show app-7` · item app-7 · shortened · recall wk")
     assert "- Never change the public invoice API." in spec and "## Acceptance" in spec
-    assert "Spec of the newest work item looked up: `bd show app-7.2`" in spec
+    assert "Spec of the item named last: `bd show app-7.2`" in spec
     body = parse_state(handoff_body(text) or "")
     assert body is not None and body.specs[0].item == "app-7"
     archived = {item.handle: item for item in result.archived}
@@ -206,6 +206,19 @@ def test_the_task_spec_is_carried_across_compactions() -> None:
     assert last is not None and last.specs[0] == first.specs[0]  # pinned, not worn down
 
 
+def test_a_spec_the_user_did_not_name_is_not_called_the_task() -> None:
+    """An issue looked up for reference (the user named another item, or none) is shown as
+    the newest spec looked up, never as the task's."""
+    messages = session()
+    messages[1] = user("Pick the next ready bead and work on it.")
+    config = CompressionConfig(prune_only_ratio=0.01)
+    result = ContextCompressor(config, context_length=16_000).compress(messages, force=True)
+    spec = "\n".join(split_sections(handoff_of(result.messages))["Task Spec"])
+    assert "Spec of the task" not in spec
+    assert spec.startswith("Also looked up (recall for the text):\n- `bd show app-7` · item app-7")
+    assert "Spec of the item named last: `bd show app-7.2`" in spec
+
+
 def test_sessions_without_specs_have_no_task_spec_section() -> None:
     messages = [system(), user("Fix the bug in app.py")]
     for n in range(40):
@@ -216,3 +229,23 @@ def test_sessions_without_specs_have_no_task_spec_section() -> None:
     result = ContextCompressor(config, context_length=16_000).compress(messages, force=True)
     assert result.report.tier is Tier.SUMMARY
     assert not any("## Task Spec" in content_text(m.get("content")) for m in result.messages)
+
+
+def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_shown() -> None:
+    from windowkeeper.summary.handoff.extract import Placement, extract_state
+    from windowkeeper.summary.handoff.model import HandoffState
+
+    parts = [f"○ app-7.{n} · Part {n}\n## Acceptance\n- part {n} has tests" for n in (1, 2, 3)]
+    command = 'bd show app-7.1; echo "==="; bd show app-7.2; echo "==="; bd show app-7.3'
+    turns = [
+        user("Work on bead app-7."),
+        assistant(None, call("s", "bash", command=command)),
+        tool("s", "\n===\n".join(parts) + "\n" + OK),
+        assistant(None, call("u", "bash", command="bd update app-7.2 --status in_progress")),
+        tool("u", OK),
+    ]
+    state = extract_state(Analysis(turns), HandoffState(), Placement(user_in_tail=False))
+    assert [(s.item, bool(s.text)) for s in state.specs] == [
+        ("app-7.1", False), ("app-7.3", False), ("app-7.2", True)
+    ]
+    assert state.specs[-1].text == parts[1] and not state.specs[-1].task

@@ -98,17 +98,46 @@ def _look_up_item(event: ToolEvent) -> str | None:
 
 def _shell_item(command: str) -> str | None:
     """The item of the first look-up step of a command line (see the module docstring)."""
+    items = shell_items(command)
+    return items[0] if items else None
+
+
+def shell_items(command: str) -> tuple[str, ...]:
+    """The items of every look-up step of a command line, in order (``""`` for a step
+    that names none)."""
+    found: list[str] = []
     if len(command) > 2_000:
-        return None
+        return ()
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):
             item = _step_item([t for t in tokens if t])
             if item is not None:
-                return item
-        if _ISSUE_URL.search(line) and re.search(r"\b(?:curl|wget|http|xh)\b", line):
-            match = _ISSUE_URL.search(line)
-            return match.group(0) if match else ""
-    return None
+                found.append(item)
+        match = _ISSUE_URL.search(line)
+        if match and re.search(r"\b(?:curl|wget|http|xh)\b", line):
+            found.append(match.group(0))
+    return tuple(found)
+
+
+_SEPARATOR = re.compile(r"\n[ \t]*(?:={3,}|-{3,}|\*{3,}|#{3,})[ \t]*(?:\n|$)")
+
+
+def look_up_parts(event: ToolEvent) -> list[tuple[str, str]]:
+    """(item, output) per item of a look-up: a command that looks up several items with
+    separator lines between their outputs (``bd show a; echo ===; bd show b``) gives one
+    part per item; any other look-up one part, its whole output."""
+    item = look_up_item(event)
+    result = event.result or ""
+    if item is None:
+        return []
+    items = shell_items(event.action.command or "") if event.action.kind is ToolKind.SHELL else ()
+    if len(items) > 1:
+        parts = [p for p in _SEPARATOR.split(result) if p.strip()]
+        if len(parts) == len(items):
+            pairs = list(zip(items, parts, strict=True))
+            if all(item and item in part for item, part in pairs):
+                return pairs
+    return [(item, result)]
 
 
 def _step_item(words: list[str]) -> str | None:
@@ -136,7 +165,7 @@ def named_documents(texts: Iterable[str]) -> frozenset[str]:
     """Base names of documents the user named (lower case), from the user's texts."""
     found: set[str] = set()
     for text in texts:
-        for match in re.finditer(r"[\w./~-]*[\w-]\.(?:md|markdown|txt|rst|adoc|org|mdx)\b", text):
+        for match in re.finditer(r"[\w./~-]*[\w-]\.(?:md|markdown|txt|rst|adoc|mdx)\b", text):
             found.add(posixpath.basename(match.group(0)).lower())
     return frozenset(found)
 

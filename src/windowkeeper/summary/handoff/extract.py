@@ -89,20 +89,23 @@ def extract_state(
     # The head's pruned tool events are the oldest of the trail; positions are relative
     # to the summarized turns, so the work state reads those turns' events only.
     head_events = [e for e in head.events() if not e.orphan] if head is not None else []
+    head_turns = user_turns(head.facts) if head is not None else []
     trail = [*head_events, *events]
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
     files, base = _file_map(previous, trail, tail, cwds)
     listed, counts = commands_of(trail)
-    named = named_documents([*(t.text for t in ([said.task] if said.task else [])), *said.texts])
+    quotes = [*([said.task] if said.task else []), *said.users, *previous.users]
+    texts = [*(q.text for q in quotes), *said.texts, *(t.text for t in head_turns)]
+    named = named_documents(texts)
     return HandoffState(
         task=said.task,
         task_in_head=said.task_in_head,
         request=said.request,
         request_restated=placement.restated,
         users=said.users,
-        specs=specs_of(trail, named, previous.specs),
+        specs=specs_of(trail, texts, named, previous.specs, _events(tail)),
         constraints=merged_constraints(previous.constraints, said.constraints),
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
@@ -122,12 +125,16 @@ def extract_state(
     )
 
 
+def _events(analysis: Analysis | None) -> list[ToolEvent]:
+    return [e for e in analysis.events() if not e.orphan] if analysis is not None else []
+
+
 def _file_map(
     previous: HandoffState, trail: list[ToolEvent], tail: Analysis | None, cwds: list[str | None]
 ) -> tuple[tuple[tuple[str, str], ...], str | None]:
     """The merged file map, anchored at the newest working directory (and that base); it
     covers the turns kept verbatim after the handoff too."""
-    kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
+    kept_events = _events(tail)
     every = [*trail, *kept_events]
     touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
     return anchored(merged_files(previous.files, touches), cwds[-1])

@@ -30,13 +30,15 @@ class Spec:
     """An output that defines the work (SPEC §6 v3 "task spec"): a tracker look-up, an
     issue, a spec or plan document. ``text`` is its excerpt (verbatim unless
     ``shortened``); ``handle`` recalls the whole output; ``item`` is the work item it
-    shows (``""`` when it names none). The first spec of a session defines the task."""
+    shows (``""`` when it names none); ``task``: the user named that item or document,
+    so it defines the task."""
 
     source: str
     text: str
     handle: str = ""
     item: str = ""
     shortened: bool = False
+    task: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,8 @@ class HandoffState:
     """The newest request is restated verbatim right after the handoff."""
     users: tuple[Quote, ...] = ()
     specs: tuple[Spec, ...] = ()
-    """What defines the task and its work items, oldest first: the first one is the
-    task's; a spec listed without text is only referred to (by its handle)."""
+    """What defines the task and its work items: the task's first when known, the newest
+    last; a spec listed without text is only referred to (by its handle)."""
     constraints: tuple[str, ...] = ()
     work: WorkState = field(default_factory=WorkState)
     errors: tuple[OpenError, ...] = ()

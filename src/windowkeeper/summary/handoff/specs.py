@@ -3,20 +3,30 @@ task and its work items, as excerpts with their archive handles.
 
 Which outputs are specs, and their excerpts, is :mod:`~windowkeeper.analysis.specs`'
 business; here they are chosen, merged with the previous handoff's, rendered and read
-back. The first spec of the session defines the task and is pinned; the newest other one
-(the work item looked up last, typically the one in progress) is shown too; the others
-are referred to by their source and handle, so nothing is dropped without a trace.
+back. The spec of the item or document the user named defines the task and is pinned;
+the newest other one (the work item looked up last, typically the one in progress) is
+shown too; the others are referred to by their source and handle, so nothing is dropped
+without a trace.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 from ...analysis.commands import short_command
 from ...analysis.events import ToolEvent
 from ...analysis.gist import is_stub
-from ...analysis.specs import SPEC_CHARS, is_spec, look_up_item, spec_excerpt, spec_text
+from ...analysis.specs import (
+    SPEC_CHARS,
+    is_spec,
+    look_up_item,
+    look_up_parts,
+    spec_excerpt,
+    spec_text,
+)
 from ...analysis.toolshapes import ToolKind
 from ...compaction.prune import make_handle
 from .model import Spec
@@ -25,57 +35,102 @@ from .quoting import fence, quote, read_fence, unquote
 MAX_REFERRED = 6
 """Earlier specs referred to by their handle (the newest ones)."""
 TASK_LABEL = "Spec of the task:"
-ITEM_LABEL = "Spec of the newest work item looked up:"
+NEWEST_LABEL = "Spec of the item named last:"
 REFERRED = "Also looked up (recall for the text):"
 _SEP = " · "
 
 
 def specs_of(
-    events: Sequence[ToolEvent], named: Collection[str], previous: Sequence[Spec]
+    events: Sequence[ToolEvent],
+    said: Sequence[str],
+    named: Collection[str],
+    previous: Sequence[Spec],
+    later: Sequence[ToolEvent] = (),
 ) -> tuple[Spec, ...]:
-    """The specs after these events: the task's (the previous one, else the first found),
-    then the others by their newest look-up, only the newest with its text."""
+    """The specs after these events, merged with the previous ones: the task's first
+    (the first spec of an item or document the user named in ``said``, pinned once
+    found), then the others by their newest look-up or mention (``later``: the events
+    kept verbatim after the handoff, which only name items), only the newest with its
+    text."""
     found: dict[str, Spec] = {}
     sizes: dict[str, int] = {}
+    last: dict[str, int] = {}
     for event in events:
         if event.result is None or not is_spec(event, named):
             continue
-        spec, size = _spec(event)
-        key = spec.item or spec.source
-        if size >= sizes.get(key, 0):  # the fullest output of an item (not a `| head`)
-            sizes[key] = size
-            found[key] = spec
-        found[key] = found.pop(key)  # ordered by the newest look-up
-    merged = {(s.item or s.source): s for s in previous}
+        for spec, size in _specs(event):
+            key = _key(spec)
+            if size >= sizes.get(key, 0):  # the fullest output of an item (not a `| head`)
+                sizes[key] = size
+                found[key] = spec
+            last[key] = event.position
+    items = [*found, *(s.item for s in previous if s.item)]
+    _mentioned(events, items, last)
+    _mentioned(later, items, last, offset=1 + max((e.position for e in events), default=0))
+    merged = {_key(s): s for s in previous}
+    task = next((k for k, s in merged.items() if s.task), None)
     for key, spec in found.items():
-        # The task's spec keeps its place; any spec keeps the fuller of its texts.
-        known = merged.get(key)
+        known = merged.pop(key, None)
         if known is not None and len(known.text) > len(spec.text):
-            spec = known
-        if key == next(iter(merged), key):
-            merged[key] = spec
-        else:
-            merged.pop(key, None)
-            merged[key] = spec
-    if not merged:
-        return ()
-    task, *others = merged.values()
-    newest = others[-1:]
+            spec = known  # the fuller text of the two
+        if task is None and _named(spec, said, named):
+            task = key
+        merged[key] = replace(spec, task=key == task)
+    pinned = [merged.pop(task)] if task is not None else []
+    # By the newest look-up or mention (a carried spec named again moves up, too).
+    others = sorted(merged.values(), key=lambda spec: last.get(_key(spec), -1))
     referred = [Spec(s.source, "", s.handle, s.item) for s in others[:-1]][-MAX_REFERRED:]
-    return (task, *referred, *newest)
+    return (*pinned, *referred, *others[-1:])
 
 
-def _spec(event: ToolEvent) -> tuple[Spec, int]:
-    """The spec of one event and the size of what it shows (its output, or the excerpt
-    its prune stub kept)."""
+def _mentioned(
+    events: Sequence[ToolEvent], items: Sequence[str], last: dict[str, int], offset: int = 0
+) -> None:
+    """Record in ``last`` where each item was last named (``offset`` + position) by a
+    command (a claim, a commit, a look-up): the item worked on last is the newest, even
+    when one look-up showed several items."""
+    wanted = [i for i in dict.fromkeys(items) if i]
+    for event in events:
+        command = event.action.command if event.action.kind is ToolKind.SHELL else None
+        if not command or (look_up_item(event) is not None and not offset):
+            continue  # a look-up's own items were placed when it was read
+        for item in wanted:
+            if item in command and _names(item, command):
+                last[item] = max(last.get(item, -1), offset + event.position)
+
+
+def _names(item: str, text: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(item)}(?![\w-]|\.\w)", text) is not None
+
+
+def _key(spec: Spec) -> str:
+    return spec.item or spec.source
+
+
+def _named(spec: Spec, said: Sequence[str], named: Collection[str]) -> bool:
+    """Whether the user named the spec's item or document."""
+    if spec.item:
+        return any(_names(spec.item, text) for text in said)
+    return posixpath.basename(spec.source).lower() in named
+
+
+def _specs(event: ToolEvent) -> list[tuple[Spec, int]]:
+    """The specs of one event (one per item a multi-item look-up shows) and the size of
+    what each shows (its output, or the excerpt its prune stub kept)."""
     result = event.result or ""
-    text, handle = spec_text(result)
-    stubbed = is_stub(result)
-    excerpt, shortened = spec_excerpt(text, SPEC_CHARS)
-    item = look_up_item(event) or ""
+    handle = make_handle(result)
     source = _source(event)
-    spec = Spec(source, excerpt, handle or make_handle(result), item, shortened or stubbed)
-    return spec, len(text)
+    if is_stub(result):
+        text, handle = spec_text(result)
+        parts = [(look_up_item(event) or "", text)]
+    else:
+        parts = look_up_parts(event) or [("", result)]
+    found = []
+    for item, text in parts:
+        excerpt, shortened = spec_excerpt(text, SPEC_CHARS)
+        spec = Spec(source, excerpt, handle, item, shortened or is_stub(result))
+        found.append((spec, len(text)))
+    return found
 
 
 def _source(event: ToolEvent) -> str:
@@ -91,17 +146,18 @@ def _source(event: ToolEvent) -> str:
 
 
 def render_specs(specs: Sequence[Spec], chars: int) -> str:
-    """The section's body; each text cut to ``chars`` characters (by its excerpt rules)."""
+    """The section's body, in the state's order (the task's, the ones referred to, the
+    newest); each text cut to ``chars`` characters by its excerpt rules."""
     lines: list[str] = []
-    shown = [s for s in specs if s.text]
-    referred = [s for s in specs if not s.text]
-    for index, spec in enumerate(shown):
+    for spec in specs:
+        if not spec.text:
+            if REFERRED not in lines:
+                lines.append(REFERRED)
+            lines.append(f"- {_head(spec, False)}")
+            continue
         text, cut = spec_excerpt(spec.text, chars) if len(spec.text) > chars else (spec.text, False)
-        label = TASK_LABEL if index == 0 and spec is specs[0] else ITEM_LABEL
+        label = TASK_LABEL if spec.task else NEWEST_LABEL
         lines += [f"{label} {_head(spec, spec.shortened or cut)}", fence(text)]
-    if referred:
-        lines.append(REFERRED)
-        lines.extend(f"- {_head(spec, False)}" for spec in referred)
     return "\n".join(lines)
 
 
@@ -129,11 +185,12 @@ def parse_specs(lines: Sequence[str]) -> tuple[Spec, ...]:
     while index < len(lines):
         line = lines[index]
         index += 1
-        for label in (TASK_LABEL, ITEM_LABEL):
+        for label in (TASK_LABEL, NEWEST_LABEL):
             if line.startswith(label + " "):
                 fenced = read_fence(lines, index)
                 text, index = fenced if fenced is not None else ("", index)
-                specs.append(_parsed(line[len(label) + 1 :], text))
+                spec = _parsed(line[len(label) + 1 :], text)
+                specs.append(replace(spec, task=label == TASK_LABEL))
         if line.startswith("- "):
             specs.append(_parsed(line[2:], ""))
     return tuple(specs)
