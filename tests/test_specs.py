@@ -246,6 +246,8 @@ def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_s
     ]
     state = extract_state(Analysis(turns), HandoffState(), Placement(user_in_tail=False))
     assert [(s.item, bool(s.text)) for s in state.specs] == [
-        ("app-7.1", False), ("app-7.3", False), ("app-7.2", True)
+        ("app-7.1", False),
+        ("app-7.3", False),
+        ("app-7.2", True),
     ]
     assert state.specs[-1].text == parts[1] and not state.specs[-1].task
