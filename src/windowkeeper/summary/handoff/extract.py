@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
 from ...analysis.specs import named_documents
+from ..trim import trim_text
 from .model import HandoffState, Quote
 from .parse import parse_state
 from .specs import specs_of
@@ -34,7 +35,7 @@ from .trail import (
 from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
 from .work import decisions, focus_words, next_step, open_errors, still_open, work_state
 
-NOTES_CHARS = 3_000
+NOTES_TOKENS = 750
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,8 @@ def previous_state(body: str | None) -> HandoffState:
     state = parse_state(body)
     if state is not None:
         return state
-    text = body.strip()
-    if len(text) > NOTES_CHARS:
-        text = text[:NOTES_CHARS].rstrip() + "\n[…]"
-    return HandoffState(notes=text)
+    # Another summarizer's notes: whole lines kept, the oldest left out first.
+    return HandoffState(notes=trim_text(body.strip(), NOTES_TOKENS))
 
 
 def extract_state(
