@@ -223,3 +223,23 @@ def test_a_skip_names_the_newest_user_message_that_blocks() -> None:
     assert "structural_backoff" in warning.message
     assert "message 1 (the newest user message" in warning.message
     assert "system prompt and tool schemas alone" not in warning.message
+
+
+def test_the_handoff_quotes_a_long_user_message_by_its_excerpt() -> None:
+    """A paste summarized with the middle turns is quoted by its head, its instruction
+    lines and its tail, labelled with the handle that recalls the whole."""
+    paste = pasted(30_000, 7)
+    messages = [system(), user("Fix the worker."), assistant("Looking.")]
+    messages += [user(paste), assistant("Checking the log.")]
+    for n in range(30):
+        messages.append(assistant(None, call(f"c{n}", "bash", command=f"cat f{n}.py")))
+        messages.append(tool(f"c{n}", f"line {n}\n" * 300))
+    messages += [assistant("Found it."), user("go on")]
+    config = CompressionConfig(prune_only_ratio=0.01, protect_first_n=1)
+    result = ContextCompressor(config, context_length=32_000).compress(messages, force=True)
+    summary = result.summary or ""
+    quote = summary[summary.index("## User Messages") :]
+    assert ASK_FIRST in quote and ASK_MIDDLE in quote and ASK_LAST in quote
+    assert "(shortened)" in quote and paste not in summary
+    (handle,) = [i.handle for i in result.archived if content_text(i.message["content"]) == paste]
+    assert f"- {handle} (shortened):" in quote

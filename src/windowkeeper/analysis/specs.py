@@ -31,7 +31,7 @@ from .gist import is_stub
 from .shellwords import lines_of, steps_of
 from .toolshapes import ToolKind
 
-SPEC_CHARS = 1_600
+SPEC_CHARS = 1_400
 """An excerpt's size in a handoff (the budget ladder may lower it)."""
 STUB_SPEC_CHARS = 900
 """An excerpt's size on a prune stub's line."""

@@ -35,10 +35,10 @@ _KNOBS = {
     "Notes": (),
 }
 LADDER: tuple[tuple[str, int], ...] = (
-    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24), ("spec_chars", 1_200),
+    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24), ("spec_chars", 1_000),
     ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
     ("commands", 0), ("files_read", 0), ("error_lines_each", 3), ("users_full", 6),
-    ("values", 8), ("spec_chars", 800), ("files", 24), ("decisions", 3), ("done", 4),
+    ("values", 8), ("spec_chars", 700), ("files", 24), ("decisions", 3), ("done", 4),
     ("user_line_chars", 120), ("users_full", 2), ("values", 0), ("decisions", 0),
     ("files", 6), ("done", 0), ("users_full", 0), ("spec_chars", 400), ("user_line_chars", 60),
     ("task_chars", 1_500), ("errors", 2),

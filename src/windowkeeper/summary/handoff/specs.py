@@ -37,6 +37,7 @@ MAX_REFERRED = 6
 TASK_LABEL = "Spec of the task:"
 NEWEST_LABEL = "Spec of the item named last:"
 REFERRED = "Also looked up (recall for the text):"
+REFERRED_SOURCE = 48
 _SEP = " · "
 
 
@@ -153,7 +154,7 @@ def render_specs(specs: Sequence[Spec], chars: int) -> str:
         if not spec.text:
             if REFERRED not in lines:
                 lines.append(REFERRED)
-            lines.append(f"- {_head(spec, False)}")
+            lines.append(f"- {_head(spec, False, REFERRED_SOURCE)}")
             continue
         text, cut = spec_excerpt(spec.text, chars) if len(spec.text) > chars else (spec.text, False)
         label = TASK_LABEL if spec.task else NEWEST_LABEL
@@ -161,8 +162,12 @@ def render_specs(specs: Sequence[Spec], chars: int) -> str:
     return "\n".join(lines)
 
 
-def _head(spec: Spec, shortened: bool) -> str:
+def _head(spec: Spec, shortened: bool, limit: int = 0) -> str:
+    """The line that names a spec; ``limit``: its source cut to this many characters
+    (for one referred to by its item, whose source only says where it came from)."""
     source = spec.source
+    if limit and spec.item and len(source) > limit:
+        source = source[: limit - 3].rstrip() + "..."
     plain = source and not any(mark in source for mark in ("`", "\n", _SEP))
     shown = f"`{source}`" if plain else quote(source)
     parts = [shown]
