@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from .events import ToolEvent, remembered
 from .facts import collapse
@@ -40,6 +40,15 @@ LINE_JOIN = " ⏎ "
 """How a stub's one line joins the excerpt's lines (split back by :func:`spec_text`)."""
 
 _VERBS = frozenset({"show", "view", "get", "describe", "info", "read", "display", "details"})
+_GATE_WORDS = tuple(f" {verb}" for verb in _VERBS)
+
+
+def _may_look_up(command: str) -> bool:
+    """A cheap gate: a look-up needs one of the verbs after a space, or a URL."""
+    text = command.lower()
+    return "://" in text or any(word in text for word in _GATE_WORDS)
+
+
 _NOUNS = frozenset({
     "issue", "issues", "ticket", "tickets", "task", "tasks", "story", "stories", "bug", "bugs",
     "item", "items", "workitem", "work-item", "workitems", "work-items", "pr", "mr", "epic",
@@ -106,8 +115,8 @@ def shell_items(command: str) -> tuple[str, ...]:
     """The items of every look-up step of a command line, in order (``""`` for a step
     that names none)."""
     found: list[str] = []
-    if len(command) > 2_000:
-        return ()
+    if len(command) > 2_000 or not _may_look_up(command):
+        return ()  # no look-up verb and no URL: most commands are read no further
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):
             item = _step_item([t for t in tokens if t])
@@ -161,13 +170,40 @@ def _first_id(words: Iterable[str]) -> str | None:
     return None
 
 
+_NAMED_DOCUMENT = re.compile(r"(?<![\w./~-])[\w./~-]*[\w-]\.(?:md|markdown|txt|rst|adoc|mdx)\b")
+
+
 def named_documents(texts: Iterable[str]) -> frozenset[str]:
     """Base names of documents the user named (lower case), from the user's texts."""
     found: set[str] = set()
     for text in texts:
-        for match in re.finditer(r"[\w./~-]*[\w-]\.(?:md|markdown|txt|rst|adoc|mdx)\b", text):
-            found.add(posixpath.basename(match.group(0)).lower())
+        if "." in text:  # the pattern starts only where a path can (linear in the text)
+            for match in _NAMED_DOCUMENT.finditer(text):
+                found.add(posixpath.basename(match.group(0)).lower())
     return frozenset(found)
+
+
+class NamedLater(Collection[str]):
+    """:func:`named_documents` of texts read only when first asked (most outputs are no
+    document read, so the user's texts are mostly never scanned)."""
+
+    def __init__(self, texts: Callable[[], Iterable[str]]) -> None:
+        self._texts = texts
+        self._names: frozenset[str] | None = None
+
+    def _loaded(self) -> frozenset[str]:
+        if self._names is None:
+            self._names = named_documents(self._texts())
+        return self._names
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._loaded()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
 
 
 def is_spec_read(event: ToolEvent, named: Collection[str] = ()) -> bool:
@@ -212,36 +248,39 @@ def spec_excerpt(text: str, limit: int = SPEC_CHARS) -> tuple[str, bool]:
     it fits ``limit``, else its first line, then the headings and the lines that say what
     must hold, section by section (each section's heading, then each one's first line,
     then its second ...), then other headings, in the text's order."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    lines = [line for line in lines if line.strip() and not _EXIT_LINE.fullmatch(line.strip())]
-    whole = "\n".join(lines)
+    whole, lines, order = _prepared(text)
     if len(whole) <= limit:
         return whole, False
-    order = sorted(range(len(lines)), key=lambda i: (_priority(lines, i), i))
     chosen: list[int] = []
     used = 0
     for index in order:
-        if _priority(lines, index) >= _REST:
-            break
-        line = collapse(lines[index], LINE_CHARS)
-        if used + len(line) + 1 <= limit:
+        cost = len(lines[index]) + 1
+        if used + cost <= limit:
             chosen.append(index)
-            used += len(line) + 1
-    return "\n".join(collapse(lines[i], LINE_CHARS) for i in sorted(chosen)), True
+            used += cost
+    return "\n".join(lines[i] for i in sorted(chosen)), True
+
+
+@functools.lru_cache(maxsize=64)
+def _prepared(text: str) -> tuple[str, tuple[str, ...], tuple[int, ...]]:
+    """The cleaned text, its lines each cut to :data:`LINE_CHARS`, and the order the
+    lines are chosen in (remembered: the budget ladder asks for several limits)."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    lines = [line for line in lines if line.strip() and not _EXIT_LINE.fullmatch(line.strip())]
+    ranks = _priorities(tuple(lines))
+    order = sorted((i for i in range(len(lines)) if ranks[i] < _REST), key=lambda i: (ranks[i], i))
+    cut = tuple(collapse(line, LINE_CHARS) for line in lines)
+    return "\n".join(lines), cut, tuple(order)
 
 
 _REST = 1_000
 
 
-def _priority(lines: list[str], index: int) -> int:
-    """0 the first line; 1 + depth for a line of a goal / constraint / acceptance section
-    (its heading at depth 0, the lines under it from 1) or a rule line (depth 2); 100 + the
-    heading's place for another heading; :data:`_REST` for the rest."""
-    return _priorities(tuple(lines))[index]
-
-
-@functools.lru_cache(maxsize=64)
 def _priorities(lines: tuple[str, ...]) -> tuple[int, ...]:
+    """Per line: 0 the first line; 1 + depth for a line of a goal / constraint /
+    acceptance section (its heading at depth 0, the lines under it from 1); 3 a rule line
+    elsewhere (and its section's heading); 100 + the heading's place for another heading;
+    :data:`_REST` for the rest."""
     found: list[int] = []
     depth = -1  # lines since the last spec heading (-1: not under one)
     section = -1  # the index of the last heading

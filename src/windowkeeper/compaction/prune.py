@@ -11,14 +11,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.events import result_exit_code, tool_event
 from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
-from ..analysis.specs import is_spec, named_documents, stub_spec
+from ..analysis.specs import NamedLater, is_spec, stub_spec
 from ..analysis.toolshapes import ToolKind, one_line
 from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
@@ -133,7 +133,7 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
 
 
 def _describe(
-    call: CallFacts | None, name: str, result: MessageFacts, named: frozenset[str]
+    call: CallFacts | None, name: str, result: MessageFacts, named: Collection[str]
 ) -> str:
     content = result.text
     if call is None:
@@ -145,10 +145,16 @@ def _describe(
     return line + (stub_spec(event) if is_spec(event, named) else gist(event))
 
 
-def _named_documents(messages: list[Message], analyzer: Analyzer, end: int) -> frozenset[str]:
-    """Documents the user named before ``end`` (a read of one is a spec output)."""
-    texts = (analyzer.facts(m).text[:20_000] for m in messages[:end] if m.get("role") == "user")
-    return named_documents(texts)
+def _named_documents(messages: list[Message], analyzer: Analyzer, end: int) -> NamedLater:
+    """Documents the user named before ``end`` (a read of one is a spec output), found
+    when a document read first asks."""
+
+    def texts() -> Iterator[str]:
+        for message in messages[:end]:
+            if message.get("role") == "user":
+                yield analyzer.facts(message).text[:20_000]
+
+    return NamedLater(texts)
 
 
 def _strip_images(content: list[Any]) -> list[Any] | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
-from ...analysis.specs import named_documents
+from ...analysis.specs import NamedLater
 from ..trim import trim_text
 from .model import HandoffState, Quote
 from .parse import parse_state
@@ -97,7 +97,7 @@ def extract_state(
     listed, counts = commands_of(trail)
     quotes = [*([said.task] if said.task else []), *said.users, *previous.users]
     texts = [*(q.text for q in quotes), *said.texts, *(t.text for t in head_turns)]
-    named = named_documents(texts)
+    named = NamedLater(lambda: texts)  # scanned only if a document read asks
     return HandoffState(
         task=said.task,
         task_in_head=said.task_in_head,

@@ -81,7 +81,13 @@ def specs_of(
     # By the newest look-up or mention (a carried spec named again moves up, too).
     others = sorted(merged.values(), key=lambda spec: last.get(_key(spec), -1))
     referred = [Spec(s.source, "", s.handle, s.item) for s in others[:-1]][-MAX_REFERRED:]
-    return (*pinned, *referred, *others[-1:])
+    return (*map(_excerpted, pinned), *referred, *map(_excerpted, others[-1:]))
+
+
+def _excerpted(spec: Spec) -> Spec:
+    """``spec`` with its text cut to its excerpt (only the specs shown pay for it)."""
+    text, shortened = spec_excerpt(spec.text, SPEC_CHARS)
+    return replace(spec, text=text, shortened=spec.shortened or shortened)
 
 
 def _mentioned(
@@ -101,7 +107,25 @@ def _mentioned(
 
 
 def _names(item: str, text: str) -> bool:
-    return re.search(rf"(?<![\w.-]){re.escape(item)}(?![\w-]|\.\w)", text) is not None
+    """Whether ``text`` names ``item`` as a whole id (``app-7`` is not named by
+    ``app-7.1`` or ``my-app-7``); by search, not a pattern per item."""
+    start = text.find(item)
+    while start >= 0:
+        end = start + len(item)
+        before = text[start - 1] if start else " "
+        after = text[end : end + 2]
+        joined = _in_word(before) or before in ".-"
+        continued = (
+            after[:1] == "-" or _in_word(after[:1]) or (after[:1] == "." and _in_word(after[1:]))
+        )
+        if not joined and not continued:
+            return True
+        start = text.find(item, start + 1)
+    return False
+
+
+def _in_word(char: str) -> bool:
+    return bool(char) and (char.isalnum() or char == "_")
 
 
 def _key(spec: Spec) -> str:
@@ -126,12 +150,8 @@ def _specs(event: ToolEvent) -> list[tuple[Spec, int]]:
         parts = [(look_up_item(event) or "", text)]
     else:
         parts = look_up_parts(event) or [("", result)]
-    found = []
-    for item, text in parts:
-        excerpt, shortened = spec_excerpt(text, SPEC_CHARS)
-        spec = Spec(source, excerpt, handle, item, shortened or is_stub(result))
-        found.append((spec, len(text)))
-    return found
+    # The whole text for now: only the specs that are shown are cut to their excerpt.
+    return [(Spec(source, text, handle, item, is_stub(result)), len(text)) for item, text in parts]
 
 
 def _source(event: ToolEvent) -> str:
