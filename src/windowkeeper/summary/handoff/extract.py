@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from ...analysis.events import Analysis, ToolEvent
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
-from .model import HandoffState, Quote
+from .model import HandoffState, Quote, Spec
 from .parse import parse_state
 from .specs import specs_of
 from .trail import (
@@ -87,24 +87,20 @@ def extract_state(
     events = [e for e in analysis.events() if not e.orphan]
     # The head's pruned tool events are the oldest of the trail; positions are relative
     # to the summarized turns, so the work state reads those turns' events only.
-    head_events = [e for e in head.events() if not e.orphan] if head is not None else []
-    head_turns = user_turns(head.facts) if head is not None else []
+    head_events = _events(head)
     trail = [*head_events, *events]
     assistant = _assistant_texts(analysis)
     work, tracker = work_state(events, assistant, previous.work)
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
     files, base = _file_map(previous, trail, tail, cwds)
     listed, counts = commands_of(trail)
-    quotes = [*([said.task] if said.task else []), *said.users, *previous.users]
-    texts = [*(q.text for q in quotes), *said.texts, *(t.text for t in head_turns)]
-    named = NamedLater(lambda: texts)  # scanned only if a document read asks
     return HandoffState(
         task=said.task,
         task_in_head=said.task_in_head,
         request=said.request,
         request_restated=placement.restated,
         users=said.users,
-        specs=specs_of(trail, texts, named, previous.specs, _events(tail)),
+        specs=_specs(said, previous, trail, head, tail),
         constraints=merged_constraints(previous.constraints, said.constraints),
         work=work,
         errors=open_errors(tracker, still_open(previous.errors, events)),
@@ -126,6 +122,22 @@ def extract_state(
 
 def _events(analysis: Analysis | None) -> list[ToolEvent]:
     return [e for e in analysis.events() if not e.orphan] if analysis is not None else []
+
+
+def _specs(
+    said: _Said,
+    previous: HandoffState,
+    trail: list[ToolEvent],
+    head: Analysis | None,
+    tail: Analysis | None,
+) -> tuple[Spec, ...]:
+    """The specs after these turns: the user's words (quoted, summarized, in the head)
+    say which is the task's; the tail's commands, which item was named last."""
+    quotes = [*([said.task] if said.task else []), *said.users, *previous.users]
+    head_turns = user_turns(head.facts) if head is not None else []
+    texts = [*(q.text for q in quotes), *said.texts, *(t.text for t in head_turns)]
+    named = NamedLater(lambda: texts)  # scanned only if a document read asks
+    return specs_of(trail, texts, named, previous.specs, _events(tail))
 
 
 def _file_map(
