@@ -190,12 +190,15 @@ def _run(app: Any, host: str, port: int, log_level: str, http: Any) -> None:
     the store (uvicorn shuts down gracefully, then re-raises the signal it caught)."""
     import uvicorn
 
+    from ..gateway.settings import KEEP_ALIVE_SECONDS
+
     main = threading.current_thread() is threading.main_thread()  # only it may set handlers
     previous = signal.signal(signal.SIGTERM, _exit_quietly) if main else None
     try:
         uvicorn.run(
             app, host=host, port=port, log_level=log_level, log_config=log_config(log_level),
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS, http=http,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )  # fmt: skip
     finally:
         if main:

@@ -178,6 +178,9 @@ class GatewaySection(_Section):
     max_session_mib: Annotated[float, Field(gt=0)] = 1024.0
     recall_rounds: Annotated[int, Field(ge=0, le=8)] = 2
     http: Literal["httptools", "h11"] = "httptools"
+    body_timeout_seconds: Annotated[float, Field(gt=0)] = 5.0
+    """A request body that stops arriving this long is answered 408 (the keep-alive
+    timeout by default)."""
 
     @field_serializer("api_keys")
     def _masked(self, keys: list[str]) -> list[str]:

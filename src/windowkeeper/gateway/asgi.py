@@ -12,6 +12,12 @@ WebSocket upgrades (Codex tries Responses over WebSocket first) are refused with
 ``426 Upgrade Required``: the status Codex falls back from to HTTP at once, for the rest
 of the session, where any other refusal costs it retries with backoff (~6 s a run).
 
+A request body that stops arriving for ``body_timeout`` seconds while the gateway waits
+for it is answered ``408`` in the protocol's error shape and the connection closed
+(uvicorn times out idle keep-alive connections only). The clock runs only while the
+gateway waits in ``receive()``: while it is busy elsewhere uvicorn stops reading past its
+buffer, so the client cannot send and its silence then is not held against it.
+
 What must hold: no traceback and no credential ever reaches a client; a body over the
 limit is refused before it is buffered whole; a stream's close hook runs exactly once,
 also when the client hangs up.
@@ -51,6 +57,10 @@ class TooLarge(Exception):
 
 class ClientGone(Exception):
     """The client disconnected before its body arrived."""
+
+
+class BodyStalled(Exception):
+    """The request body stopped arriving for the body timeout."""
 
 
 def protocol_for(path: str, headers: Mapping[str, str]) -> Protocol:
@@ -113,6 +123,8 @@ class GatewayApp:
                                   f"over the {limit:,}-byte limit")  # fmt: skip
         except ClientGone:
             return
+        except BodyStalled:
+            answer = _stalled(protocol, self.gateway.settings.body_timeout)
         except RecursionError:
             answer = error_answer(protocol, 400, "windowkeeper gateway: JSON nested too deeply")
         # The boundary to the client: a bug must become a 500 in the protocol's shape with
@@ -143,7 +155,8 @@ class GatewayApp:
             return error_answer(protocol, 404, f"windowkeeper gateway: no route {method} {path}")
         if method != "POST":
             return error_answer(protocol, 405, f"windowkeeper gateway: {path} takes POST")
-        raw = await _read_body(receive, headers, self.gateway.settings.max_body_bytes)
+        settings = self.gateway.settings
+        raw = await _read_body(receive, headers, settings.max_body_bytes, settings.body_timeout)
         query = scope.get("query_string", b"").decode("latin-1")
         if path == _COUNT_TOKENS:
             return await self.gateway.count_tokens(MESSAGES, raw, headers, caller, query)
@@ -173,14 +186,27 @@ async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "websocket.http.response.body", "body": answer.body})
 
 
-async def _read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
+def _stalled(protocol: Protocol, timeout: float) -> Answer:
+    message = (f"windowkeeper gateway: the request body stopped arriving (nothing for "
+               f"{timeout:g} s); send the whole body without pausing, or raise "
+               "gateway.body_timeout_seconds")  # fmt: skip
+    return error_answer(protocol, 408, message, "request_timeout", [("connection", "close")])
+
+
+async def _read_body(
+    receive: Receive, headers: Mapping[str, str], limit: int, timeout: float
+) -> bytes:
+    """The whole body; :class:`BodyStalled` when one ``receive()`` waits ``timeout`` s."""
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise TooLarge
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        with anyio.move_on_after(timeout) as waited:
+            message = await receive()
+        if waited.cancelled_caught:
+            raise BodyStalled
         if message["type"] == "http.disconnect":
             raise ClientGone
         body = message.get("body", b"")
