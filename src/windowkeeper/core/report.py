@@ -39,6 +39,7 @@ class Reason(enum.StrEnum):
     STRUCTURAL_BACKOFF = "structural_backoff"
     INEFFECTIVE = "ineffective"
     LOW_SAVINGS = "low_savings"
+    UNDONE = "undone"
     SUMMARY_FAILED = "summary_failed"
     CONCURRENT_COMPACTION = "concurrent_compaction"
 

@@ -4,9 +4,9 @@ Model requests (``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages
 ``/v1/messages/count_tokens``) and ``GET /v1/models`` are served here without a
 framework in between (the per-request cost is measured in docs/benchmarks.md): the
 caller is authenticated, the body read up to the limit, the gateway answers. The admin
-endpoints (``/healthz``, ``/metrics``, ``/v1/windowkeeper/sessions/{id}``) go to the
-FastAPI app, with the authenticated caller in the request state. Anything else is a 404
-in the shape of the protocol the client speaks.
+endpoints (``/healthz``, ``/metrics``, ``/v1/windowkeeper/sessions/{id}`` and its
+``POST …/undo``) go to the FastAPI app, with the authenticated caller in the request
+state. Anything else is a 404 in the shape of the protocol the client speaks.
 
 WebSocket upgrades (Codex tries Responses over WebSocket first) are refused with
 ``426 Upgrade Required``: the status Codex falls back from to HTTP at once, for the rest
@@ -63,6 +63,10 @@ class BodyStalled(Exception):
     """The request body stopped arriving for the body timeout."""
 
 
+def _is_undo(path: str, method: str) -> bool:
+    return method == "POST" and path.endswith("/undo")
+
+
 def protocol_for(path: str, headers: Mapping[str, str]) -> Protocol:
     """The protocol whose error shape a client expects (for unknown paths too)."""
     if path in _MODEL_ROUTES:
@@ -112,7 +116,7 @@ class GatewayApp:
                        "Authorization: Bearer, x-api-key or X-Windowkeeper-Key")  # fmt: skip
             await _send_answer(send, receive, error_answer(protocol, 401, message))
             return
-        if path.startswith(_SESSIONS) and method == "GET":
+        if path.startswith(_SESSIONS) and (method == "GET" or _is_undo(path, method)):
             await self.admin({**scope, "state": {"caller": caller}}, receive, send)
             return
         try:

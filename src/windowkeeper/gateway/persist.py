@@ -117,6 +117,7 @@ class SessionPersistence:
         branch.saved_guard, branch.saved_window = record.record.guard_state, record.window
         branch.has_archive = covered > 0 and bool(self.store.archived(record.id))
         branch.compactions = record.record.compactions
+        branch.before = None  # with a store, undo is the store's (gateway/undo.py)
 
     # --- writing -------------------------------------------------------------------------
 

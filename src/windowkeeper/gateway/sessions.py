@@ -78,6 +78,17 @@ class Prefix:
     wire: tuple[Any, list[Any]] | None = None
 
 
+@dataclass(frozen=True)
+class Before:
+    """A branch's state before its newest compaction (what an undo restores without a
+    store) and when that compaction was installed."""
+
+    prefix: Prefix
+    guard: GuardState
+    previous_summary: str | None
+    at: float
+
+
 class RecordingCompressor(ContextCompressor):
     """The built-in compressor, remembering this request's compactions (input, result)
     so their archived originals can be stored for recall."""
@@ -159,6 +170,8 @@ class Prepared:
     """This request's compactions (input, result), for the archive."""
     archived: int = 0
     """How many of ``compactions`` are archived already (in memory, without a store)."""
+    mark: tuple[GuardState, str | None] = (GuardState(), None)
+    """The compressor's guard state and previous summary before the next compaction."""
 
     def collect(self) -> None:
         """Take the compactions the branch's compressor just recorded (call under the
@@ -196,6 +209,7 @@ class Branch:
         self.saved_window: int | None = None
         self.size = 0
         """Bytes of the newest request body of the branch (what its history costs to hold)."""
+        self.before: Before | None = None
 
     def use_model(self, model: str, window: int) -> None:
         """A model switch re-derives the thresholds (a limit learned from an overflow
@@ -241,6 +255,7 @@ class Branch:
         prepared = Prepared(
             parsed, self, client, start, working, substituted, self.version, history.private
         )
+        prepared.mark = (self.compressor.guard, self.compressor.previous_summary)
         if substituted:
             prepared.prefix_wire = self.wire_prefix(parsed.protocol)
             prepared.client_units = history.ends[covered - 1]
@@ -257,6 +272,8 @@ class Branch:
             return False
         if self.version != prepared.version:
             return False
+        self.before = Before(self.prefix, *prepared.mark, self.session.clock())
+        prepared.mark = (self.compressor.guard, self.compressor.previous_summary)
         self.prefix = Prefix(len(prepared.client), tuple(final))
         self.version += 1
         prepared.version, prepared.installed = self.version, final
@@ -366,5 +383,6 @@ class GatewaySession:
             "compression_count": compressor.compression_count if compressor else 0,
             "blocked_reason": compressor.get_status()["blocked_reason"] if compressor else None,
             "recall_available": bool(branch and branch.has_archive),
+            "held_after_undo": bool(compressor and compressor.guard.undone),
             "store_session_id": branch.store_id if branch else None,
         }

@@ -52,7 +52,7 @@ from .recovery import (
 from .steps import Answered, Turn, TurnResult, adrive, drive, wire
 
 R = TypeVar("R")
-_QUIET_REASONS = frozenset({"below_threshold", "disabled"})
+_QUIET_REASONS = frozenset({"below_threshold", "disabled", "undone"})  # undone: the user's wish
 
 
 class ContextManager:

@@ -33,6 +33,7 @@ from .base import (
     nothing_to_undo,
     undo_record,
 )
+from .damage import held_after_undo
 from .lease import lease_is_dead
 from .memkeyed import KeyedMemory
 
@@ -202,7 +203,8 @@ class MemoryStore(SessionStore, KeyedMemory):
             ]
             self._touch(
                 entry, generation=record.generation + 1, compactions=record.compactions - 1,
-                guard_state=target.guard_state, previous_summary=target.previous_summary,
+                guard_state=held_after_undo(target.guard_state),
+                previous_summary=target.previous_summary,
             )  # fmt: skip
             return UndoOutcome(True, session_id, target.generation, len(back))
 
