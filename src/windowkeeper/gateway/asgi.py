@@ -112,9 +112,7 @@ class GatewayApp:
             return
         caller = authenticate(headers, self.gateway.settings.api_keys)
         if caller is None:
-            message = ("windowkeeper gateway: missing or wrong gateway key; send it as "
-                       "Authorization: Bearer, x-api-key or X-Windowkeeper-Key")  # fmt: skip
-            await _send_answer(send, receive, error_answer(protocol, 401, message))
+            await _send_answer(send, receive, _no_key(protocol))
             return
         if path.startswith(_SESSIONS) and (method == "GET" or _is_undo(path, method)):
             await self.admin({**scope, "state": {"caller": caller}}, receive, send)
@@ -165,6 +163,16 @@ class GatewayApp:
         if path == _COUNT_TOKENS:
             return await self.gateway.count_tokens(MESSAGES, raw, headers, caller, query)
         return await self.gateway.handle(protocol, raw, headers, caller, query)
+
+
+def _no_key(protocol: Protocol) -> Answer:
+    """401 with ``x-should-retry: false``: a wrong key does not fix itself, and without the
+    header Claude Code retries a 401 with backoff for about three minutes before it says
+    so (its bundled gateway protocol, Errors table); the Anthropic and OpenAI SDKs also
+    read the header, and retry no 401 anyway."""
+    message = ("windowkeeper gateway: missing or wrong gateway key; send it as "
+               "Authorization: Bearer, x-api-key or X-Windowkeeper-Key")  # fmt: skip
+    return error_answer(protocol, 401, message, headers=[("x-should-retry", "false")])
 
 
 _NO_WEBSOCKET = ("windowkeeper gateway: WebSocket is not served; send the request over "
