@@ -12,11 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
+from .decide import decisions, focus_words
+from .errors import open_errors, still_open
 from .model import HandoffState, Quote
 from .parse import parse_state
+from .progress import last_action, next_step
 from .trail import (
     anchored,
     commands_of,
+    commits_of,
     environment_of,
     error_lines_of,
     merged_commands,
@@ -30,9 +34,12 @@ from .trail import (
     working_directories,
 )
 from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
-from .work import decisions, focus_words, next_step, open_errors, still_open, work_state
+from .valuetext import grouped_values, merged_commits
+from .work import work_state
+from .workpaths import relative, relative_text
 
 NOTES_CHARS = 3_000
+OPENING_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -77,56 +84,83 @@ def extract_state(
 ) -> HandoffState:
     """The handoff state after these turns (see the module docstring).
 
-    ``tail``: the turns kept verbatim after the handoff, whose files join the file map;
-    ``head``: the protected head, whose tool output pruning has just replaced by stubs:
-    its tool events count as the oldest of the summarized ones (its user words stay
-    verbatim there and are not quoted).
+    ``tail``: the turns kept verbatim after the handoff. The state is that of compaction
+    time: the work state, open errors, files, values, last action and next step cover
+    the tail too, and the handoff records the newest call it counted (``covered``), so
+    the next compaction counts only the calls after it. The user's words in the tail
+    stay there and are not quoted. ``head``: the protected head, whose tool output
+    pruning has just replaced by stubs: on a first compaction its tool events count as
+    the oldest of the trail (its user words stay verbatim there and are not quoted).
     """
     said = _user_side(analysis, previous, placement)
-    events = [e for e in analysis.events() if not e.orphan]
-    # The head's pruned tool events are the oldest of the trail; positions are relative
-    # to the summarized turns, so the work state reads those turns' events only.
-    head_events = [e for e in head.events() if not e.orphan] if head is not None else []
+    every = [*_events(analysis), *_events(tail, len(analysis.facts))]
+    events = _after(every, previous.covered)
+    # The head's pruned tool events are the oldest of the trail, counted once.
+    head_events = _events(head, 0) if head is not None and not previous.covered else []
     trail = [*head_events, *events]
-    assistant = _assistant_texts(analysis)
-    work, tracker = work_state(events, assistant, previous.work)
+    assistant = [*_assistant_texts(analysis), *_assistant_texts(tail, len(analysis.facts))]
+    work, tracker = work_state(events, assistant, previous.work, head_events)
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
-    files, base = _file_map(previous, trail, tail, cwds)
+    files, base = anchored(merged_files(previous.files, session_touches(trail, cwds)), cwds[-1])
+    root = repository_root(files, cwds[-1] or base) or previous.root
     listed, counts = commands_of(trail)
+    commits = merged_commits(previous.commits, commits_of(events))
+    values = merged_values(previous.values, values_of(trail, said.texts, [t for _, t in assistant]))
     return HandoffState(
         task=said.task,
         task_in_head=said.task_in_head,
+        task_opening=_opening(head) if said.task_in_head else "",
         request=said.request,
         request_restated=placement.restated,
         users=said.users,
         constraints=merged_constraints(previous.constraints, said.constraints),
-        work=work,
+        work=relative(work, root),
         errors=open_errors(tracker, still_open(previous.errors, events)),
         decisions=decisions(assistant, previous.decisions, focus_words(focus)),
-        root=repository_root(files, cwds[-1] or base) or previous.root,
+        root=root,
         files=files,
-        values=merged_values(
-            previous.values, values_of(trail, said.texts, [t for _, t in assistant])
-        ),
-        next_step=next_step(assistant, events, previous.next_step),
+        unlisted=previous.unlisted,
+        values=grouped_values(values, commits, (i.id for i in work.items)),
+        commits=commits,
+        next_step=next_step(assistant, events, work.items, previous.next_step),
+        last_action=relative_text(last_action(events, assistant), root) or previous.last_action,
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
         error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, said.texts)),
         earlier_commands=previous.earlier_commands,
         environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
+        covered=next((e.call_id for e in reversed(every) if e.result is not None), "")
+        or previous.covered,
     )
 
 
-def _file_map(
-    previous: HandoffState, trail: list[ToolEvent], tail: Analysis | None, cwds: list[str | None]
-) -> tuple[tuple[tuple[str, str], ...], str | None]:
-    """The merged file map, anchored at the newest working directory (and that base); it
-    covers the turns kept verbatim after the handoff too."""
-    kept_events = [e for e in tail.events() if not e.orphan] if tail is not None else []
-    every = [*trail, *kept_events]
-    touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
-    return anchored(merged_files(previous.files, touches), cwds[-1])
+def _events(analysis: Analysis | None, offset: int = 0) -> list[ToolEvent]:
+    """The tool events of ``analysis`` (orphans left out), positions shifted by
+    ``offset`` (the tail's come after the summarized turns)."""
+    if analysis is None:
+        return []
+    found = [e for e in analysis.events() if not e.orphan]
+    return [replace(e, position=e.position + offset) for e in found] if offset else found
+
+
+def _after(events: list[ToolEvent], covered: str) -> list[ToolEvent]:
+    """The events after the one the previous handoff counted last (all of them when it
+    is not found: an older handoff, or a history that lost it)."""
+    if covered:
+        for index, event in enumerate(events):
+            if event.call_id == covered:
+                return events[index + 1 :]
+    return events
+
+
+def _opening(head: Analysis | None) -> str:
+    """The opening of the task the head keeps verbatim (for the handoff read alone)."""
+    turns = user_turns(head.facts) if head is not None else []
+    if not turns:
+        return ""
+    text = turns[0].text.strip()
+    return text if len(text) <= OPENING_CHARS else text[: OPENING_CHARS - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True)
@@ -196,9 +230,11 @@ def _deduped(users: Sequence[Quote]) -> tuple[Quote, ...]:
     return tuple(kept)
 
 
-def _assistant_texts(analysis: Analysis) -> list[tuple[int, str]]:
+def _assistant_texts(analysis: Analysis | None, offset: int = 0) -> list[tuple[int, str]]:
+    if analysis is None:
+        return []
     return [
-        (position, record.text)
+        (position + offset, record.text)
         for position, record in enumerate(analysis.facts)
         if record.role == "assistant" and not record.handoff and record.text.strip()
     ]

@@ -24,7 +24,7 @@ _KNOBS = {
     "Task": ("task_chars",),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars",),
-    "Work State": ("done",),
+    "Work State": ("done", "evidence", "fixed", "specs"),
     "Open Errors": ("errors", "error_lines_each"),
     "Key Decisions": ("decisions", "decision_chars"),
     "Files": ("files", "files_read"),
@@ -36,11 +36,13 @@ _KNOBS = {
 LADDER: tuple[tuple[str, int], ...] = (
     ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24),
     ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
-    ("commands", 0), ("files_read", 0), ("error_lines_each", 3), ("users_full", 6),
-    ("values", 8), ("files", 24), ("decisions", 3), ("done", 4), ("user_line_chars", 120),
-    ("users_full", 2), ("values", 0), ("decisions", 0), ("files", 6), ("done", 0),
-    ("users_full", 0), ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2),
-    ("error_lines_each", 1), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
+    ("commands", 0), ("files_read", 0), ("evidence", 6), ("error_lines_each", 3),
+    ("users_full", 6), ("values", 8), ("files", 24), ("decisions", 3), ("done", 4),
+    ("fixed", 4), ("user_line_chars", 120), ("users_full", 2), ("values", 0), ("decisions", 0),
+    ("specs", 2), ("files", 6), ("done", 0), ("evidence", 3), ("fixed", 2), ("users_full", 0),
+    ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2), ("error_lines_each", 1),
+    ("specs", 1), ("evidence", 1), ("files", 0), ("fixed", 0), ("constraint_chars", 200),
+    ("task_chars", 600),
 )  # fmt: skip
 
 
@@ -92,6 +94,8 @@ def _useful_max(state: HandoffState, knob: str) -> int:
         "decisions": len(state.decisions), "errors": len(state.errors),
         "files": len(state.files), "files_read": len(state.files), "values": len(state.values),
         "commands": len(state.commands), "error_lines": len(state.error_lines),
+        "evidence": max((len(i.evidence) for i in state.work.items), default=0),
+        "fixed": len(state.work.fixed), "specs": len(state.work.specs),
     }  # fmt: skip
     if knob in counts:
         return counts[knob]

@@ -11,6 +11,7 @@ session behind it is.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from ...analysis.commands import (
@@ -22,7 +23,7 @@ from ...analysis.commands import (
     written_patches,
 )
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import dedupe
+from ...analysis.facts import collapse, dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
 from ...analysis.patches import applied_patches, written_by_tool
@@ -347,3 +348,18 @@ def error_lines_of(events: Sequence[ToolEvent], user_texts: Sequence[str]) -> li
 
 def merged_error_lines(previous: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
     return tuple(dedupe([*previous, *new], keep_last=True)[-MAX_ERROR_LINES:])
+
+
+_COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
+
+
+def commits_of(events: Sequence[ToolEvent]) -> list[tuple[str, str]]:
+    """(SHA, message) of each commit a successful command made, in order."""
+    found = []
+    for event in events:
+        command = event.action.command if event.action.kind is ToolKind.SHELL else None
+        if command and "commit" in command and event.result and not event.failed:
+            match = _COMMIT.search(event.result[:3_000])
+            if match:
+                found.append((match.group(1), collapse(match.group(2), 100)))
+    return found
