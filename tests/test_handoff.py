@@ -32,6 +32,7 @@ from windowkeeper.summary.handoff.model import (
 )
 from windowkeeper.summary.handoff.parse import parse_state, split_sections
 from windowkeeper.summary.handoff.paths import choose_root
+from windowkeeper.summary.handoff.valuetext import grouped_values
 from windowkeeper.summary.handoff.text import NO_ERRORS, TITLES, render, shown_command
 from windowkeeper.summary.protocol import Summarizer, SummaryRequest
 
@@ -582,6 +583,14 @@ def _grouped(files: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [f for status in order for f in files if f[1] == status]
 
 
+_ITEM = st.builds(
+    WorkItem,
+    st.from_regex(r"[a-z]{1,6}-[a-z0-9]{1,4}(\.[0-9]{1,2})?|#[0-9]{1,4}", fullmatch=True),
+    _TEXT.map(lambda s: " ".join(s.split())),
+    st.lists(_LINE, max_size=4).map(tuple),
+)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     task=st.one_of(st.none(), _QUOTE), users=st.lists(_QUOTE, max_size=4),
@@ -591,19 +600,28 @@ def _grouped(files: list[tuple[str, str]]) -> list[tuple[str, str]]:
     values=st.lists(_LINE, max_size=5), commands=st.lists(_LINE, max_size=4),
     codes=st.lists(st.one_of(st.none(), st.integers(-2, 255)), min_size=4, max_size=4),
     errors=st.lists(_LINE, max_size=3), decisions=st.lists(_LINE, max_size=3),
+    items=st.lists(_ITEM, max_size=3, unique_by=lambda i: i.id),
+    lines=st.lists(_LINE, max_size=3), commits=st.lists(st.tuples(
+        st.from_regex(r"[0-9a-f]{7}", fullmatch=True), _TEXT), max_size=2),
+    last=_LINE,
 )  # fmt: skip
 def test_render_then_parse_is_the_identity(
     task: Quote | None, users: list[Quote], constraints: list[str], done: list[str],
     files: list[tuple[str, str]], values: list[str], commands: list[str], codes: list[int | None],
-    errors: list[str], decisions: list[str],
+    errors: list[str], decisions: list[str], items: list[WorkItem], lines: list[str],
+    commits: list[tuple[str, str]], last: str,
 ) -> None:  # fmt: skip
+    shas = tuple(dict(commits).items())
+    work = WorkState(done=tuple(done), earlier=(("ran", 3),), items=tuple(items),
+                     latest=tuple(lines), fixed=tuple(lines), specs=tuple(lines))  # fmt: skip
     state = HandoffState(
-        task=task, users=tuple(users), constraints=tuple(constraints),
-        work=WorkState(done=tuple(done), earlier=(("ran", 3),)),
+        task=task, users=tuple(users), constraints=tuple(constraints), work=work,
         errors=tuple(OpenError(shown_command(c), (c,), 1, c) for c in commands[:2]),
-        decisions=tuple(decisions), files=tuple(files), values=tuple(dict.fromkeys(values)),
+        decisions=tuple(decisions), files=tuple(files),
+        values=grouped_values(values, shas, (i.id for i in items)), commits=shas,
         commands=tuple(Command(c, code) for c, code in zip(commands, codes, strict=False)),
         read_only=(("grep", 2),), error_lines=tuple(errors), next_step="Run the tests.",
+        last_action=last, covered=last,
     )  # fmt: skip
     reread = parse_state(render(state))
     assert reread is not None
@@ -636,3 +654,70 @@ def test_a_title_is_read_from_any_output_or_none(item: str, before: str, after: 
     flat = " ".join(output.split())
     assert title is None or (title and "\n" not in title and title[:20].strip() in flat)
     assert title_of(item, f"{item}: Ship the export\n") == "Ship the export"
+
+
+# --- the state at compaction time covers the tail, counted once ------------------------
+
+
+def _fold_session() -> tuple[list[Message], list[Message], list[Message], list[Message]]:
+    ok = "<returncode>0</returncode>"
+    pushed = "[main 1a2b3c4] feat: a (app-1)\n   0a0b0c0..1a2b3c4  main -> main\n" + ok
+    edit_a = {"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}
+    edit_b = {"file_path": "/w/b.py", "old_string": "x", "new_string": "y"}
+    first = [
+        user("Do app-1 and app-2 in /w."),
+        *bash("c1", "bd update app-1 --status in_progress", ok),
+        *tool_round("e1", "Edit", edit_a, "ok"),
+        *bash(
+            "t1", "pytest", "FAILED t/test_a.py::test_x - assert 1 == 2\n<returncode>1</returncode>"
+        ),
+        *tool_round("e2", "Edit", edit_a, "ok"),
+        *bash("t2", "pytest", "3 passed\n" + ok),
+        *bash("l1", "ls /w", "a.py\nb.py"),
+    ]
+    kept = [
+        say("Closing app-1."),
+        *bash("x1", "bd close app-1", ok),
+        *bash("g1", "git commit -am 'feat: a (app-1)' && git push", pushed),
+        *bash("c2", "bd update app-2 --status in_progress", ok),
+        *tool_round("e3", "Edit", edit_b, "ok"),
+        *bash("l2", "grep -n y /w/b.py", "1:y"),
+    ]
+    later = [
+        *tool_round("e4", "Edit", edit_b, "ok"),
+        *bash("p", "pytest t/test_b.py", "<returncode>2</returncode>\nE   boom"),
+    ]
+    last = [*bash("t3", "pytest", "4 passed\n" + ok), say("All green.")]
+    return first, kept, later, last
+
+
+def test_the_state_covers_the_tail_and_the_next_compaction_counts_it_once() -> None:
+    """A handoff is the state at compaction time (the tail included); compacting again
+    after the tail was summarized gives the state one pass over everything gives: no
+    step counted twice, nothing lost."""
+    first, kept, later, last = _fold_session()
+    where = Placement(task_in_head=False, user_in_tail=False)
+    early = extract_state(Analysis(first), HandoffState(), where, tail=Analysis(kept))
+    # Read alone, the handoff is current: app-1 is pushed and app-2 in progress.
+    status = {i.id: item_status(i) for i in early.work.items}
+    assert status == {"app-1": "done: pushed", "app-2": "in progress: changed, not tested since"}
+    assert early.last_action.startswith("ran `grep -n y b.py` (ok)")
+    assert early.covered == "l2"
+    body = render(early)
+    again = extract_state(
+        Analysis([*kept, *later]), previous_state(body), where, tail=Analysis(last)
+    )
+    once = extract_state(
+        Analysis([*first, *kept, *later]), HandoffState(), where, tail=Analysis(last)
+    )
+    for part in ("items", "done", "latest", "fixed", "specs"):
+        assert getattr(again.work, part) == getattr(once.work, part), part
+    for part in ("read_only", "commands", "commits", "errors", "values", "files", "covered"):
+        assert getattr(again, part) == getattr(once, part), part
+    assert again.read_only == (("grep", 1), ("ls", 1))
+    items = {i.id: i.evidence for i in again.work.items}
+    assert items["app-2"] == ("claimed", "edited b.py ×2", "tests passed: `pytest` (4 passed)")
+    assert again.errors == ()  # the whole suite passed after the failing file run
+    # A history that lost the call the handoff counted through is counted whole.
+    lost = extract_state(Analysis(later), replace(previous_state(body), covered="gone"), where)
+    assert "edited b.py ×2" in dict((i.id, i.evidence) for i in lost.work.items)["app-2"]

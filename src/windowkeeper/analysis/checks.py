@@ -13,7 +13,8 @@ import re
 
 from .events import ToolEvent
 from .facts import collapse
-from .outputs import is_test_command, last_line, test_summary
+from .installs import missing_names
+from .outputs import error_lines, is_test_command, last_line, test_summary
 from .resolution import segments
 from .toolshapes import ToolKind
 
@@ -85,13 +86,33 @@ def is_check_run(event: ToolEvent) -> str | None:
 
 def check_result(event: ToolEvent) -> str:
     """``passed (…)`` / ``failed (exit N: …)`` for a check run, with the line that says how
-    it went (a test summary, a linter's verdict, the last line)."""
+    it went (a test summary, a linter's verdict, the last line). A run whose exit code a
+    pipe hides (``pytest | head``) failed when its output says the runner or a module is
+    missing, or ends in an error with no test summary."""
     result = event.result or ""
     summary = test_summary(result) or _verdict(result)
     if event.failed:
         code = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
         return f"failed ({code}{': ' + summary if summary else ''})"
+    hidden = _hidden_failure(event, result, summary)
+    if hidden:
+        return f"failed (the exit code was piped away: {hidden})"
     return f"passed ({summary})" if summary else "passed"
+
+
+def check_passed(event: ToolEvent) -> bool:
+    return check_result(event).startswith("passed")
+
+
+def _hidden_failure(event: ToolEvent, result: str, summary: str) -> str:
+    """The error line of a piped check run that failed although it exited 0."""
+    if "|" not in (event.action.command or "") or (summary and test_summary(result)):
+        return ""
+    if missing_names(result):
+        errors = error_lines(result, failed=True)
+        return collapse(errors[-1], 160) if errors else collapse(last_line(result), 160)
+    errors = error_lines(result[-2_000:], failed=False)
+    return collapse(errors[-1], 160) if errors and not summary else ""
 
 
 def _verdict(result: str) -> str:

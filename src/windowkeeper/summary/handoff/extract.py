@@ -101,10 +101,11 @@ def extract_state(
     assistant = [*_assistant_texts(analysis), *_assistant_texts(tail, len(analysis.facts))]
     work, tracker = work_state(events, assistant, previous.work, head_events)
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
-    files, base = anchored(merged_files(previous.files, session_touches(trail, cwds)), cwds[-1])
+    files, base = anchored(merged_files(previous.files, session_touches(trail, cwds)))
     root = repository_root(files, cwds[-1] or base) or previous.root
     listed, counts = commands_of(trail)
     commits = merged_commits(previous.commits, commits_of(events))
+    errors = open_errors(tracker, still_open(previous.errors, events))
     values = merged_values(previous.values, values_of(trail, said.texts, [t for _, t in assistant]))
     return HandoffState(
         task=said.task,
@@ -115,14 +116,14 @@ def extract_state(
         users=said.users,
         constraints=merged_constraints(previous.constraints, said.constraints),
         work=relative(work, root),
-        errors=open_errors(tracker, still_open(previous.errors, events)),
+        errors=errors,
         decisions=decisions(assistant, previous.decisions, focus_words(focus)),
         root=root,
         files=files,
         unlisted=previous.unlisted,
         values=grouped_values(values, commits, (i.id for i in work.items)),
         commits=commits,
-        next_step=next_step(assistant, events, work.items, previous.next_step),
+        next_step=next_step(assistant, events, work.items, previous.next_step, errors),
         last_action=relative_text(last_action(events, assistant), root) or previous.last_action,
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),

@@ -38,6 +38,13 @@ _WRAPPER = re.compile(
 )
 
 
+_HINT = re.compile(r"(?i)(?:hint|note|help|tip):")
+_TELLING = re.compile(
+    r"(?i)\b(?:error|fatal|fail|ignored|denied|not found|cannot|can't|unable|invalid|refused"
+    r"|conflict|missing|no such|unknown|exceed)"
+)
+
+
 def first_error(event: ToolEvent) -> str:
     """The error a failure ends with, its wrapper lines aside (of a pruned result, the
     one its stub kept)."""
@@ -45,8 +52,19 @@ def first_error(event: ToolEvent) -> str:
         return collapse(stub_error(event.result).split(" | ")[-1], 160)
     errors = event_errors(event)
     causes = [e for e in errors if not _WRAPPER.search(e.lstrip("* ").lstrip("(").strip())]
-    chosen = (causes or errors)[-1] if errors else last_line(event.result or "")
+    chosen = (causes or errors)[-1] if errors else _telling_line(event.result or "")
     return collapse(chosen, 160)
+
+
+def _telling_line(result: str) -> str:
+    """Of an output without error lines, the last line that says what went wrong (hints
+    aside), else its last line."""
+    lines = [line.strip() for line in result[-3_000:].splitlines() if line.strip()]
+    lines = [line for line in lines if not _HINT.match(line)]
+    for line in reversed(lines):
+        if _TELLING.search(line):
+            return line
+    return last_line("\n".join(lines)) if lines else last_line(result)
 
 
 def what_failed(event: ToolEvent) -> str:
@@ -117,12 +135,13 @@ class FixLog:
         how = self.tracker.how(failure)
         changes = self._between(failure, success)
         by = f"fixed by: {changes}; " if changes else ""
-        ran = shown_command(short_command(success.action.command or "", 100))
         if how is Reason.MOVED_ON:
             target = collapse(success.action.path or success.action.target, 100)
             same = target == collapse(failure.action.path or failure.action.target, 100)
-            verb = "a later call on it succeeded" if same else f"moved on: {_did(success)}"
-            return verb
+            return f"{by}a later call on it succeeded" if same else f"moved on: {_did(success)}"
+        if success.action.kind is not ToolKind.SHELL:
+            return f"{by}{_did(success)}"
+        ran = shown_command(short_command(success.action.command or "", 100))
         if how is Reason.INSTALLED:
             return f"installed: {ran} ok"
         if how is Reason.COMMIT:

@@ -64,13 +64,32 @@ def with_evidence(evidence: Sequence[str], entry: str) -> tuple[str, ...]:
 
 def _with_file(entry: str, path: str) -> str:
     """A file verb's entry (``edited a.ex ×2, b.ex``) with ``path`` changed once more."""
+    verb, counts = _file_counts(entry)
+    counts[path] = counts.pop(path, 0) + 1
+    return _file_entry(verb, counts)
+
+
+def merged_files_entry(entry: str) -> str:
+    """A file verb's entry with a path named twice (once absolute, once relative before
+    both were made relative) counted once with both counts."""
+    if not entry.startswith(_FILE_VERBS):
+        return entry
+    verb, counts = _file_counts(entry)
+    return _file_entry(verb, counts)
+
+
+def _file_counts(entry: str) -> tuple[str, dict[str, int]]:
     verb, _, listed = entry.partition(" ")
-    files = [value for value, _ in parse_list(listed)]
-    counts = {_COUNT.sub("", f): int(m.group(1)) if (m := _COUNT.search(f)) else 1 for f in files}
-    times = counts.pop(path, 0) + 1
-    counts[path] = times
-    shown = [f"{p} ×{n}" if n > 1 else p for p, n in counts.items()]
-    return f"{verb} {inline_list(shown)}"
+    counts: dict[str, int] = {}
+    for value, _ in parse_list(listed):
+        match = _COUNT.search(value)
+        path = _COUNT.sub("", value)
+        counts[path] = counts.pop(path, 0) + (int(match.group(1)) if match else 1)
+    return verb, counts
+
+
+def _file_entry(verb: str, counts: dict[str, int]) -> str:
+    return f"{verb} {inline_list([f'{p} ×{n}' if n > 1 else p for p, n in counts.items()])}"
 
 
 @dataclass

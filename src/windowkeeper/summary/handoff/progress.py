@@ -20,7 +20,7 @@ from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolKind
 from .fixes import what_failed
 from .items import evidence_key, item_status
-from .model import WorkItem
+from .model import OpenError, WorkItem
 
 MAX_LATEST = 4
 _INTENT = re.compile(
@@ -112,6 +112,7 @@ def next_step(
     events: Sequence[ToolEvent],
     items: Sequence[WorkItem],
     previous: str,
+    errors: Sequence[OpenError] = (),
 ) -> str:
     """What the agent was about to do at compaction time (see the module docstring):
     its newest intent when no call followed it; else the step the newest actions call
@@ -126,7 +127,7 @@ def next_step(
     if open_items:
         derived: str | None = f"the newest todo item open: {collapse(open_items[0], 200)}"
     else:
-        derived = _from_state(events, items)
+        derived = _from_state(events, items, errors)
     if derived is None:
         if intent and rounds == 1:
             return f"Next ({STARTED_LABEL}): {intent}"
@@ -148,26 +149,31 @@ def _newest_intent(
     return (collapse(intents[-1], 300) if intents else ""), rounds
 
 
-def _from_state(events: Sequence[ToolEvent], items: Sequence[WorkItem]) -> str | None:
+def _from_state(
+    events: Sequence[ToolEvent], items: Sequence[WorkItem], errors: Sequence[OpenError]
+) -> str | None:
     """The step the state of the work calls for, or ``None`` when it calls for none."""
     last = events[-1]
     if last.result is not None and counts_as_failure(last):
         return f"fix the failure of {what_failed(last)} (see Open Errors)"
     working = [i for i in items if item_status(i).startswith("in progress")]
     steps = {evidence_key(e).split(" ", 1)[0] for i in items for e in i.evidence}
-    if working:
-        item = working[-1]
-        status = item_status(item)
-        after = _after_tests(item, steps)
-        if status.endswith("not tested since"):
-            changed = _changed_files(item)
-            return f"check the changes of {item.id} ({changed}): no test ran after them" + after
-        if status.endswith("checks failing"):
-            return f"make the failing checks of {item.id} pass" + after
-        if status.endswith("tested, not closed"):
-            return after.removeprefix(", then ") or f"finish {item.id}"
-        return f"continue {item.id}"
-    return None
+    item = working[-1] if working else None
+    status = item_status(item) if item is not None else ""
+    after = _after_tests(item, steps) if item is not None else ""
+    if item is not None and status.endswith("not tested since"):
+        changed = _changed_files(item)
+        return f"check the changes of {item.id} ({changed}): no test ran after them" + after
+    if errors:
+        what = errors[-1].what
+        return f"resolve the open failure of {what} (see Open Errors), then run it again"
+    if item is None:
+        return None
+    if status.endswith("checks failing"):
+        return f"make the failing checks of {item.id} pass" + after
+    if status.endswith("tested, not closed"):
+        return after.removeprefix(", then ") or f"finish {item.id}"
+    return f"continue {item.id}"
 
 
 def _after_tests(item: WorkItem, steps: set[str]) -> str:

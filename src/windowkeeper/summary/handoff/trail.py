@@ -185,6 +185,8 @@ def merged_files(
             files[path] = status
         elif old == "deleted" and status in ("created", "modified"):
             files[path] = "created"
+        elif old == "read" and status == "created":
+            files[path] = "modified"  # it existed: the session read it before writing it
         elif _RANK[status] > _RANK[old] and not (old == "created" and status == "modified"):
             files[path] = status
     kept = list(files.items())
@@ -198,14 +200,13 @@ def merged_files(
 
 
 def anchored(
-    files: tuple[tuple[str, str], ...], cwd: str | None
+    files: tuple[tuple[str, str], ...],
 ) -> tuple[tuple[tuple[str, str], ...], str | None]:
     """``files`` with the relative paths a tool printed (``git status`` lists paths
-    relative to where it ran) joined to that directory when the working directory was
-    never seen: the directory that turns them into paths the session also used
-    absolute. Returns the files and that directory (``None`` when not found)."""
-    if cwd and cwd.startswith("/"):
-        return files, None
+    relative to where it ran) or a command named before the working directory was
+    seen, joined to the directory that turns them into paths the session also used
+    absolute. Returns the files and that directory (``None`` when not found; the newest
+    working directory is no evidence: the paths may predate it)."""
     relative = [p for p, _ in files if not p.startswith("/") and not p.startswith("~")]
     if not relative:
         return files, None
@@ -361,5 +362,5 @@ def commits_of(events: Sequence[ToolEvent]) -> list[tuple[str, str]]:
         if command and "commit" in command and event.result and not event.failed:
             match = _COMMIT.search(event.result[:3_000])
             if match:
-                found.append((match.group(1), collapse(match.group(2), 100)))
+                found.append((match.group(1), collapse(match.group(2), 120)))
     return found

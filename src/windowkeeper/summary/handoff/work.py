@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ...analysis.checks import check_passed
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, prose
@@ -32,6 +33,10 @@ from .progress import latest_results, newest_todos
 
 MAX_DONE, MAX_PLAN = 24, 6
 _COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
+# A sentence that asks, plans or checks claims nothing.
+_TENTATIVE = re.compile(
+    r"[?:]$|\b(?:to see if|to check|to verify|whether|let me|let's|if (?:it|this|the))\b", re.I
+)
 _CLAIM = re.compile(
     r"\b(?:I(?:'ve| have) (?:fixed|implemented|completed|finished|resolved|added|updated)"
     r"|(?:is|are|has been|have been) (?:fixed|implemented|done|complete|resolved)"
@@ -65,6 +70,8 @@ def _evidence(event: ToolEvent) -> str | None:
         return None
     command = short_command(action.command, 120)
     if is_test_command(action.command[:2_000]):
+        if not check_passed(event):
+            return None  # its exit code was piped away and its output says it failed
         summary = test_summary(event.result)
         return f"Tests passed: `{command}`" + (f" ({summary})" if summary else "")
     commit = _COMMIT.search(event.result[:2_000]) if "commit" in action.command else None
@@ -206,7 +213,7 @@ def _unverified_claims(
         if last_test is not None and not last_test.failed and last_test.position > position:
             continue
         for sentence in item_sentences(" ".join(prose(text[:4_000]).split())):
-            if _CLAIM.search(sentence) and not sentence.endswith("?"):
+            if _CLAIM.search(sentence) and not _TENTATIVE.search(sentence):
                 found.append(collapse(sentence, 200))
         if len(found) >= 3:
             break

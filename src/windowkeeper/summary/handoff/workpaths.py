@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from .items import merged_files_entry
 from .model import WorkItem, WorkState
 
 
@@ -24,7 +25,9 @@ def relative(work: WorkState, root: str) -> WorkState:
     def rel(items: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(relative_text(i, root) for i in items)
 
-    items = tuple(WorkItem(i.id, i.title, rel(i.evidence)) for i in work.items)
+    items = tuple(
+        WorkItem(i.id, i.title, tuple(map(merged_files_entry, rel(i.evidence)))) for i in work.items
+    )
     return replace(
         work, done=rel(work.done), in_progress=rel(work.in_progress), items=items,
         fixed=rel(work.fixed), unverified=work.unverified,
