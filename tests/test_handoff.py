@@ -32,8 +32,8 @@ from windowkeeper.summary.handoff.model import (
 )
 from windowkeeper.summary.handoff.parse import parse_state, split_sections
 from windowkeeper.summary.handoff.paths import choose_root
-from windowkeeper.summary.handoff.valuetext import grouped_values
 from windowkeeper.summary.handoff.text import NO_ERRORS, TITLES, render, shown_command
+from windowkeeper.summary.handoff.valuetext import grouped_values
 from windowkeeper.summary.protocol import Summarizer, SummaryRequest
 
 Message = dict[str, Any]

@@ -32,6 +32,7 @@ _BUILD = re.compile(
     r"|webpack|next\s+build)(?:\s|$)"
 )
 _STARTED = re.compile(r"\s*Command running in background|\s*Started background", re.I)
+_MORE_TESTS = re.compile(r"-m\s+django\s+test\b|django-admin\s+test\b")
 _BACKGROUND = re.compile(r"&\s*$|\bnohup\b|run_in_background")
 # Pipes that only shorten or filter what the agent reads of the output.
 _TRIM = re.compile(r"\s*\|\s*(?:tail|head|grep|less|cat|tee|sed|awk|cut|sort|uniq)\b[^|]*")
@@ -50,7 +51,7 @@ def check_kind(command: str) -> str | None:
     head = command[:2_000]
     if _BACKGROUND.search(head):
         return None  # its output is not its result
-    if is_test_command(head):
+    if is_test_command(head) or _MORE_TESTS.search(head):
         return "tests"
     steps = [_strip(s) for s in segments(head)]
     for step in reversed(steps):
@@ -104,9 +105,16 @@ def check_passed(event: ToolEvent) -> bool:
     return check_result(event).startswith("passed")
 
 
+def hidden_failure(event: ToolEvent) -> str:
+    """The error line of a piped command that failed although it exited 0 (``""``: it
+    did not, as far as its output says)."""
+    result = event.result or ""
+    return _hidden_failure(event, result, test_summary(result) or "")
+
+
 def _hidden_failure(event: ToolEvent, result: str, summary: str) -> str:
     """The error line of a piped check run that failed although it exited 0."""
-    if "|" not in (event.action.command or "") or (summary and test_summary(result)):
+    if event.failed or "|" not in (event.action.command or "") or test_summary(result):
         return ""
     if missing_names(result):
         errors = error_lines(result, failed=True)

@@ -43,7 +43,16 @@ _SPEC_HEADING = re.compile(r"goal|done|acceptance|criteria|constraint|requiremen
 _UNDER = 3
 _EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
 _HANDLE = re.compile(r"\bwk[0-9a-f]{6,}\b")
-_LISTING = re.compile(r"\b(?:show|view|list|ready|search|info|blocked)\b")
+# A tracker's look-ups and listings show titles; its changes echo what they were given
+# (a close reason is no title).
+_LISTING = re.compile(
+    r"\s*(?:bd|beads|gh|glab|jira|linear)\s+(?:(?:issue|pr|mr)\s+)?"
+    r"(?:show|view|list|ready|search|info|blocked)\b"
+)
+_CHANGES = re.compile(
+    r"\s*(?:bd|beads|gh|glab|jira|linear)\s+(?:(?:issue|pr|mr)\s+)?"
+    r"(?:close|update|edit|comment|reopen|create|move|merge)\b"
+)
 _STATUS_WORDS = frozenset({
     "closed", "open", "opened", "done", "updated", "in progress", "in_progress", "reopened",
     "created", "resolved", "merged", "claimed", "updated issue",
@@ -171,8 +180,9 @@ def titled(item: str, events: Sequence[ToolEvent]) -> str:
     """``item``'s title from the newest look-up or listing that showed one, else from
     any other output (of ``#12``, the title line of ``gh issue view 12``), or ``""``.
     A tracker's own confirmation (``✓ Closed app-7: Closed``) is no title."""
-    looks = [e for e in events if _LISTING.search(e.action.command or "")]
-    for event in [*reversed(looks), *reversed(events)]:
+    looks = [e for e in events if _LISTING.match(e.action.command or "")]
+    others = [e for e in events if not _CHANGES.match(e.action.command or "")]
+    for event in [*reversed(looks), *reversed(others)]:
         result = event.result or ""
         if item.startswith("#"):
             view = _GH_VIEW.match(event.action.command or "")

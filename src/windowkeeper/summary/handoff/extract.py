@@ -102,7 +102,7 @@ def extract_state(
     work, tracker = work_state(events, assistant, previous.work, head_events)
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
     files, base = anchored(merged_files(previous.files, session_touches(trail, cwds)))
-    root = repository_root(files, cwds[-1] or base) or previous.root
+    root = _root(repository_root(files, cwds[-1] or base), previous.root)
     listed, counts = commands_of(trail)
     commits = merged_commits(previous.commits, commits_of(events))
     errors = open_errors(tracker, still_open(previous.errors, events))
@@ -153,6 +153,15 @@ def _after(events: list[ToolEvent], covered: str) -> list[ToolEvent]:
             if event.call_id == covered:
                 return events[index + 1 :]
     return events
+
+
+def _root(found: str, previous: str) -> str:
+    """The repository root: the one found, unless it lies inside the previous one (the
+    root never narrows to where the newest files are; the work state names files
+    relative to it)."""
+    if previous and (not found or found.startswith(previous)):
+        return previous
+    return found
 
 
 def _opening(head: Analysis | None) -> str:

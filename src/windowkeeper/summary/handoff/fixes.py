@@ -38,10 +38,10 @@ _WRAPPER = re.compile(
 )
 
 
-_HINT = re.compile(r"(?i)(?:hint|note|help|tip):")
+_HINT = re.compile(r"(?i)(?:hint|note|help|tip):|\W*[\w ]{1,20}:\s*$")
 _TELLING = re.compile(
     r"(?i)\b(?:error|fatal|fail|ignored|denied|not found|cannot|can't|unable|invalid|refused"
-    r"|conflict|missing|no such|unknown|exceed)"
+    r"|conflict|missing|no such|unknown|exceed|did not appear|no replacement|not performed)"
 )
 
 

@@ -201,8 +201,7 @@ class ItemTracker:
 
 
 def _open(item: WorkItem) -> bool:
-    steps = {evidence_key(e) for e in item.evidence}
-    return "claimed" in steps and not steps & {"closed", "merged"}
+    return item_status(item).startswith("in progress")
 
 
 def check_evidence(kind: str, event: ToolEvent, command: str) -> str:

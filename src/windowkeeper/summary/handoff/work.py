@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ...analysis.checks import check_passed
+from ...analysis.checks import check_passed, hidden_failure
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, prose
@@ -79,6 +79,8 @@ def _evidence(event: ToolEvent) -> str | None:
         return f"Committed {commit.group(1)}: {collapse(commit.group(2), 80)}"
     if is_read_only(action.command) or is_bookkeeping(action.command) or _staging(command):
         return None  # looks and bookkeeping (tracker reads and updates, chmod) are no work
+    if hidden_failure(event):
+        return None  # its exit code was piped away and its output says it failed
     code = f"exit {event.exit_code}" if event.exit_code is not None else "no error reported"
     return f"Ran `{command}` ({code})"
 

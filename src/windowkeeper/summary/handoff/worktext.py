@@ -9,6 +9,7 @@ and an evidence entry holding ``;`` is one too.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from .items import item_status
@@ -27,6 +28,7 @@ IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (conde
 SPECS = "Specs (what the task and the open items ask for):"
 _BLOCKS = (ITEMS, LATEST, FIXED, DONE, UNVERIFIED, IN_PROGRESS, PENDING, SPECS)
 _EVIDENCE_SEP = "; "
+_MORE = re.compile(r"\d+ more steps?")
 _DASH = " — "
 
 
@@ -65,17 +67,23 @@ def render_work(
 
 # Which evidence a short render keeps first: how the item ended, the files it changed,
 # its test result, then the other checks, commands run and tracker steps.
-_RANK = {"committed": 0, "pushed": 0, "closed": 0, "merged": 0, "edited": 1, "wrote": 1,
-         "tests": 2, "lint": 3, "build": 3, "ran": 4}  # fmt: skip
+_RANK = {"committed": 0, "merged": 0, "pushed": 1, "closed": 1, "edited": 2, "wrote": 2,
+         "tests": 3, "lint": 4, "build": 4, "ran": 5}  # fmt: skip
+WORKING_EVIDENCE = 6
+"""Evidence entries an item in progress keeps at least (the one a reader continues)."""
 
 
-def _kept(evidence: tuple[str, ...], shown: int) -> tuple[str, ...]:
-    """The ``shown`` most telling entries, in their order."""
-    if shown >= len(evidence):
-        return evidence
-    ranked = sorted(range(len(evidence)), key=lambda i: (_RANK.get(_verb(evidence[i]), 5), -i))
+def _kept(evidence: tuple[str, ...], shown: int) -> tuple[tuple[str, ...], int]:
+    """The ``shown`` most telling entries, in their order, and how many steps are left
+    out (counting those an earlier render left out)."""
+    hidden = [e for e in evidence if _MORE.fullmatch(e)]
+    steps = tuple(e for e in evidence if e not in hidden)
+    earlier = sum(int(e.split(" ", 1)[0]) for e in hidden)
+    if shown >= len(steps):
+        return steps, earlier
+    ranked = sorted(range(len(steps)), key=lambda i: (_RANK.get(_verb(steps[i]), 5), -i))
     keep = set(ranked[:shown])
-    return tuple(e for i, e in enumerate(evidence) if i in keep)
+    return tuple(e for i, e in enumerate(steps) if i in keep), earlier + len(steps) - shown
 
 
 def _verb(entry: str) -> str:
@@ -84,12 +92,13 @@ def _verb(entry: str) -> str:
 
 def _item_line(work_item: WorkItem, shown: int) -> str:
     title = f" {quote(work_item.title)}" if work_item.title else ""
-    evidence = _kept(work_item.evidence, shown)
-    more = len(work_item.evidence) - len(evidence)
-    # The steps left out are counted as a step of their own (it reads back as written).
-    entries = (f"{more} more steps", *evidence) if more else evidence
-    listed = inline_list(entries, _EVIDENCE_SEP)
     status = item_status(work_item)
+    if status.startswith("in progress"):
+        shown = max(shown, WORKING_EVIDENCE)
+    evidence, more = _kept(work_item.evidence, shown)
+    # The steps left out are counted as a step of their own (it reads back as written).
+    entries = (f"{more} more step{'s' if more > 1 else ''}", *evidence) if more else evidence
+    listed = inline_list(entries, _EVIDENCE_SEP)
     return f"- {work_item.id}{title}: {status}{_DASH if listed else ''}{listed}"
 
 
