@@ -13,6 +13,7 @@ import re
 
 from .events import ToolEvent
 from .facts import collapse
+from .gist import is_stub
 from .installs import missing_names
 from .outputs import error_lines, is_test_command, last_line, test_summary
 from .resolution import segments
@@ -67,7 +68,7 @@ def check_target(command: str) -> str:
     trimming pipes, joined by ``&&`` (at most 120 characters)."""
     steps = [_strip(s) for s in segments(command[:2_000])]
     kept = [s for s in steps if s and not s.startswith(("cd ", "echo ", "export "))]
-    return collapse(" && ".join(kept) or command, 120)
+    return collapse(" && ".join(kept) or command, 90)
 
 
 def _strip(step: str) -> str:
@@ -91,7 +92,10 @@ def check_result(event: ToolEvent) -> str:
     pipe hides (``pytest | head``) failed when its output says the runner or a module is
     missing, or ends in an error with no test summary."""
     result = event.result or ""
-    summary = test_summary(result) or _verdict(result)
+    if is_stub(result):  # pruned: what its stub kept
+        summary = _stub_gist(result)
+    else:
+        summary = test_summary(result) or _verdict(result)
     if event.failed:
         code = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
         return f"failed ({code}{': ' + summary if summary else ''})"
@@ -99,6 +103,15 @@ def check_result(event: ToolEvent) -> str:
     if hidden:
         return f"failed (the exit code was piped away: {hidden})"
     return f"passed ({summary})" if summary else "passed"
+
+
+def _stub_gist(stub: str) -> str:
+    """The test summary or error lines a stub kept."""
+    for part in stub.rsplit(" (ref wk", 1)[0].split("; ")[1:]:
+        label, _, value = part.partition(": ")
+        if label in ("tests", "error"):
+            return collapse(value, 120)
+    return ""
 
 
 def check_passed(event: ToolEvent) -> bool:
@@ -114,7 +127,9 @@ def hidden_failure(event: ToolEvent) -> str:
 
 def _hidden_failure(event: ToolEvent, result: str, summary: str) -> str:
     """The error line of a piped check run that failed although it exited 0."""
-    if event.failed or "|" not in (event.action.command or "") or test_summary(result):
+    if event.failed or "|" not in (event.action.command or "") or is_stub(result):
+        return ""
+    if test_summary(result):
         return ""
     if missing_names(result):
         errors = error_lines(result, failed=True)

@@ -16,7 +16,9 @@ A failure is resolved the way a person reading the session would judge it (SPEC 
   missing file) once a later call of the same kind succeeded: the agent moved on (edited
   another file, read the right one);
 - a run that failed for a missing module, package or program, once an install of it
-  succeeded (``pip install pytz``; an install of everything declared fixes any).
+  succeeded (``pip install pytz``; an install of everything declared fixes any);
+- a one-off probe (inline code run by an interpreter, ``head f | python3 -c '…'``)
+  that failed, once a later call changed something: the agent moved on.
 
 :meth:`OpenFailures.how` tells which of these resolved a failure (the handoff names the
 fix by it).
@@ -129,6 +131,7 @@ class OpenFailures:
     _by_kind: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
     _by_missing: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
     _how: dict[int, Reason] = field(default_factory=dict)
+    _probes: list[tuple[Key, ToolEvent]] = field(default_factory=list)
 
     def add(self, event: ToolEvent) -> list[ToolEvent]:
         """Record ``event``; return the open failures it resolved (oldest first)."""
@@ -151,6 +154,10 @@ class OpenFailures:
             self._how[id(rerun)] = Reason.RERUN
         if not self._open:
             return resolved
+        if self._probes and changes_something(event):
+            for probe_key, probe in self._probes:
+                self._close(probe_key, probe, resolved, Reason.MOVED_ON)
+            self._probes = []
         if event.action.kind is not ToolKind.SHELL:
             for moved_key, moved in self._by_kind.pop(kind_group(event), ()):
                 self._close(moved_key, moved, resolved, Reason.MOVED_ON)
@@ -181,6 +188,8 @@ class OpenFailures:
             self._by_kind.setdefault(kind_group(event), []).append((key, event))
             return
         command = event.action.command or ""
+        if is_probe(command):
+            self._probes.append((key, event))
         failed = " ".join(command.split())
         self._by_command.setdefault(failed, []).append((key, event))
         steps = segments(command)
@@ -341,6 +350,31 @@ def operation_word(event: ToolEvent) -> str:
         return ""
     words = _SUBCOMMAND.findall(first)
     return words[-1].lower() if words else ""
+
+
+# Inline code run by an interpreter (``python3 -c '…'``, ``node -e``, ``python3 - <<EOF``).
+_INLINE = re.compile(r"(?:^|[\s|;&(])(?:python[\d.]*|node|ruby|perl|php)\s+(?:-c|-e|-)(?:\s|$)")
+
+
+def is_probe(command: str) -> bool:
+    """Inline code that only looks (nothing redirected into a file, no test run): an
+    exploration whose failure the agent moves past."""
+    head = command[:2_000]
+    if not _INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
+        return False
+    return "open(" not in head or "'w'" not in head and '"w"' not in head
+
+
+def changes_something(event: ToolEvent) -> bool:
+    """A successful call that changed something (a write, an edit, a command that is not
+    only a look)."""
+    if event.failed or event.result is None:
+        return False
+    kind = event.action.kind
+    if kind in (ToolKind.WRITE, ToolKind.EDIT):
+        return True
+    command = event.action.command if kind is ToolKind.SHELL else None
+    return bool(command) and not is_read_only(command or "") and not is_probe(command or "")
 
 
 def counts_as_failure(event: ToolEvent) -> bool:

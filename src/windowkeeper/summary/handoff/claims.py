@@ -25,6 +25,8 @@ _TITLE_AFTER_ID = (
     r"(?:\s{2,}|\s[\[●]|\s\((?:blocked|blocks|depends|parent)\b|$)"
 )
 SPEC_CHARS = 700
+ITEM_SPEC_CHARS = 450
+"""An item's spec is cut shorter than the task's."""
 MAX_SPECS = 3
 _LOOK_UP = re.compile(
     r"\s*(?:bd|beads)\s+show\s|\s*(?:gh|glab)\s+(?:issue|pr|mr)\s+view\s|\s*jira\s+issue\s+view\s"
@@ -89,7 +91,8 @@ def specs_of(
     mine = [f for f in rest if spec_item(f) in working][-(MAX_SPECS - 1) :]
     room = MAX_SPECS - 1 - len(mine)
     later = [f for f in rest if f not in mine]
-    return (task, *mine, *later[len(later) - min(room, len(later)) :])
+    kept = [*mine, *later[len(later) - min(room, len(later)) :]]
+    return (task, *(collapse(f, ITEM_SPEC_CHARS) for f in kept))
 
 
 def _key(entry: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from ...analysis.events import Analysis, ToolEvent
 from .decide import decisions, focus_words
 from .errors import open_errors, still_open
-from .model import HandoffState, Quote
+from .model import HandoffState, OpenError, Quote
 from .parse import parse_state
 from .progress import last_action, next_step
 from .trail import (
@@ -28,6 +28,7 @@ from .trail import (
     merged_error_lines,
     merged_files,
     merged_values,
+    SOURCE_DIRS,
     repository_root,
     session_touches,
     values_of,
@@ -39,7 +40,7 @@ from .work import work_state
 from .workpaths import relative, relative_text
 
 NOTES_CHARS = 3_000
-OPENING_CHARS = 400
+OPENING_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -84,29 +85,36 @@ def extract_state(
 ) -> HandoffState:
     """The handoff state after these turns (see the module docstring).
 
-    ``tail``: the turns kept verbatim after the handoff. The state is that of compaction
-    time: the work state, open errors, files, values, last action and next step cover
-    the tail too, and the handoff records the newest call it counted (``covered``), so
-    the next compaction counts only the calls after it. The user's words in the tail
-    stay there and are not quoted. ``head``: the protected head, whose tool output
-    pruning has just replaced by stubs: on a first compaction its tool events count as
-    the oldest of the trail (its user words stay verbatim there and are not quoted).
+    ``tail``: the turns kept verbatim after the handoff. Where the work stands is
+    stated as of compaction time: the work state, the open errors, the last action and
+    the next step cover the tail too, and the handoff records the newest call they
+    counted (``covered``), so the next compaction counts only the calls after it. The
+    trail (files, values, commands, error lines, decisions) is that of the summarized
+    turns, as the tail keeps its own verbatim (files cover the tail: a merge is
+    idempotent). The user's words in the tail stay there and are not quoted. ``head``:
+    the protected head, whose tool output pruning has just replaced by stubs: its tool
+    events count as the oldest of the trail (its user words stay verbatim there).
     """
     said = _user_side(analysis, previous, placement)
-    every = [*_events(analysis), *_events(tail, len(analysis.facts))]
+    summarized = _events(analysis)
+    tail_events = _events(tail, len(analysis.facts))
+    every = [*summarized, *tail_events]
     events = _after(every, previous.covered)
-    # The head's pruned tool events are the oldest of the trail, counted once.
-    head_events = _events(head, 0) if head is not None and not previous.covered else []
-    trail = [*head_events, *events]
-    assistant = [*_assistant_texts(analysis), *_assistant_texts(tail, len(analysis.facts))]
-    work, tracker = work_state(events, assistant, previous.work, head_events)
+    head_events = _events(head) if head is not None else []
+    trail = [*head_events, *summarized]
+    summarized_texts = _assistant_texts(analysis)
+    assistant = [*summarized_texts, *_assistant_texts(tail, len(analysis.facts))]
+    first = not previous.covered  # the head's look-ups count for the task's spec once
+    work, tracker = work_state(events, assistant, previous.work, head_events if first else ())
     cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
-    files, base = anchored(merged_files(previous.files, session_touches(trail, cwds)))
+    files, base = _file_map(previous, trail, tail_events, cwds)
     root = _root(repository_root(files, cwds[-1] or base), previous.root)
     listed, counts = commands_of(trail)
     commits = merged_commits(previous.commits, commits_of(events))
     errors = open_errors(tracker, still_open(previous.errors, events))
-    values = merged_values(previous.values, values_of(trail, said.texts, [t for _, t in assistant]))
+    values = merged_values(
+        previous.values, values_of(trail, said.texts, [t for _, t in summarized_texts])
+    )
     return HandoffState(
         task=said.task,
         task_in_head=said.task_in_head,
@@ -117,7 +125,7 @@ def extract_state(
         constraints=merged_constraints(previous.constraints, said.constraints),
         work=relative(work, root),
         errors=errors,
-        decisions=decisions(assistant, previous.decisions, focus_words(focus)),
+        decisions=decisions(summarized_texts, previous.decisions, focus_words(focus)),
         root=root,
         files=files,
         unlisted=previous.unlisted,
@@ -127,13 +135,27 @@ def extract_state(
         last_action=relative_text(last_action(events, assistant), root) or previous.last_action,
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, said.texts)),
+        error_lines=_unshown(
+            merged_error_lines(previous.error_lines, error_lines_of(trail, said.texts)), errors
+        ),
         earlier_commands=previous.earlier_commands,
         environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
         covered=next((e.call_id for e in reversed(every) if e.result is not None), "")
         or previous.covered,
     )
+
+
+def _file_map(
+    previous: HandoffState,
+    trail: list[ToolEvent],
+    kept: list[ToolEvent],
+    cwds: list[str | None],
+) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """The merged file map (the turns kept verbatim after the handoff included), with
+    relative paths anchored, and the directory they were anchored at."""
+    touches = session_touches([*trail, *kept], [*cwds[:-1], *working_directories(kept, cwds[-1])])
+    return anchored(merged_files(previous.files, touches))
 
 
 def _events(analysis: Analysis | None, offset: int = 0) -> list[ToolEvent]:
@@ -156,12 +178,22 @@ def _after(events: list[ToolEvent], covered: str) -> list[ToolEvent]:
 
 
 def _root(found: str, previous: str) -> str:
-    """The repository root: the one found, unless it lies inside the previous one (the
-    root never narrows to where the newest files are; the work state names files
-    relative to it)."""
-    if previous and (not found or found.startswith(previous)):
+    """The repository root: the one found, unless it lies inside a source directory of
+    the previous one (``lib/``, ``src/``: the root does not narrow to where the newest
+    files are; the work state names files relative to it)."""
+    if not found:
         return previous
+    if previous and found.startswith(previous):
+        inner = found[len(previous) :].split("/", 1)[0]
+        return previous if inner in SOURCE_DIRS else found
     return found
+
+
+def _unshown(lines: tuple[str, ...], errors: tuple[OpenError, ...]) -> tuple[str, ...]:
+    """The error lines the open errors do not already quote (the fixed ones' lines stay:
+    a short render may leave those entries out)."""
+    shown = {line for error in errors for line in error.lines}
+    return tuple(line for line in lines if line not in shown)
 
 
 def _opening(head: Analysis | None) -> str:

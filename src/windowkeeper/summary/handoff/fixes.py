@@ -26,7 +26,7 @@ from ...analysis.resolution import OpenFailures, Reason
 from ...analysis.toolshapes import ToolKind
 from .text import shown_command
 
-MAX_FIXED = 8
+MAX_FIXED = 6
 _SHOWN_CHANGES = 3
 
 
@@ -67,13 +67,13 @@ def _telling_line(result: str) -> str:
     return last_line("\n".join(lines)) if lines else last_line(result)
 
 
-def what_failed(event: ToolEvent) -> str:
+def what_failed(event: ToolEvent, limit: int = 120) -> str:
     """A failed call as the handoff names it: the command, or the tool and its target."""
     action = event.action
     if action.kind is ToolKind.SHELL and action.command:
-        return shown_command(short_command(action.command, 120))
+        return shown_command(short_command(action.command, limit))
     label = action.name if action.kind is ToolKind.OTHER else action.kind.value
-    return f"{label} {collapse(action.path or action.target, 120)}"
+    return f"{label} {collapse(action.path or action.target, limit)}"
 
 
 def change_of(event: ToolEvent) -> str | None:
@@ -87,7 +87,7 @@ def change_of(event: ToolEvent) -> str | None:
     command = action.command if action.kind is ToolKind.SHELL else None
     if not command or is_read_only(command) or is_bookkeeping(command) or check_kind(command):
         return None
-    return f"ran `{short_command(command, 80)}`"
+    return f"ran `{short_command(command, 60)}`"
 
 
 @dataclass
@@ -141,7 +141,7 @@ class FixLog:
             return f"{by}a later call on it succeeded" if same else f"moved on: {_did(success)}"
         if success.action.kind is not ToolKind.SHELL:
             return f"{by}{_did(success)}"
-        ran = shown_command(short_command(success.action.command or "", 100))
+        ran = shown_command(short_command(success.action.command or "", 70))
         if how is Reason.INSTALLED:
             return f"installed: {ran} ok"
         if how is Reason.COMMIT:
@@ -166,7 +166,8 @@ class FixLog:
 
     def _add(self, failure: ToolEvent, fix: str) -> None:
         code = f"exit {failure.exit_code}" if failure.exit_code is not None else "failed"
-        entry = f"{what_failed(failure)} {code}: {first_error(failure)} → {fix}"
+        error = collapse(first_error(failure), 140)
+        entry = f"{what_failed(failure, 80)} {code}: {error} → {fix}"
         self.fixed[:] = [e for e in self.fixed if e != entry][-(MAX_FIXED * 2) :]
         self.fixed.append(entry)
 

@@ -36,7 +36,9 @@ _PR_URL = re.compile(r"https?://\S+/(?:pull|merge_requests)/(\d+)")
 _STATUSES = frozenset({"in-progress", "in_progress", "to-do", "won't-fix", "wont-fix"})
 MAX_ITEMS, MAX_EVIDENCE = 12, 10
 _COUNT = re.compile(r" ×(\d+)$")
+_COMMIT_TYPE = re.compile(r"^\w+(?:\([^)]*\))?!?:\s*")
 _FILE_VERBS = ("edited ", "wrote ")
+_COUNTED = re.compile(r"(?:edited|wrote) \d+ files?")
 
 
 def evidence_key(entry: str) -> str:
@@ -69,12 +71,22 @@ def _with_file(entry: str, path: str) -> str:
     return _file_entry(verb, counts)
 
 
-def merged_files_entry(entry: str) -> str:
+def merged_files_entry(entry: str, base_names: bool = False, counted: bool = False) -> str:
     """A file verb's entry with a path named twice (once absolute, once relative before
-    both were made relative) counted once with both counts."""
-    if not entry.startswith(_FILE_VERBS):
+    both were made relative) counted once with both counts; with ``base_names``, each
+    file by its base name (a finished item's files: the Files section has the paths);
+    ``counted``: only how many files (an item finished before the newest one)."""
+    if not entry.startswith(_FILE_VERBS) or _COUNTED.fullmatch(entry):
         return entry
     verb, counts = _file_counts(entry)
+    if counted:
+        return f"{verb} {len(counts)} file{'s' if len(counts) > 1 else ''}"
+    if base_names:
+        named: dict[str, int] = {}
+        for path, times in counts.items():
+            name = path.rsplit("/", 1)[-1]
+            named[name] = named.get(name, 0) + times
+        counts = named
     return _file_entry(verb, counts)
 
 
@@ -188,8 +200,19 @@ class ItemTracker:
         for item in dict.fromkeys(owners):
             self.note(item, f"committed {sha[:10]}")
             self._unpushed.append(item)
+            if not self._items[item].title and item in named:
+                self._titled_by(item, message)
         self._closed = []
         return bool(owners)
+
+    def _titled_by(self, item: str, message: str) -> None:
+        """A title from the message of a commit that names the item (when no output
+        showed one): its words without the commit type and the id."""
+        words = _COMMIT_TYPE.sub("", message)
+        words = re.sub(rf"\s*[(\[]?{re.escape(item)}[)\]]?", "", words).strip(" :-")
+        if words:
+            current = self._items[item]
+            self._items[item] = WorkItem(item, collapse(words, 120), current.evidence)
 
     def _push(self) -> bool:
         """Mark the committed items pushed; whether there were any."""
@@ -221,6 +244,8 @@ def _verb(command: str) -> str | None:
         return "commented"
     if "reopen" in words:
         return "reopened"
+    if "create" in words:
+        return "opened"
     return None
 
 

@@ -31,7 +31,6 @@ _INTENT = re.compile(
 INTENT_LABEL = "the agent's newest stated intent; no call followed it yet"
 DERIVED_LABEL = "derived at compaction time from the newest actions"
 STARTED_LABEL = "the agent's newest stated intent; its last calls may have done part of it"
-SAID_LABEL = "The agent's newest words (its last calls may have done this already):"
 
 
 def latest_results(events: Sequence[ToolEvent], previous: Sequence[str]) -> tuple[str, ...]:
@@ -75,7 +74,7 @@ def last_action(events: Sequence[ToolEvent], assistant: Sequence[tuple[int, str]
     ):
         words = " ".join(_sentences_of(said[-1]))
         if words:
-            text += f"; the agent's words before it: {collapse(words, 300)}"
+            text += f"; the agent's words before it: {collapse(words, 220)}"
     if event.action.kind in (ToolKind.READ, ToolKind.SEARCH):
         change = next((e for e in reversed(events) if _changed(e)), None)
         if change is not None:
@@ -132,8 +131,8 @@ def next_step(
         if intent and rounds == 1:
             return f"Next ({STARTED_LABEL}): {intent}"
         derived = f"continue after the last action ({_did(events[-1])})"
-    said = f"\n{SAID_LABEL} {intent}" if intent and rounds == 1 else ""
-    return f"Next ({DERIVED_LABEL}): {derived}{said}"
+    # The intent that led to the last calls is quoted with the last action.
+    return f"Next ({DERIVED_LABEL}): {derived}"
 
 
 def _newest_intent(

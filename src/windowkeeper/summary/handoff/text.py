@@ -56,6 +56,8 @@ class Shown:
     """The newest this many evidence entries of each work item."""
     fixed: int = ALL
     specs: int = ALL
+    last_chars: int = ALL
+    """Characters of the last action (the agent's words that led to it go first)."""
     decisions: int = ALL
     decision_chars: int = 300
     errors: int = ALL
@@ -212,7 +214,8 @@ def _values(state: HandoffState, shown: Shown) -> str:
 def _next(state: HandoffState, shown: Shown) -> str:
     if not state.last_action:
         return state.next_step
-    return "\n".join(x for x in (f"{LAST_ACTION} {item(state.last_action)}", state.next_step) if x)
+    last = _cut(state.last_action, shown.last_chars)
+    return "\n".join(x for x in (f"{LAST_ACTION} {item(last)}", state.next_step) if x)
 
 
 def _ledger(state: HandoffState, shown: Shown) -> str:

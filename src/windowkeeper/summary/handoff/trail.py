@@ -234,7 +234,7 @@ def anchored(
 
 
 # A repository's source and test directories: the root is their parent.
-_SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "app", "pkg", "cmd", "internal"})
+SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "app", "pkg", "cmd", "internal"})
 
 
 def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
@@ -258,7 +258,7 @@ def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
         return here
     fitting = [d for d, n in counts.items() if n * 10 >= total * 6 and d.count("/") > 1]
     root = max(fitting, key=lambda d: (d.count("/"), d), default="")
-    while root.count("/") > 2 and root.rstrip("/").rsplit("/", 1)[-1] in _SOURCE_DIRS:
+    while root.count("/") > 2 and root.rstrip("/").rsplit("/", 1)[-1] in SOURCE_DIRS:
         root = root[: root.rstrip("/").rfind("/") + 1]
     return root
 

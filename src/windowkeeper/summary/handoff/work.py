@@ -32,6 +32,7 @@ from .model import WorkState
 from .progress import latest_results, newest_todos
 
 MAX_DONE, MAX_PLAN = 24, 6
+_FIXING = "Fixing the failure of"
 _COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
 # A sentence that asks, plans or checks claims nothing.
 _TENTATIVE = re.compile(
@@ -131,6 +132,9 @@ def work_state(
         state = _from_events(walk, tracker, events, assistant, previous)
     found = items.items()
     working = {i.id for i in found if item_status(i).startswith("in progress")}
+    if working:  # the item's status says it (and Open Errors what failed)
+        progress = [p for p in state.in_progress if not p.startswith(_FIXING)]
+        state = replace(state, in_progress=tuple(progress))
     closed = {i.id for i in found if not item_status(i).startswith("in progress")}
     state = replace(
         state, items=found, latest=latest_results(events, previous.latest),
@@ -142,12 +146,14 @@ def work_state(
 
 def _record(walk: _Walk, event: ToolEvent, proof: str) -> None:
     done = walk.done
-    # A step repeated, or a pair of steps repeated in turn (edit, run, edit, run), is
-    # one item with a count.
+    # A step done again (a file edited again, a script run again, in turn with other
+    # steps) is one item with a count, listed where it was done last.
     key = proof.split(" (", 1)[0]
-    again = [i for i in (-1, -2) if len(done) >= -i and done[i].split(" (", 1)[0] == key]
-    if again:
-        done[again[0]] = _again(done[again[0]])
+    again = next(
+        (i for i in range(len(done) - 1, -1, -1) if done[i].split(" (", 1)[0] == key), None
+    )
+    if again is not None:
+        done.append(_again(done.pop(again)))
     else:
         done.append(proof)
     if proof.startswith("Tests passed") or _is_test(event):
@@ -181,7 +187,7 @@ def _from_events(
     open_events = tracker.events()
     newest = open_events[-1] if open_events else None
     if newest is not None and not any(change_of(e) for e in events if e.position > newest.position):
-        in_progress.append(f"Fixing the failure of {what_failed(newest)}")
+        in_progress.append(f"{_FIXING} {what_failed(newest)}")
     last_test, edited = walk.last_test, walk.edited_since_test
     if last_test is not None and edited and not last_test.failed:
         in_progress.append(

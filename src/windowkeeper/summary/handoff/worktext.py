@@ -16,10 +16,7 @@ from .items import item_status
 from .model import WorkItem, WorkState
 from .quoting import inline_list, item, parse_list, quote, unquote
 
-AS_OF = (
-    "As of compaction time: this state already covers the turns kept verbatim after "
-    "this handoff (the last action below is the newest call)."
-)
+AS_OF = "As of compaction time (the turns kept after this handoff included):"
 ITEMS = "Work items (state from tool results):"
 LATEST = "Latest results (the newest run of each check, newest first):"
 FIXED = "Fixed along the way (error → fix):"
