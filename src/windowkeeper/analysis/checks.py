@@ -92,10 +92,8 @@ def check_result(event: ToolEvent) -> str:
     pipe hides (``pytest | head``) failed when its output says the runner or a module is
     missing, or ends in an error with no test summary."""
     result = event.result or ""
-    if is_stub(result):  # pruned: what its stub kept
-        summary = _stub_gist(result)
-    else:
-        summary = test_summary(result) or _verdict(result)
+    # Of a pruned result, what its stub kept.
+    summary = _stub_gist(result) if is_stub(result) else test_summary(result) or _verdict(result)
     if event.failed:
         code = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
         return f"failed ({code}{': ' + summary if summary else ''})"

@@ -362,7 +362,7 @@ def is_probe(command: str) -> bool:
     head = command[:2_000]
     if not _INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
         return False
-    return "open(" not in head or "'w'" not in head and '"w"' not in head
+    return "open(" not in head or ("'w'" not in head and '"w"' not in head)
 
 
 def changes_something(event: ToolEvent) -> bool:

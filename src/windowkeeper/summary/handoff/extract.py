@@ -18,6 +18,7 @@ from .model import HandoffState, OpenError, Quote
 from .parse import parse_state
 from .progress import last_action, next_step
 from .trail import (
+    SOURCE_DIRS,
     anchored,
     commands_of,
     commits_of,
@@ -28,7 +29,6 @@ from .trail import (
     merged_error_lines,
     merged_files,
     merged_values,
-    SOURCE_DIRS,
     repository_root,
     session_touches,
     values_of,
