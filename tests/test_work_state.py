@@ -201,7 +201,7 @@ def _tracked() -> list[Message]:
         *bash("g", "git add -A && git commit -m 'feat: export (app-1)'", "[main 1a2b3c4] feat: "
               "export (app-1)\n 2 files changed\n" + OK),
         *bash("p", "git push", "To github.com:o/r.git\n   0a0b0c0..1a2b3c4  main -> main\n" + OK),
-        *bash("pr", "gh pr create --title 'Export' --body x", "https://github.com/o/r/pull/7\n" + OK),
+        *bash("pr", "gh pr create --title 'Export'", "https://github.com/o/r/pull/7\n" + OK),
         *bash("v", "gh issue view 12", "title:\tImport CSV\nstate:\tOPEN\n" + OK),
         *bash("a", "gh issue edit 12 --add-assignee @me", OK),
     ]  # fmt: skip
