@@ -280,3 +280,30 @@ def test_the_last_action_says_why_and_what_changed_last() -> None:
     last = state_of(turns).last_action
     assert last.startswith("read l.heex (ok); the agent's words before it: The layout has no")
     assert last.endswith("; the last change before it: edited a.css (ok)")
+
+
+def test_a_stated_plan_keeps_the_steps_no_later_change_did() -> None:
+    """The newest plan the agent stated is pending but for the steps a later change did
+    (a file it names, written in another case; a test run, a commit)."""
+    plan = (
+        "Now I have the full picture. I'll update:\n\n"
+        "1. **TranscriptComputers** - filter the visible lines\n"
+        "2. **SessionLive** - add the toggle event\n"
+        "3. **app.js** - highlight the debug JSON\n"
+        "4. Run the tests and commit\n\nLet me start:"
+    )
+    turns = [
+        user("Do the UI task."),
+        {"role": "assistant", "content": plan},
+        *call("w", "Write", {"file_path": "/r/lib/transcript_computers.ex", "content": "x"}, "ok"),
+    ]
+    state = state_of(turns)
+    assert state.work.pending == (
+        "SessionLive - add the toggle event", "app.js - highlight the debug JSON",
+        "Run the tests and commit",
+    )  # fmt: skip
+    assert "the stated plan's next step: SessionLive - add the toggle event" in state.next_step
+    done = [*turns, *edit("e", "/r/assets/js/app.js"), *edit("s", "/r/lib/session_live.ex"),
+            *bash("t", "mix test", "3 tests, 0 failures\n" + OK),
+            *bash("c", "git commit -am x", "[main 1a2b3c4] x\n" + OK)]  # fmt: skip
+    assert state_of(done).work.pending == ()

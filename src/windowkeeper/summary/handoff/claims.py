@@ -25,8 +25,8 @@ _TITLE_AFTER_ID = (
     r"(?:\s{2,}|\s[\[●]|\s\((?:blocked|blocks|depends|parent)\b|$)"
 )
 SPEC_CHARS = 700
-ITEM_SPEC_CHARS = 450
-"""An item's spec is cut shorter than the task's."""
+ITEM_SPEC_CHARS = 300
+"""The spec of an item nobody works on yet is cut shorter."""
 MAX_SPECS = 3
 _LOOK_UP = re.compile(
     r"\s*(?:bd|beads)\s+show\s|\s*(?:gh|glab)\s+(?:issue|pr|mr)\s+view\s|\s*jira\s+issue\s+view\s"
@@ -41,7 +41,7 @@ _SPEC_LINE = re.compile(
     re.IGNORECASE,
 )
 _HEADING = re.compile(r"#{1,6}\s|[A-Z][A-Za-z &/-]{2,40}:$|[A-Z][A-Z &/-]{3,}$")
-_SPEC_HEADING = re.compile(r"goal|done|acceptance|criteria|constraint|requirement", re.I)
+_SPEC_HEADING = re.compile(r"goal|done|acceptance|criteria|constraint|requirement|spec", re.I)
 _UNDER = 3
 _EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
 _HANDLE = re.compile(r"\bwk[0-9a-f]{6,}\b")
@@ -91,8 +91,8 @@ def specs_of(
     mine = [f for f in rest if spec_item(f) in working][-(MAX_SPECS - 1) :]
     room = MAX_SPECS - 1 - len(mine)
     later = [f for f in rest if f not in mine]
-    kept = [*mine, *later[len(later) - min(room, len(later)) :]]
-    return (task, *(collapse(f, ITEM_SPEC_CHARS) for f in kept))
+    others = later[len(later) - min(room, len(later)) :]
+    return (task, *mine, *(collapse(f, ITEM_SPEC_CHARS) for f in others))
 
 
 def _key(entry: str) -> str:
@@ -156,14 +156,19 @@ def _part_of(text: str, item: str, ids: Sequence[str]) -> str:
 def _spec_lines(lines: list[str]) -> list[str]:
     """The first line, the headings, the lines that say what must hold, and the first
     lines under a goal / done / acceptance / constraint heading."""
-    kept: list[str] = []
+    kept: list[tuple[str, bool]] = []
     under = 0
     for index, line in enumerate(lines):
         heading = _HEADING.match(line) is not None
         if index == 0 or heading or under > 0 or _SPEC_LINE.search(line):
-            kept.append(line)
+            kept.append((line, heading and index > 0))
         under = _UNDER if heading and _SPEC_HEADING.search(line) else under - 1
-    return kept
+    # A heading with nothing kept under it says nothing.
+    return [
+        line
+        for at, (line, heading) in enumerate(kept)
+        if not heading or (at + 1 < len(kept) and not kept[at + 1][1])
+    ]
 
 
 def title_of(item: str, output: str) -> str | None:

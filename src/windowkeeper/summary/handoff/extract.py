@@ -131,7 +131,9 @@ def extract_state(
         unlisted=previous.unlisted,
         values=grouped_values(values, commits, (i.id for i in work.items)),
         commits=commits,
-        next_step=next_step(assistant, events, work.items, previous.next_step, errors),
+        next_step=next_step(
+            assistant, events, work.items, previous.next_step, errors, work.pending
+        ),
         last_action=relative_text(last_action(events, assistant), root) or previous.last_action,
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),

@@ -112,6 +112,7 @@ def next_step(
     items: Sequence[WorkItem],
     previous: str,
     errors: Sequence[OpenError] = (),
+    plan: Sequence[str] = (),
 ) -> str:
     """What the agent was about to do at compaction time (see the module docstring):
     its newest intent when no call followed it; else the step the newest actions call
@@ -126,7 +127,7 @@ def next_step(
     if open_items:
         derived: str | None = f"the newest todo item open: {collapse(open_items[0], 200)}"
     else:
-        derived = _from_state(events, items, errors)
+        derived = _from_state(events, items, errors, plan)
     if derived is None:
         if intent and rounds == 1:
             return f"Next ({STARTED_LABEL}): {intent}"
@@ -149,7 +150,10 @@ def _newest_intent(
 
 
 def _from_state(
-    events: Sequence[ToolEvent], items: Sequence[WorkItem], errors: Sequence[OpenError]
+    events: Sequence[ToolEvent],
+    items: Sequence[WorkItem],
+    errors: Sequence[OpenError],
+    plan: Sequence[str],
 ) -> str | None:
     """The step the state of the work calls for, or ``None`` when it calls for none."""
     last = events[-1]
@@ -160,6 +164,11 @@ def _from_state(
     item = working[-1] if working else None
     status = item_status(item) if item is not None else ""
     after = _after_tests(item, steps) if item is not None else ""
+    if plan and (item is None or status.endswith("not tested since")):
+        more = f" (then {len(plan) - 1} more: see Pending)" if len(plan) > 1 else ""
+        return f"the stated plan's next step: {plan[0]}{more}" + (
+            f"; then check the changes of {item.id}" + after if item is not None else ""
+        )
     if item is not None and status.endswith("not tested since"):
         changed = _changed_files(item)
         return f"check the changes of {item.id} ({changed}): no test ran after them" + after

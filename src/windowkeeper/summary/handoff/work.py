@@ -29,6 +29,7 @@ from .claims import specs_of
 from .fixes import FixLog, change_of, merged_fixed, what_failed
 from .items import ItemTracker, evidence_key, item_status
 from .model import WorkState
+from .plans import stated_plan
 from .progress import latest_results, newest_todos
 
 MAX_DONE, MAX_PLAN = 24, 6
@@ -194,7 +195,7 @@ def _from_events(
             f"Changed since the last passing test run: {', '.join(dedupe(edited)[-5:])}"
         )
     claims = _unverified_claims(assistant, last_test)
-    pending = _stated_plan(assistant) or list(previous.pending)
+    pending = stated_plan(assistant, events) or list(previous.pending)
     done = walk.done
     return WorkState(
         tuple(done[-MAX_DONE:]), tuple(claims), tuple(in_progress), tuple(pending[:MAX_PLAN]),
@@ -226,24 +227,6 @@ def _unverified_claims(
         if len(found) >= 3:
             break
     return dedupe(found)[:3]
-
-
-_PLAN_HEAD = re.compile(r"(?:next steps?|remaining|to do|todo|plan)\s*:?\s*$", re.IGNORECASE)
-
-
-def _stated_plan(assistant: Sequence[tuple[int, str]]) -> list[str]:
-    """The items of a plan list in the newest assistant text ("Next steps:" + a list)."""
-    if not assistant:
-        return []
-    lines = prose(assistant[-1][1][:6_000]).splitlines()
-    for index, line in enumerate(lines):
-        if _PLAN_HEAD.search(line.strip().strip("*#")):
-            items = [ln.strip() for ln in lines[index + 1 : index + 1 + MAX_PLAN]]
-            listed = [
-                re.sub(r"^(?:[-*+]|\d+[.)])\s+", "", ln) for ln in items if ln[:1] in "-*+123456789"
-            ]
-            return [collapse(i, 200) for i in listed if i]
-    return []
 
 
 def _from_todos(
