@@ -43,6 +43,8 @@ _SPEC_LINE = re.compile(
 _HEADING = re.compile(r"#{1,6}\s|[A-Z][A-Za-z &/-]{2,40}:$|[A-Z][A-Z &/-]{3,}$")
 _SPEC_HEADING = re.compile(r"goal|done|acceptance|criteria|constraint|requirement|spec", re.I)
 _UNDER = 3
+# Sections that explain rather than require: their lines are left out of a short excerpt.
+_ASIDE = re.compile(r"why|problem|background|context|motivation|history|rabbit", re.I)
 _EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
 _HANDLE = re.compile(r"\bwk[0-9a-f]{6,}\b")
 # A tracker's look-ups and listings show titles; its changes echo what they were given
@@ -91,8 +93,8 @@ def specs_of(
     mine = [f for f in rest if spec_item(f) in working][-(MAX_SPECS - 1) :]
     room = MAX_SPECS - 1 - len(mine)
     later = [f for f in rest if f not in mine]
-    others = later[len(later) - min(room, len(later)) :]
-    return (task, *mine, *(collapse(f, ITEM_SPEC_CHARS) for f in others))
+    shorter = [collapse(f, ITEM_SPEC_CHARS) for f in later[len(later) - min(room, len(later)) :]]
+    return (task, *mine, *shorter)
 
 
 def _key(entry: str) -> str:
@@ -157,12 +159,16 @@ def _spec_lines(lines: list[str]) -> list[str]:
     """The first line, the headings, the lines that say what must hold, and the first
     lines under a goal / done / acceptance / constraint heading."""
     kept: list[tuple[str, bool]] = []
-    under = 0
+    under, aside = 0, False
     for index, line in enumerate(lines):
         heading = _HEADING.match(line) is not None
-        if index == 0 or heading or under > 0 or _SPEC_LINE.search(line):
+        aside = _ASIDE.search(line) is not None if heading else aside
+        if index == 0 or heading or under > 0 or (_SPEC_LINE.search(line) and not aside):
             kept.append((line, heading and index > 0))
-        under = _UNDER if heading and _SPEC_HEADING.search(line) else under - 1
+        if heading:  # a heading ends the lines kept under the one before
+            under = _UNDER if _SPEC_HEADING.search(line) else 0
+        else:
+            under -= 1
     # A heading with nothing kept under it says nothing.
     return [
         line
