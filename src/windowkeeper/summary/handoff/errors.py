@@ -12,7 +12,7 @@ from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, last_line
 from ...analysis.resolution import OpenFailures
 from ...analysis.toolshapes import ToolAction, ToolKind
-from .fixes import what_failed
+from .fixes import first_error, what_failed
 from .model import OpenError
 from .text import shown_command
 
@@ -22,13 +22,18 @@ MAX_ERRORS = 5
 def open_errors(tracker: OpenFailures, carried: Sequence[OpenError]) -> tuple[OpenError, ...]:
     """The newest failures still open: the carried ones a later success did not resolve,
     then the turns' own."""
-    fresh = [_open_error(e) for e in tracker.events()]
+    fresh = [_open_error(e, tracker.replaced(e)) for e in tracker.events()]
     return tuple([*carried, *fresh][-MAX_ERRORS:])
 
 
-def _open_error(event: ToolEvent) -> OpenError:
+def _open_error(event: ToolEvent, before: Sequence[ToolEvent] = ()) -> OpenError:
     action = event.action
     lines = event_errors(event)[-6:] or [_last_line(event.result or "")]
+    # Whether the attempts before it changed the error (a reader asks "is it the same?").
+    error = first_error(event)
+    runs = 1 + sum(first_error(e) == error for e in before)
+    if runs > 1:
+        lines = [*lines, f"(the same error in {runs} runs of this step)"]
     if action.kind is ToolKind.SHELL and action.command:
         command = short_command(action.command, 200)
         return OpenError(shown_command(command), tuple(lines), event.exit_code, command)

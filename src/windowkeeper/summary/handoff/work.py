@@ -22,7 +22,7 @@ from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, prose
 from ...analysis.outputs import is_test_command, test_summary
-from ...analysis.resolution import OpenFailures, segments
+from ...analysis.resolution import OpenFailures, is_probe, segments
 from ...analysis.todos import TodoItem
 from ...analysis.toolshapes import ToolAction, ToolKind
 from .claims import specs_of
@@ -81,6 +81,8 @@ def _evidence(event: ToolEvent) -> str | None:
         return f"Committed {commit.group(1)}: {collapse(commit.group(2), 80)}"
     if is_read_only(action.command) or is_bookkeeping(action.command) or _staging(command):
         return None  # looks and bookkeeping (tracker reads and updates, chmod) are no work
+    if is_probe(action.command):
+        return None  # inline code that only looked
     if hidden_failure(event):
         return None  # its exit code was piped away and its output says it failed
     code = f"exit {event.exit_code}" if event.exit_code is not None else "no error reported"
