@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .events import ToolEvent
+from .events import ToolEvent, remembered
 from .facts import collapse
 from .gist import is_stub
 from .installs import missing_names
@@ -77,7 +77,12 @@ def _strip(step: str) -> str:
 
 def is_check_run(event: ToolEvent) -> str | None:
     """The check a finished shell call ran (``None``: none, or it runs in the
-    background and its output is not its result)."""
+    background and its output is not its result), computed once per event."""
+    found: str | None = remembered(event, "check_run", _check_run)
+    return found
+
+
+def _check_run(event: ToolEvent) -> str | None:
     command = event.action.command if event.action.kind is ToolKind.SHELL else None
     if not command or event.result is None or event.args.get("run_in_background") is True:
         return None

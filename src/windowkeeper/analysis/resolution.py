@@ -31,6 +31,7 @@ at every open failure (which made long sessions quadratic: failures × successes
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,17 +52,23 @@ _SUBCOMMAND = re.compile(r"[A-Za-z][\w-]*")
 _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 
-def segments(command: str) -> list[str]:
-    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
-    bodies are not steps), each normalized: words collapsed, leading environment
-    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``)."""
+@functools.lru_cache(maxsize=4_096)
+def _segments(command: str) -> tuple[str, ...]:
     lines = lines_of(command)[0] if "<<" in command else [command]
-    return [
+    return tuple(
         _ENV_PREFIX.sub("", " ".join(part.split()))
         for line in lines
         for part in _STEP_SEPARATORS.split(line)
         if part.strip()
-    ]
+    )
+
+
+def segments(command: str) -> list[str]:
+    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
+    bodies are not steps), each normalized: words collapsed, leading environment
+    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``); remembered
+    for the commands seen last."""
+    return list(_segments(command))
 
 
 def positional(command: str) -> tuple[str, list[str]]:

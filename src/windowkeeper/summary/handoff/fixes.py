@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ...analysis.checks import check_kind, check_result, is_check_run
+from ...analysis.checks import check_result, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
-from ...analysis.events import ToolEvent
+from ...analysis.events import ToolEvent, remembered
 from ...analysis.facts import collapse
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, last_line
@@ -77,7 +77,13 @@ def what_failed(event: ToolEvent, limit: int = 120) -> str:
 
 
 def change_of(event: ToolEvent) -> str | None:
-    """What a successful call changed, named for a fix (``None``: it changed nothing)."""
+    """What a successful call changed, named for a fix (``None``: it changed nothing),
+    computed once per event."""
+    found: str | None = remembered(event, "change", _change_of)
+    return found
+
+
+def _change_of(event: ToolEvent) -> str | None:
     if event.result is None or event.failed:
         return None
     action = event.action
@@ -85,7 +91,7 @@ def change_of(event: ToolEvent) -> str | None:
         verb = "wrote" if action.kind is ToolKind.WRITE else "edited"
         return f"{verb} {collapse(action.path, 100)}"
     command = action.command if action.kind is ToolKind.SHELL else None
-    if not command or is_read_only(command) or is_bookkeeping(command) or check_kind(command):
+    if not command or is_check_run(event) or is_read_only(command) or is_bookkeeping(command):
         return None
     return f"ran `{short_command(command, 60)}`"
 

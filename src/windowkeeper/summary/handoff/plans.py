@@ -9,10 +9,11 @@ the newest assistant texts counts (an older one is superseded by what came after
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
-from ...analysis.checks import check_kind
+from ...analysis.checks import is_check_run
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, prose
 from ...analysis.toolshapes import ToolKind
@@ -42,7 +43,8 @@ def stated_plan(assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent
     return []
 
 
-def _steps(text: str) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def _steps(text: str) -> tuple[str, ...]:
     lines = prose(text[:6_000]).splitlines()
     for index, line in enumerate(lines):
         if not _HEAD.search(line.strip().strip("*#")):
@@ -55,8 +57,8 @@ def _steps(text: str) -> list[str]:
             elif following.strip() and items:
                 break
         if len(items) >= 2:
-            return items
-    return []
+            return tuple(items)
+    return ()
 
 
 def _touched_after(events: Sequence[ToolEvent], position: int) -> set[str]:
@@ -83,7 +85,7 @@ def _ran_after(events: Sequence[ToolEvent], position: int) -> set[str]:
         command = event.action.command if event.action.kind is ToolKind.SHELL else None
         if event.position < position or not command or event.failed or event.result is None:
             continue
-        kind = check_kind(command)
+        kind = is_check_run(event)
         if kind:
             found.add(f":{kind}")
         for word, step in _COMMAND_STEPS:
