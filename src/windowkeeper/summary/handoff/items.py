@@ -23,6 +23,7 @@ from ...analysis.toolshapes import ToolKind
 from .claims import titled
 from .model import WorkItem
 from .quoting import inline_list, parse_list
+from .trail import commit_made
 
 ITEM_ID = re.compile(r"(?<![\w-])[A-Za-z]\w*-[\w.-]*\w|(?<![\w&#/])#\d{1,6}\b")
 _NUMBER = re.compile(r"(?<![\w.-])\d{1,6}(?![\w.-])")
@@ -30,7 +31,6 @@ _CLAIM_WORDS = re.compile(r"\b(?:in[_-]progress|claim(?:ed)?|start(?:ed)?|assign
 _TRACKER = re.compile(r"(?:bd|beads|gh|glab|jira|linear|tea|acli)\s")
 _CLOSE = re.compile(r"\b(?:close|done|resolve[ds]?)\b|--status[= ]?(?:closed|done)", re.I)
 _GH_NUMBERED = re.compile(r"(?:gh|glab)\s+(?:issue|pr|mr)\s+(\w+)\s+(?:[^|;&]*?\s)?#?(\d{1,6})\b")
-_COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
 _PUSHED = re.compile(r"^\s+(?:[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,}|\* \[new branch\])\s+\S+", re.M)
 _PR_URL = re.compile(r"https?://\S+/(?:pull|merge_requests)/(\d+)")
 _STATUSES = frozenset({"in-progress", "in_progress", "to-do", "won't-fix", "wont-fix"})
@@ -155,10 +155,10 @@ class ItemTracker:
         if is_bookkeeping(command):
             return False if event.failed else self._tracker(command, event)
         result = event.result or ""
-        commit = _COMMIT.search(result[:3_000]) if "commit" in command else None
+        commit = commit_made(event)
         attributed = False
-        if commit and not event.failed:
-            attributed = self._commit(commit.group(1), commit.group(2))
+        if commit:
+            attributed = self._commit(*commit)
         if not event.failed and "push" in command and _PUSHED.search(result):
             attributed = self._push() or attributed
         if attributed:

@@ -354,13 +354,17 @@ def merged_error_lines(previous: Sequence[str], new: Sequence[str]) -> tuple[str
 _COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
 
 
+def commit_made(event: ToolEvent) -> tuple[str, str] | None:
+    """(SHA, message) of the commit a successful command made (git prints
+    ``[branch 1a2b3c4] message``), else ``None``."""
+    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    if not command or "commit" not in command or not event.result or event.failed:
+        return None
+    match = _COMMIT.search(event.result[:3_000])
+    return (match.group(1), match.group(2)) if match else None
+
+
 def commits_of(events: Sequence[ToolEvent]) -> list[tuple[str, str]]:
     """(SHA, message) of each commit a successful command made, in order."""
-    found = []
-    for event in events:
-        command = event.action.command if event.action.kind is ToolKind.SHELL else None
-        if command and "commit" in command and event.result and not event.failed:
-            match = _COMMIT.search(event.result[:3_000])
-            if match:
-                found.append((match.group(1), collapse(match.group(2), 120)))
-    return found
+    made = [commit for event in events if (commit := commit_made(event))]
+    return [(sha, collapse(message, 120)) for sha, message in made]

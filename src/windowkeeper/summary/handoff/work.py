@@ -31,10 +31,10 @@ from .items import ItemTracker, evidence_key, item_status
 from .model import WorkState
 from .plans import stated_plan
 from .progress import latest_results, newest_todos
+from .trail import commit_made
 
 MAX_DONE, MAX_PLAN = 24, 6
 _FIXING = "Fixing the failure of"
-_COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
 # A sentence that asks, plans or checks claims nothing.
 _TENTATIVE = re.compile(
     r"[?:]$|\b(?:to see if|to check|to verify|whether|let me|let's|if (?:it|this|the))\b", re.I
@@ -76,9 +76,9 @@ def _evidence(event: ToolEvent) -> str | None:
             return None  # its exit code was piped away and its output says it failed
         summary = test_summary(event.result)
         return f"Tests passed: `{command}`" + (f" ({summary})" if summary else "")
-    commit = _COMMIT.search(event.result[:2_000]) if "commit" in action.command else None
+    commit = commit_made(event)
     if commit:
-        return f"Committed {commit.group(1)}: {collapse(commit.group(2), 80)}"
+        return f"Committed {commit[0]}: {collapse(commit[1], 80)}"
     if is_read_only(action.command) or is_bookkeeping(action.command) or _staging(command):
         return None  # looks and bookkeeping (tracker reads and updates, chmod) are no work
     if is_probe(action.command):
