@@ -38,6 +38,8 @@ _WRAPPER = re.compile(
 )
 
 
+_EXIT = re.compile(r"(?i)\[?(?:tool error\]\s*)?exit(?:ed)? (?:code|status):? -?\d+\]?")
+_FINDING = re.compile(r"[┃│| ]*\[[A-Z]\]\s+\S")
 _HINT = re.compile(r"(?i)(?:hint|note|help|tip):|\W*[\w ]{1,20}:\s*$")
 _TELLING = re.compile(
     r"(?i)\b(?:error|fatal|fail|ignored|denied|not found|cannot|can't|unable|invalid|refused"
@@ -60,7 +62,10 @@ def _telling_line(result: str) -> str:
     """Of an output without error lines, the last line that says what went wrong (hints
     aside), else its last line."""
     lines = [line.strip() for line in result[-3_000:].splitlines() if line.strip()]
-    lines = [line for line in lines if not _HINT.match(line)]
+    lines = [line for line in lines if not _HINT.match(line) and not _EXIT.fullmatch(line)]
+    finding = next((line for line in lines if _FINDING.match(line)), None)
+    if finding:  # a linter's first finding says what it objected to
+        return finding.lstrip("┃│| ")
     for line in reversed(lines):
         if _TELLING.search(line):
             return line

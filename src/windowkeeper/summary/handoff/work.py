@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ...analysis.checks import check_passed, hidden_failure
+from ...analysis.checks import check_passed, hidden_failure, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, prose
@@ -196,7 +196,7 @@ def _from_events(
         in_progress.append(
             f"Changed since the last passing test run: {', '.join(dedupe(edited)[-5:])}"
         )
-    claims = _unverified_claims(assistant, last_test)
+    claims = _unverified_claims(assistant, last_test, events)
     pending = stated_plan(assistant, events) or list(previous.pending)
     done = walk.done
     return WorkState(
@@ -216,12 +216,17 @@ def _earlier(
 
 
 def _unverified_claims(
-    assistant: Sequence[tuple[int, str]], last_test: ToolEvent | None
+    assistant: Sequence[tuple[int, str]], last_test: ToolEvent | None, events: Sequence[ToolEvent]
 ) -> list[str]:
-    """Completion claims of the newest assistant texts with no passing test after them."""
+    """Completion claims of the newest assistant texts that no result backs: neither a
+    passing test after them, nor a passing check, commit or push right before them (with
+    no change in between)."""
     found: list[str] = []
+    backed = _backed_positions(events)
     for position, text in reversed(assistant[-6:]):
         if last_test is not None and not last_test.failed and last_test.position > position:
+            continue
+        if position in backed:
             continue
         for sentence in item_sentences(" ".join(prose(text[:4_000]).split())):
             if _CLAIM.search(sentence) and not _TENTATIVE.search(sentence):
@@ -229,6 +234,23 @@ def _unverified_claims(
         if len(found) >= 3:
             break
     return dedupe(found)[:3]
+
+
+def _backed_positions(events: Sequence[ToolEvent]) -> set[int]:
+    """The positions of texts a result right before them backs: after a passing check,
+    a commit or a push, until the next change."""
+    backed: set[int] = set()
+    since: int | None = None
+    for event in events:
+        command = event.action.command or ""
+        if change_of(event) and not commit_made(event) and " push" not in f" {command}":
+            since = None
+        proof = (is_check_run(event) and check_passed(event)) or commit_made(event)
+        if proof or (not event.failed and event.result and re.search(r"\bgit\s+push\b", command)):
+            since = event.position
+        if since is not None:
+            backed.update(range(since, event.position + 2))
+    return backed
 
 
 def _from_todos(
