@@ -307,3 +307,21 @@ def test_a_stated_plan_keeps_the_steps_no_later_change_did() -> None:
             *bash("t", "mix test", "3 tests, 0 failures\n" + OK),
             *bash("c", "git commit -am x", "[main 1a2b3c4] x\n" + OK)]  # fmt: skip
     assert state_of(done).work.pending == ()
+
+
+def test_a_failed_probe_is_moved_past_and_a_repeated_error_is_said_so() -> None:
+    """Inline code that only looked and failed is no open error once the agent changed
+    something; an error that came back after an attempt to fix it says so."""
+    probe = bash(
+        "p",
+        "head -c 500 t.jsonl | python3 -c 'import json,sys; json.load(sys.stdin)'",
+        "json.decoder.JSONDecodeError: Unterminated string\n<returncode>1</returncode>",
+    )
+    looked = state_of([user("Check it."), *probe, *bash("l", "ls", "t.jsonl\n" + OK)])
+    assert len(looked.errors) == 1  # a look is no change
+    assert state_of([user("Check it."), *probe, *edit("e", "/r/a.py")]).errors == ()
+    value = "ValueError: not scalar\n<returncode>1</returncode>"
+    runs = [user("Fix it."), *bash("r1", "python repro.py", value), *edit("e", "/r/h.py"),
+            *bash("r2", "python repro.py", value)]  # fmt: skip
+    (error,) = state_of(runs).errors
+    assert error.lines == ("ValueError: not scalar", "(the same error in 2 runs of this step)")
