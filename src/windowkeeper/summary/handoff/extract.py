@@ -40,7 +40,9 @@ from .work import work_state
 from .workpaths import relative, relative_text
 
 NOTES_CHARS = 3_000
-OPENING_CHARS = 300
+OPENING_CHARS = 500
+"""A task kept in the head is excerpted by its head, up to this length (not its tail:
+harnesses append their own instructions there, which are not the user's)."""
 
 
 @dataclass(frozen=True)
@@ -199,12 +201,12 @@ def _unshown(lines: tuple[str, ...], errors: tuple[OpenError, ...]) -> tuple[str
 
 
 def _opening(head: Analysis | None) -> str:
-    """The opening of the task the head keeps verbatim (for the handoff read alone)."""
+    """An excerpt of the task the head keeps verbatim (for the handoff read alone)."""
     turns = user_turns(head.facts) if head is not None else []
     if not turns:
         return ""
     text = turns[0].text.strip()
-    return text if len(text) <= OPENING_CHARS else text[: OPENING_CHARS - 1].rstrip() + "…"
+    return text if len(text) <= OPENING_CHARS else text[: OPENING_CHARS - 1].rstrip() + " […]"
 
 
 @dataclass(frozen=True)

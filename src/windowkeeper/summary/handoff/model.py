@@ -118,7 +118,7 @@ class HandoffState:
     """The id of the newest tool call this state already counts (the turns kept verbatim
     after the handoff included): the next compaction counts only the calls after it."""
     task_opening: str = ""
-    """The opening of the task when the task itself is kept verbatim in the head (so the
+    """An excerpt of the task when the task itself is kept verbatim in the head (so the
     handoff read alone still says what the work is); recomputed, never carried."""
     error_lines: tuple[str, ...] = ()
     notes: str = ""
