@@ -325,3 +325,16 @@ def test_a_failed_probe_is_moved_past_and_a_repeated_error_is_said_so() -> None:
             *bash("r2", "python repro.py", value)]  # fmt: skip
     (error,) = state_of(runs).errors
     assert error.lines == ("ValueError: not scalar", "(the same error in 2 runs of this step)")
+
+
+def test_an_error_carried_from_the_previous_handoff_is_listed_fixed_when_resolved() -> None:
+    failing = [
+        user("Fix the build."),
+        *bash("b1", "make build", "error: bad\n<returncode>2</returncode>"),
+    ]
+    body = render(state_of(failing))
+    state = state_of([*edit("e", "/r/Makefile"), *bash("b2", "make build", "built\n" + OK)], body)
+    assert state.errors == ()
+    assert state.work.fixed == (
+        "`make build` exit 2: error: bad → `make build` then passed (built)",
+    )

@@ -12,11 +12,12 @@ from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, last_line
 from ...analysis.resolution import OpenFailures
 from ...analysis.toolshapes import ToolAction, ToolKind
-from .fixes import first_error, what_failed
+from .fixes import FixLog, first_error, what_failed
 from .model import OpenError
 from .text import shown_command
 
 MAX_ERRORS = 5
+_SAME = "(the same error in"
 
 
 def open_errors(tracker: OpenFailures, carried: Sequence[OpenError]) -> tuple[OpenError, ...]:
@@ -33,7 +34,7 @@ def _open_error(event: ToolEvent, before: Sequence[ToolEvent] = ()) -> OpenError
     error = first_error(event)
     runs = 1 + sum(first_error(e) == error for e in before)
     if runs > 1:
-        lines = [*lines, f"(the same error in {runs} runs of this step)"]
+        lines = [*lines, f"{_SAME} {runs} runs of this step)"]
     if action.kind is ToolKind.SHELL and action.command:
         command = short_command(action.command, 200)
         return OpenError(shown_command(command), tuple(lines), event.exit_code, command)
@@ -46,19 +47,27 @@ def _last_line(result: str) -> str:
     return stub_error(result) if is_stub(result) else last_line(result)
 
 
-def still_open(carried: Sequence[OpenError], events: Sequence[ToolEvent]) -> list[OpenError]:
+def still_open(
+    carried: Sequence[OpenError], events: Sequence[ToolEvent]
+) -> tuple[list[OpenError], list[str]]:
     """The previous handoff's open errors that no event of these turns resolved (each
-    carried error stands in for its failure, of the kind of call that failed)."""
+    carried error stands in for its failure, of the kind of call that failed), and the
+    "fixed along the way" entries of those that one did."""
     if not carried:
-        return []
+        return [], []
     tracker = OpenFailures()
+    fixes = FixLog(tracker)
     pseudo = [_pseudo(error) for error in carried]
     for event in pseudo:
         tracker.add(event)
-    for event in events:
-        tracker.add(event)
+    for index, event in enumerate(events):
+        fixes.seen(index, event)
+        resolved = tracker.add(event)
+        if resolved:
+            fixes.resolved(event, resolved)
     alive = {id(e) for e in tracker.events()}
-    return [error for error, event in zip(carried, pseudo, strict=True) if id(event) in alive]
+    kept = [error for error, event in zip(carried, pseudo, strict=True) if id(event) in alive]
+    return kept, fixes.fixed
 
 
 def _pseudo(error: OpenError) -> ToolEvent:
@@ -70,4 +79,5 @@ def _pseudo(error: OpenError) -> ToolEvent:
         name = word if kind is ToolKind.OTHER else "carried"
         path = target if kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT) else None
         action = ToolAction(name, kind, target or error.what, path=path)
-    return ToolEvent(-1, action, {}, "\n".join(error.lines), error.exit_code, True)
+    lines = [line for line in error.lines if not line.startswith(_SAME)]
+    return ToolEvent(-1, action, {}, "\n".join(lines), error.exit_code, True)

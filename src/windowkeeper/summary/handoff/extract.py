@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from ...analysis.events import Analysis, ToolEvent
 from .decide import decisions, focus_words
 from .errors import open_errors, still_open
+from .fixes import merged_fixed
 from .model import HandoffState, OpenError, Quote
 from .parse import parse_state
 from .progress import last_action, next_step
@@ -113,7 +114,9 @@ def extract_state(
     root = _root(repository_root(files, cwds[-1] or base), previous.root)
     listed, counts = commands_of(trail)
     commits = merged_commits(previous.commits, commits_of(events))
-    errors = open_errors(tracker, still_open(previous.errors, events))
+    carried, fixed = still_open(previous.errors, events)
+    errors = open_errors(tracker, carried)
+    work = replace(work, fixed=merged_fixed(work.fixed, fixed))
     values = merged_values(
         previous.values, values_of(trail, said.texts, [t for _, t in summarized_texts])
     )

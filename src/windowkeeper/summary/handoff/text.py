@@ -263,4 +263,5 @@ _RENDERERS: dict[str, Callable[[HandoffState, Shown], str]] = dict(
         strict=True,
     )
 )  # fmt: skip
-_ALWAYS = frozenset({"Task", "Work State"})
+# Said even when empty: "no open error" is an answer a reader needs.
+_ALWAYS = frozenset({"Task", "Work State", "Open Errors"})
