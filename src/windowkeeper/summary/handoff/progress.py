@@ -30,6 +30,7 @@ _INTENT = re.compile(
 )
 INTENT_LABEL = "the agent's newest stated intent; no call followed it yet"
 DERIVED_LABEL = "derived at compaction time from the newest actions"
+_OPEN = "resolve the open failure of "
 STARTED_LABEL = "the agent's newest stated intent; its last calls may have done part of it"
 
 
@@ -128,6 +129,10 @@ def next_step(
         derived: str | None = f"the newest todo item open: {collapse(open_items[0], 200)}"
     else:
         derived = _from_state(events, items, errors, plan)
+    if derived is not None and derived.startswith(_OPEN) and intent and rounds == 1:
+        # The agent was looking into something when the turns ended: its words say what;
+        # the open failure stays what the looking is for.
+        return f"Next ({STARTED_LABEL}): {intent} (still open: {derived[len(_OPEN) :]})"
     if derived is None:
         if intent and rounds == 1:
             return f"Next ({STARTED_LABEL}): {intent}"
@@ -174,7 +179,7 @@ def _from_state(
         return f"check the changes of {item.id} ({changed}): no test ran after them" + after
     if errors:
         what = errors[-1].what
-        return f"resolve the open failure of {what} (see Open Errors), then run it again"
+        return f"{_OPEN}{what} (see Open Errors), then run it again"
     if item is None:
         return None
     if status.endswith("checks failing"):
