@@ -99,58 +99,92 @@ def extract_state(
     events count as the oldest of the trail (its user words stay verbatim there).
     """
     said = _user_side(analysis, previous, placement)
-    summarized = _events(analysis)
-    tail_events = _events(tail, len(analysis.facts))
-    every = [*summarized, *tail_events]
-    events = _after(every, previous.covered)
-    head_events = _events(head) if head is not None else []
-    trail = [*head_events, *summarized]
-    summarized_texts = _assistant_texts(analysis)
-    assistant = [*summarized_texts, *_assistant_texts(tail, len(analysis.facts))]
-    first = not previous.covered  # the head's look-ups count for the task's spec once
-    work, tracker = work_state(events, assistant, previous.work, head_events if first else ())
-    cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
-    files, base = _file_map(previous, trail, tail_events, cwds)
-    root = _root(repository_root(files, cwds[-1] or base), previous.root)
-    listed, counts = commands_of(trail)
-    commits = merged_commits(previous.commits, commits_of(events))
-    carried, fixed = still_open(previous.errors, events)
-    errors = open_errors(tracker, carried)
-    work = replace(work, fixed=merged_fixed(work.fixed, fixed))
-    values = merged_values(
-        previous.values, values_of(trail, said.texts, [t for _, t in summarized_texts])
-    )
-    return HandoffState(
-        task=said.task,
-        task_in_head=said.task_in_head,
-        task_opening=_opening(head) if said.task_in_head else "",
-        request=said.request,
-        request_restated=placement.restated,
-        users=said.users,
+    turns = _turns(analysis, tail, head, previous.covered)
+    trail = _trail_state(previous, turns, said.texts, focus)
+    state = replace(
+        trail, task=said.task, task_in_head=said.task_in_head,
+        task_opening=_opening(head) if said.task_in_head else "", request=said.request,
+        request_restated=placement.restated, users=said.users,
         constraints=merged_constraints(previous.constraints, said.constraints),
-        work=relative(work, root),
-        errors=errors,
-        decisions=decisions(summarized_texts, previous.decisions, focus_words(focus)),
-        root=root,
+    )  # fmt: skip
+    return _status(state, previous, turns)
+
+
+@dataclass(frozen=True)
+class _Turns:
+    """The tool events and assistant texts one compaction reads."""
+
+    every: list[ToolEvent]
+    """The summarized turns' events, then the tail's."""
+    events: list[ToolEvent]
+    """Of ``every``, those after the call the previous handoff counted last."""
+    trail: list[ToolEvent]
+    """The head's events, then the summarized turns'."""
+    head: list[ToolEvent]
+    kept: list[ToolEvent]
+    """The tail's events."""
+    summarized_texts: list[tuple[int, str]]
+    assistant: list[tuple[int, str]]
+    """The summarized turns' assistant texts, then the tail's."""
+
+
+def _turns(
+    analysis: Analysis, tail: Analysis | None, head: Analysis | None, covered: str
+) -> _Turns:
+    summarized = _events(analysis)
+    kept = _events(tail, len(analysis.facts))
+    head_events = _events(head) if head is not None else []
+    texts = _assistant_texts(analysis)
+    return _Turns(
+        [*summarized, *kept], _after([*summarized, *kept], covered),
+        [*head_events, *summarized], head_events, kept, texts,
+        [*texts, *_assistant_texts(tail, len(analysis.facts))],
+    )  # fmt: skip
+
+
+def _trail_state(
+    previous: HandoffState, turns: _Turns, user_texts: list[str], focus: str | None
+) -> HandoffState:
+    """The trail of the summarized turns merged with the previous one: files (the tail's
+    too), root, values, commands, error lines, environment, decisions."""
+    trail = turns.trail
+    cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
+    files, base = _file_map(previous, trail, turns.kept, cwds)
+    listed, counts = commands_of(trail)
+    texts = [t for _, t in turns.summarized_texts]
+    return HandoffState(
+        decisions=decisions(turns.summarized_texts, previous.decisions, focus_words(focus)),
+        root=_root(repository_root(files, cwds[-1] or base), previous.root),
         files=files,
         unlisted=previous.unlisted,
-        values=grouped_values(values, commits, (i.id for i in work.items)),
-        commits=commits,
-        next_step=next_step(
-            assistant, events, work.items, previous.next_step, errors, work.pending
-        ),
-        last_action=relative_text(last_action(events, assistant), root) or previous.last_action,
+        values=merged_values(previous.values, values_of(trail, user_texts, texts)),
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=_unshown(
-            merged_error_lines(previous.error_lines, error_lines_of(trail, said.texts)), errors
-        ),
+        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, user_texts)),
         earlier_commands=previous.earlier_commands,
         environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
-        covered=next((e.call_id for e in reversed(every) if e.result is not None), "")
-        or previous.covered,
     )
+
+
+def _status(state: HandoffState, previous: HandoffState, turns: _Turns) -> HandoffState:
+    """``state`` with where the work stands at compaction time (the tail included)."""
+    events, assistant, root = turns.events, turns.assistant, state.root
+    first = not previous.covered  # the head's look-ups count for the task's spec once
+    work, tracker = work_state(events, assistant, previous.work, turns.head if first else ())
+    carried, fixed = still_open(previous.errors, events)
+    errors = open_errors(tracker, carried)
+    work = replace(work, fixed=merged_fixed(work.fixed, fixed))
+    commits = merged_commits(previous.commits, commits_of(events))
+    last = relative_text(last_action(events, assistant), root) or previous.last_action
+    step = next_step(assistant, events, work.items, previous.next_step, errors, work.pending)
+    return replace(
+        state, work=relative(work, root), errors=errors, commits=commits, next_step=step,
+        last_action=last, values=grouped_values(state.values, commits, (i.id for i in work.items)),
+        error_lines=_unshown(state.error_lines, errors),
+        covered=next((e.call_id for e in reversed(turns.every) if e.result is not None), "")
+        or previous.covered,
+    )  # fmt: skip
 
 
 def _file_map(

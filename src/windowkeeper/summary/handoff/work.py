@@ -22,7 +22,8 @@ from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, prose
 from ...analysis.outputs import is_test_command, test_summary
-from ...analysis.resolution import OpenFailures, is_probe, segments
+from ...analysis.probes import is_probe
+from ...analysis.resolution import OpenFailures, segments
 from ...analysis.todos import TodoItem
 from ...analysis.toolshapes import ToolAction, ToolKind
 from .claims import specs_of
