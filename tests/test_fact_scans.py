@@ -19,8 +19,8 @@ from windowkeeper.analysis.facts import collapse, dedupe, sentences
 from windowkeeper.analysis.identifiers import text_identifiers
 from windowkeeper.analysis.outputs import error_lines, is_test_command
 from windowkeeper.analysis.toolshapes import exit_code, shorten
-from windowkeeper.summary.handoff.work import _DECISION as DECISION
-from windowkeeper.summary.handoff.work import MAX_DECISIONS, decisions
+from windowkeeper.summary.handoff.decide import _DECISION as DECISION
+from windowkeeper.summary.handoff.decide import MAX_DECISIONS, decisions
 
 _PIECES = [
     " ", "\n", "\t", "-", ".", ":", "#", "/", "_", "=", "'", "x", "A", "é", "ı", "ſ", "İ",
@@ -142,7 +142,9 @@ _DECISION_PHRASES = [
     "the fix will be", "root cause", "I'll use", "I will go with", "we'll switch",
     "we will keep", "let's avoid", "let's replace", "going with", "opted", "chose", "chosen",
     "the bug is", "the problem was", "the issue lives", "the culprit is", "turns out",
-    "so only",
+    "so only", "because", "doesn't support", "does not support", "not supported",
+    "will fail", "would fail", "the reason is", "workaround", "I need to rewrite",
+    "we need to switch",
 ]  # fmt: skip
 
 

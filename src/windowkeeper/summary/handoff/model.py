@@ -48,15 +48,36 @@ class Command:
 
 
 @dataclass(frozen=True)
+class WorkItem:
+    """A work item the agent acted on (a tracker id, an issue or pull request number):
+    its title from the output that showed it, and the evidence of what happened to it,
+    oldest first (``claimed``, ``edited a.ex ×2``, ``tests passed: …``, ``closed``,
+    ``committed 1a2b3c4``, ``pushed``)."""
+
+    id: str
+    title: str = ""
+    evidence: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class WorkState:
     """Subtasks by state. ``done`` items carry their evidence; ``unverified`` are claims
-    without evidence; ``earlier`` counts done work condensed out of the list."""
+    without evidence; ``earlier`` counts done work condensed out of the list.
+
+    ``items`` are the work items (grouped evidence); ``latest`` the newest result of each
+    test / lint / build target (newest last); ``fixed`` the errors a later result
+    resolved, each with its fix; ``specs`` the excerpts of the outputs that define the
+    work."""
 
     done: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
     in_progress: tuple[str, ...] = ()
     pending: tuple[str, ...] = ()
     earlier: tuple[tuple[str, int], ...] = ()
+    items: tuple[WorkItem, ...] = ()
+    latest: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    specs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,8 +99,14 @@ class HandoffState:
     root: str = ""
     files: tuple[tuple[str, str], ...] = ()
     """(path, status) with status ``created``, ``modified``, ``deleted`` or ``read``."""
+    unlisted: tuple[tuple[str, int], ...] = ()
+    """(status, count) of files an earlier handoff no longer listed for space."""
     values: tuple[str, ...] = ()
+    commits: tuple[tuple[str, str], ...] = ()
+    """(SHA, message) of the commits the agent made, oldest first."""
     next_step: str = ""
+    last_action: str = ""
+    """The newest call at compaction time and the agent's words that led to it."""
     commands: tuple[Command, ...] = ()
     read_only: tuple[tuple[str, int], ...] = ()
     """Read-only commands by program, counted instead of listed."""
@@ -87,6 +114,12 @@ class HandoffState:
     """Commands that ran before the listed ones (counted, not listed)."""
     environment: tuple[tuple[str, str], ...] = ()
     """Working directory, git branch, background processes (label, value)."""
+    covered: str = ""
+    """The id of the newest tool call this state already counts (the turns kept verbatim
+    after the handoff included): the next compaction counts only the calls after it."""
+    task_opening: str = ""
+    """An excerpt of the task when the task itself is kept verbatim in the head (so the
+    handoff read alone still says what the work is); recomputed, never carried."""
     error_lines: tuple[str, ...] = ()
     notes: str = ""
     """An earlier summary in a form this state does not know (another summarizer's)."""
