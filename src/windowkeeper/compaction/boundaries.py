@@ -195,4 +195,9 @@ def tail_cut(
             start = align_back(messages, answer)
             if sum(costs[start:]) <= ceiling:
                 cut = start
-    return TailCut(max(cut, align_forward(messages, head)), restated)
+    cut = max(cut, align_forward(messages, head))
+    if restated is None:
+        # The cut may have moved onto a text-less send after the first look (to keep the
+        # newest user message): the written request it continues must then be restated.
+        restated = _written_request(messages, head, user, cut)
+    return TailCut(cut, restated)
