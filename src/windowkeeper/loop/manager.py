@@ -43,9 +43,9 @@ from .hooks import (
 from .overflow import Overflow, OverflowKind, classify, lighter_images
 from .recovery import (
     Attempt,
+    Evidence,
     exhausted_error,
     floor_tokens,
-    retry_unchanged,
     target_tokens,
     with_tier_limit,
 )
@@ -90,6 +90,7 @@ class ContextManager:
         self.last_prompt_tokens = 0
         self.awaiting_real_usage = False
         self._attempt: Attempt | None = None  # the turn's last recovery attempt
+        self._evidence = Evidence()  # what answers and refusals showed of the window
         self.last_receipt: Receipt | None = None
         """The receipt of the newest completed compaction (a new object for each)."""
         compressor = self._compressor
@@ -174,6 +175,7 @@ class ContextManager:
         if prompt <= 0:
             return messages  # no real figure: the next preflight estimates instead
         self.last_prompt_tokens = prompt
+        self._evidence.answered_with(self.estimate(messages))
         if prompt < self.threshold:
             self.events.reset()
             return messages
@@ -187,20 +189,16 @@ class ContextManager:
         attempt aims lower than the rejected request (see :mod:`~windowkeeper.loop.recovery`).
         """
         tokens = self.estimate(messages)
-        overflow = classify(
-            error,
-            session_tokens=tokens,
-            context_length=self.context_length,
-            message_count=len(messages),
-        )
+        overflow = classify(error, session_tokens=tokens, context_length=self.context_length,
+                            message_count=len(messages))  # fmt: skip
         if overflow is None:
             raise error
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
         if attempt <= 1:
             self._attempt = None
         reserve = self.context_length - self.window
-        if retry_unchanged(overflow, tokens, reserve=reserve, attempt=attempt):
-            return messages  # it fits by the error's own figures: a transient fault
+        if self._evidence.retry(overflow, tokens, reserve=reserve, attempt=attempt):
+            return messages  # the evidence says it fits: a transient fault
         if attempt > self.max_attempts:
             why = f"after {self.max_attempts} attempts"
             raise exhausted_error(why, self._attempt, tokens) from error
@@ -355,8 +353,9 @@ class ContextManager:
         target = target_tokens(
             overflow, tokens, floor, window=self.window, reserve=reserve,
             remaining=self.max_attempts - attempt + 1, previous=self._attempt,
+            answered=self._evidence.answered,
         )  # fmt: skip
-        self._attempt = Attempt(tokens, target, floor, overflow.limit)
+        self._attempt = Attempt(tokens, target, floor, overflow.limit, self.context_length)
         if target < self.window:
             self._set_context_length(target + reserve)
         return overflow
@@ -383,6 +382,9 @@ class ContextManager:
             out = self._lighter_images(messages, None)
         if out is messages or self.estimate(out) >= self.window:
             out = self._cut_to_window(out, self.estimate(out))[0]
+        if out is messages and self._attempt and self._evidence.last_hope(overflow, attempt):
+            self.engine.update_model(context_length=self._attempt.context_length)  # unlearned
+            return messages
         if out is messages:
             why = "it cannot be compressed further"
             raise exhausted_error(why, self._attempt, tokens) from error
