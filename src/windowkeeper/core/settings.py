@@ -108,6 +108,8 @@ class CompressionSettings(_Section):
     hygiene_threshold: Annotated[float, Field(ge=0.10, le=0.99)] = _DEFAULTS.hygiene_threshold
     hygiene_hard_message_limit: Positive = _DEFAULTS.hygiene_hard_message_limit
     max_attempts: Positive = _DEFAULTS.max_attempts
+    background: bool | None = _DEFAULTS.background
+    background_ratio: Annotated[float, Field(gt=0, lt=1)] = _DEFAULTS.background_ratio
     cache_prices: dict[str, CachePriceRow] = Field(
         default_factory=lambda: {
             name: CachePriceRow(read=row.read, write=row.write)

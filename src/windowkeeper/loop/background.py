@@ -1,0 +1,238 @@
+"""Background compaction around an agent's requests (design §4): the jobs and their pool.
+
+A session has at most one job at a time (:class:`SessionBackground`); every session of a
+process shares one bounded pool of daemon worker threads (:class:`Workers`), so a burst
+of sessions never starts more summaries at once than the pool allows, and a process that
+exits never waits for a summary nobody needs. Both drivers of the turn machine use the
+same jobs: the sync one blocks on a job's future, the async one awaits it, and neither
+runs the job on its own thread or event loop.
+
+A job's life: started at the soft mark (the request goes out unchanged) → running →
+done with a :class:`~windowkeeper.engine.prepared.PreparedCompaction` or a
+:class:`~windowkeeper.core.report.DiscardReason` → taken at the trigger (applied or
+discarded by the manager) or dropped (a foreground compaction superseded it, the session
+was reset). A job still queued when the trigger is crossed is cancelled (``not_started``)
+rather than waited for behind other sessions' jobs.
+
+With a :class:`Sharing` (the gateway's store) a job runs under the session's lease and
+publishes its result, and a session without a job of its own may take one another
+process prepared.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from ..core.messages import Message
+from ..core.report import DiscardReason
+from ..engine.background import BackgroundCompaction
+from ..engine.prepared import PreparedCompaction
+
+__all__ = (
+    "DEFAULT_WORKERS",
+    "Job",
+    "Outcome",
+    "SessionBackground",
+    "Sharing",
+    "Workers",
+    "shared_workers",
+)
+
+log = logging.getLogger("windowkeeper.loop.background")
+
+T = TypeVar("T")
+Outcome = PreparedCompaction | DiscardReason
+Work = Callable[[], Outcome]
+
+DEFAULT_WORKERS = 4
+"""Background compactions running at once in a process, across all its sessions."""
+
+
+class Workers:
+    """A bounded pool of daemon threads: at most ``workers`` jobs run at once and at most
+    ``backlog`` (default: as many) wait for a thread; :meth:`submit` refuses the rest."""
+
+    def __init__(self, workers: int = DEFAULT_WORKERS, backlog: int | None = None) -> None:
+        self.workers = max(1, workers)
+        self.capacity = self.workers + (self.workers if backlog is None else max(0, backlog))
+        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]]]
+        self._queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[[], T]) -> Future[T] | None:
+        """Run ``fn`` on a worker; ``None`` when the pool is full."""
+        with self._lock:
+            if self._pending >= self.capacity:
+                return None
+            self._pending += 1
+            if len(self._threads) < min(self.workers, self._pending):
+                thread = threading.Thread(target=self._work, name="windowkeeper-bg", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        future: Future[T] = Future()
+        self._queue.put((future, fn))  # type: ignore[arg-type]
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, fn = self._queue.get()
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(fn())
+                    # A job is library code around a user's summarizer: whatever it
+                    # raises is the job's outcome (a discarded preparation), never a
+                    # dead worker.
+                    except BaseException as exc:
+                        future.set_exception(exc)
+            finally:
+                with self._lock:
+                    self._pending -= 1
+
+
+_shared: Workers | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_workers() -> Workers:
+    """The process's default pool (created on first use)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Workers()
+        return _shared
+
+
+class Sharing(Protocol):
+    """Where a session's prepared compaction is shared with other processes (the
+    gateway's store). Methods other than :meth:`preparer` may block on I/O."""
+
+    def preparer(self) -> Callable[[Work], Outcome]:
+        """Bound now, on the request path and without I/O, to the session as it is
+        stored: runs a preparation (in the worker) under the session's lease and
+        publishes its result; ``claimed`` when another process holds the lease."""
+
+    def fetch(self) -> Outcome | None:
+        """A compaction another process prepared for the session as it stands now;
+        ``claimed`` while another process is preparing one; ``None`` otherwise."""
+
+    def settled(self, prepared: PreparedCompaction, reason: DiscardReason | None) -> None:
+        """``prepared`` was applied (``reason`` ``None``) or discarded."""
+
+
+@dataclass
+class Job:
+    """One preparation: its future, the history length it was started on, when, and
+    the session's compaction count then (a later compaction supersedes it)."""
+
+    future: Future[Outcome]
+    length: int
+    started: float
+    compactions: int
+    reported: bool = False
+
+
+class SessionBackground:
+    """One session's background compaction (see the module docstring)."""
+
+    def __init__(
+        self,
+        workers: Workers | None = None,
+        sharing: Sharing | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.workers = workers
+        self.sharing = sharing
+        self.clock = clock
+        self.job: Job | None = None
+
+    def start(
+        self, engine: BackgroundCompaction, messages: Sequence[Message], compactions: int
+    ) -> bool:
+        """Start preparing a compaction of ``messages`` as they stand (at the soft mark);
+        False when a job exists already or the pool is full."""
+        if self.job is not None:
+            return False
+        snapshot = list(messages)  # the caller keeps appending to its own list
+
+        def work() -> Outcome:
+            return engine.prepare(snapshot)
+
+        task: Work = work
+        if self.sharing is not None:
+            run = self.sharing.preparer()
+
+            def task() -> Outcome:
+                return run(work)
+
+        future = (self.workers or shared_workers()).submit(task)
+        if future is None:
+            log.debug("background pool full; this session compacts in the foreground")
+            return False
+        self.job = Job(future, len(snapshot), self.clock(), compactions)
+        return True
+
+    def finished(self) -> Outcome | None:
+        """The outcome of a job that finished since the last call (reported once)."""
+        job = self.job
+        if job is None or job.reported or not job.future.done():
+            return None
+        job.reported = True
+        return _outcome(job.future)
+
+    def pending(self, length: int) -> Future[Outcome] | None:
+        """The job the trigger should wait for: one that is running on a history no
+        longer than ``length``. A job still queued is cancelled instead (it would wait
+        behind other sessions' jobs); a finished one needs no wait."""
+        job = self.job
+        if job is None or job.future.done() or job.length > length:
+            return None
+        if job.future.cancel():
+            return None
+        return job.future
+
+    def take(self, length: int) -> Outcome | None:
+        """At the trigger, after :meth:`pending`'s wait: the job's outcome (the job is
+        consumed), else what another process prepared; ``None`` when nothing was."""
+        job, self.job = self.job, None
+        if job is not None:
+            if job.future.cancelled():
+                return DiscardReason.NOT_STARTED
+            if job.length > length or not job.future.done():
+                return DiscardReason.EDITED
+            return _outcome(job.future)
+        return self.sharing.fetch() if self.sharing is not None else None
+
+    def supersede(self, compactions: int) -> DiscardReason | None:
+        """A foreground compaction completed: a job started before it is dropped (its
+        thread finishes on its own); ``superseded`` when there was one."""
+        job = self.job
+        if job is None or job.compactions >= compactions:
+            return None
+        self.job = None
+        job.future.cancel()
+        return DiscardReason.SUPERSEDED
+
+    def forget(self) -> None:
+        """Drop the job without a word (the session was replaced from elsewhere)."""
+        if self.job is not None:
+            self.job.future.cancel()
+        self.job = None
+
+
+def _outcome(future: Future[Outcome]) -> Outcome:
+    try:
+        return future.result()
+    # The job's own failure (its summarizer's, a store's): the preparation is discarded.
+    except Exception as exc:
+        log.warning("background compaction failed: %s: %s", type(exc).__name__, exc)
+        return DiscardReason.FAILED
