@@ -207,7 +207,7 @@ class SessionBackground:
         if job is not None:
             if job.future.cancelled():
                 return DiscardReason.NOT_STARTED
-            if job.length > length or not job.future.done():
+            if job.length > length:
                 return DiscardReason.EDITED
             return _outcome(job.future)
         return self.sharing.fetch() if self.sharing is not None else None
