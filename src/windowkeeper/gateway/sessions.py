@@ -30,9 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionResult
+from ..core.report import CompressionResult, DiscardReason
 from ..engine.compressor import ContextCompressor
 from ..engine.guard import GuardState
+from ..engine.prepared import PreparedCompaction
+from ..loop.background import SessionBackground
 from ..loop.events import Event
 from ..loop.manager import ContextManager
 from ..store import MemoryStore
@@ -79,8 +81,8 @@ class Prefix:
 
 
 class RecordingCompressor(ContextCompressor):
-    """The built-in compressor, remembering this request's compactions (input, result)
-    so their archived originals can be stored for recall."""
+    """The built-in compressor, remembering this request's compactions (input, result),
+    applied background ones included, so their archived originals can be stored."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -101,6 +103,18 @@ class RecordingCompressor(ContextCompressor):
             self.compacted.append((messages, result))
         return result
 
+    def adopt(
+        self,
+        prepared: PreparedCompaction,
+        messages: list[Message],
+        *,
+        current_tokens: int | None = None,
+    ) -> CompressionResult | DiscardReason:
+        result = super().adopt(prepared, messages, current_tokens=current_tokens)
+        if isinstance(result, CompressionResult):
+            self.compacted.append((messages, result))
+        return result
+
 
 EventSink = Callable[[str, Event, ContextCompressor], None]
 
@@ -112,8 +126,10 @@ def new_manager(
     model: str | None,
     clock: Callable[[], float],
     sink: EventSink,
+    prepared: Callable[[PreparedCompaction], None] | None = None,
 ) -> tuple[ContextManager, RecordingCompressor]:
-    """A manager around a fresh compressor that triggers at the hygiene threshold."""
+    """A manager around a fresh compressor that triggers at the hygiene threshold;
+    ``prepared`` hears of each compaction its background jobs prepare (a worker thread)."""
     summarizer = (
         LLMSummarizer(replace(settings.summary, fallback_model=model or None))
         if settings.summary is not None
@@ -132,6 +148,7 @@ def new_manager(
         clock=clock,
         max_attempts=settings.compression.max_attempts,
         on_event=lambda event: sink(public_id(key), event, compressor),
+        background=SessionBackground(on_prepared=prepared),
     )
     return manager, compressor
 
@@ -176,7 +193,7 @@ class Branch:
         self.session = session
         self.window = window
         self.manager, self.compressor = new_manager(
-            session.settings, key, window, model, session.clock, session.sink
+            session.settings, key, window, model, session.clock, session.sink, session.prepared
         )
         self.prefix = Prefix()
         self.seen: Seen | None = None
@@ -292,12 +309,15 @@ class GatewaySession:
         settings: GatewaySettings,
         clock: Callable[[], float],
         sink: EventSink,
+        prepared: Callable[[PreparedCompaction], None] | None = None,
     ) -> None:
         self.key = key
         self.protocol = protocol
         self.settings = settings
         self.clock = clock
         self.sink = sink
+        self.prepared = prepared
+        """Hears of each compaction prepared in the background (on a worker thread)."""
         self.lock = asyncio.Lock()
         self.branches: OrderedDict[str, Branch] = OrderedDict()
         self.requests = self.compactions = self.forks = self.passthrough = 0

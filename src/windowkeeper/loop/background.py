@@ -22,13 +22,13 @@ process prepared.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..core.messages import Message
 from ..core.report import DiscardReason
@@ -57,34 +57,37 @@ DEFAULT_WORKERS = 4
 
 class Workers:
     """A bounded pool of daemon threads: at most ``workers`` jobs run at once and at most
-    ``backlog`` (default: as many) wait for a thread; :meth:`submit` refuses the rest."""
+    ``backlog`` (default: as many) wait for a thread; :meth:`submit` refuses the rest.
+    A thread lives only while there is work (an idle process holds none)."""
 
     def __init__(self, workers: int = DEFAULT_WORKERS, backlog: int | None = None) -> None:
         self.workers = max(1, workers)
         self.capacity = self.workers + (self.workers if backlog is None else max(0, backlog))
-        self._queue: queue.SimpleQueue[tuple[Future[object], Callable[[], object]]]
-        self._queue = queue.SimpleQueue()
+        self._jobs: deque[tuple[Future[Any], Callable[[], Any]]] = deque()
         self._lock = threading.Lock()
         self._pending = 0
-        self._threads: list[threading.Thread] = []
+        self._threads = 0
 
     def submit(self, fn: Callable[[], T]) -> Future[T] | None:
         """Run ``fn`` on a worker; ``None`` when the pool is full."""
+        future: Future[T] = Future()
         with self._lock:
             if self._pending >= self.capacity:
                 return None
             self._pending += 1
-            if len(self._threads) < min(self.workers, self._pending):
-                thread = threading.Thread(target=self._work, name="windowkeeper-bg", daemon=True)
-                self._threads.append(thread)
-                thread.start()
-        future: Future[T] = Future()
-        self._queue.put((future, fn))  # type: ignore[arg-type]
+            self._jobs.append((future, fn))
+            if self._threads < self.workers:
+                self._threads += 1
+                threading.Thread(target=self._work, name="windowkeeper-bg", daemon=True).start()
         return future
 
     def _work(self) -> None:
         while True:
-            future, fn = self._queue.get()
+            with self._lock:
+                if not self._jobs:
+                    self._threads -= 1  # under the lock: submit starts another if needed
+                    return
+                future, fn = self._jobs.popleft()
             try:
                 if future.set_running_or_notify_cancel():
                     try:
@@ -142,17 +145,23 @@ class Job:
 
 
 class SessionBackground:
-    """One session's background compaction (see the module docstring)."""
+    """One session's background compaction (see the module docstring).
+
+    ``on_prepared`` is called *on the worker thread* as soon as a job has a compaction
+    ready (a gateway's metrics); the manager's own event for it comes on the request path.
+    """
 
     def __init__(
         self,
         workers: Workers | None = None,
         sharing: Sharing | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_prepared: Callable[[PreparedCompaction], None] | None = None,
     ) -> None:
         self.workers = workers
         self.sharing = sharing
         self.clock = clock
+        self.on_prepared = on_prepared
         self.job: Job | None = None
 
     def start(
@@ -179,7 +188,20 @@ class SessionBackground:
             log.debug("background pool full; this session compacts in the foreground")
             return False
         self.job = Job(future, len(snapshot), self.clock(), compactions)
+        if self.on_prepared is not None:
+            future.add_done_callback(self._done)
         return True
+
+    def _done(self, future: Future[Outcome]) -> None:
+        if self.on_prepared is None or future.cancelled() or future.exception() is not None:
+            return
+        outcome = future.result()
+        if isinstance(outcome, PreparedCompaction):
+            try:
+                self.on_prepared(outcome)
+            # A callback's failure must not reach the worker (it only counts).
+            except Exception:
+                log.exception("on_prepared raised; ignored")
 
     def finished(self) -> Outcome | None:
         """The outcome of a job that finished since the last call (reported once)."""
