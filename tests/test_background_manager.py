@@ -272,3 +272,32 @@ def test_two_sessions_prepare_at_once_on_their_own_threads() -> None:
     for agent in agents:
         agent.job_done()
     assert met == [True, True]
+
+
+@pytest.mark.usefixtures("summary_tier")
+@pytest.mark.parametrize(("flag", "expected"), [([], True), (["--no-background"], False)])
+def test_replay_with_a_model_summarizer_compacts_in_the_background_unless_told(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], flag: list[str], expected: bool
+) -> None:
+    import json
+
+    from windowkeeper.cli import app as cli
+    from windowkeeper.testing import OpenAITestServer, Step
+
+    path = tmp_path / "s.jsonl"
+    session = [*history(11), *rounds(100, 2), *rounds(200, 2), *rounds(300, 2)]
+    path.write_text("".join(json.dumps(m) + "\n" for m in session))
+    summary = "## Next Step\nRun the tests."
+    with OpenAITestServer() as server:
+        server.script(*(Step.completion(summary) for _ in range(8)))
+        code = cli.main([
+            "replay", str(path), "--context-length", str(WINDOW), "--json",
+            "--summarizer", "llm", "--summary-model", "summ", "--summary-base-url",
+            server.base_url, "--summary-context-length", "128000", *flag,
+        ])  # fmt: skip
+        calls = len(server.chat_requests)
+    report = json.loads(capsys.readouterr().out)
+    compactions = report["compactions"]
+    assert code == 0 and compactions
+    assert [c["background"] for c in compactions] == [expected] * len(compactions)
+    assert calls == len(compactions)  # one summary each, background or not

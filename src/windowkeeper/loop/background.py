@@ -67,6 +67,7 @@ class Workers:
         self._lock = threading.Lock()
         self._pending = 0
         self._threads = 0
+        self._running = 0
 
     def submit(self, fn: Callable[[], T]) -> Future[T] | None:
         """Run ``fn`` on a worker; ``None`` when the pool is full."""
@@ -90,6 +91,8 @@ class Workers:
                 future, fn = self._jobs.popleft()
             try:
                 if future.set_running_or_notify_cancel():
+                    with self._lock:
+                        self._running += 1
                     try:
                         future.set_result(fn())
                     # A job is library code around a user's summarizer: whatever it
@@ -97,9 +100,17 @@ class Workers:
                     # dead worker.
                     except BaseException as exc:
                         future.set_exception(exc)
+                    finally:
+                        with self._lock:
+                            self._running -= 1
             finally:
                 with self._lock:
                     self._pending -= 1
+
+    def saturated(self) -> bool:
+        """Every worker is running a job: a job queued now waits for one to finish."""
+        with self._lock:
+            return self._running >= self.workers
 
 
 _shared: Workers | None = None
@@ -206,19 +217,20 @@ class SessionBackground:
     def finished(self) -> Outcome | None:
         """The outcome of a job that finished since the last call (reported once)."""
         job = self.job
-        if job is None or job.reported or not job.future.done():
+        if job is None or job.reported or not job.future.done() or job.future.cancelled():
             return None
         job.reported = True
         return _outcome(job.future)
 
     def pending(self, length: int) -> Future[Outcome] | None:
-        """The job the trigger should wait for: one that is running on a history no
-        longer than ``length``. A job still queued is cancelled instead (it would wait
-        behind other sessions' jobs); a finished one needs no wait."""
+        """The job the trigger should wait for: one started on a history no longer than
+        ``length`` that is running or about to. A job queued while every worker runs
+        another session's is cancelled instead; a finished one needs no wait."""
         job = self.job
         if job is None or job.future.done() or job.length > length:
             return None
-        if job.future.cancel():
+        workers = self.workers or shared_workers()
+        if not job.future.running() and workers.saturated() and job.future.cancel():
             return None
         return job.future
 
