@@ -47,6 +47,9 @@ class CompressionConfig:
             the extractive handoff takes milliseconds).
         background_ratio: the soft mark, as a fraction of the trigger, past which a
             background compaction of the history as it stands is started.
+        background_workers: background compactions running at once in a gateway, across
+            its sessions (as many more may wait; a session beyond that compacts in the
+            foreground). A library process shares one pool of 4 unless given its own.
     """
 
     enabled: bool = True
@@ -84,6 +87,7 @@ class CompressionConfig:
     )
     background: bool | None = None
     background_ratio: float = 0.85
+    background_workers: int = 4
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
@@ -107,6 +111,8 @@ class CompressionConfig:
             raise ConfigError("compression.min_tail_messages must be >= 1")
         if self.max_attempts < 1:
             raise ConfigError("compression.max_attempts must be >= 1")
+        if self.background_workers < 1:
+            raise ConfigError("compression.background_workers must be >= 1")
         if not 0.0 < self.background_ratio < 1.0:
             raise ConfigError(
                 f"compression.background_ratio must be in (0, 1), got {self.background_ratio}"

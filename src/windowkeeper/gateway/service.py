@@ -72,6 +72,7 @@ class Gateway(GatewayCore):
                 self.clock,
                 self.metrics.on_event,
                 self.metrics.on_prepared,
+                self.workers,
             )
         )
         self.metrics.sessions.set(len(self.sessions))

@@ -34,7 +34,7 @@ from ..core.report import CompressionResult, DiscardReason
 from ..engine.compressor import ContextCompressor
 from ..engine.guard import GuardState
 from ..engine.prepared import PreparedCompaction
-from ..loop.background import SessionBackground
+from ..loop.background import SessionBackground, Workers
 from ..loop.events import Event
 from ..loop.manager import ContextManager
 from ..store import MemoryStore
@@ -126,10 +126,9 @@ def new_manager(
     model: str | None,
     clock: Callable[[], float],
     sink: EventSink,
-    prepared: Callable[[PreparedCompaction], None] | None = None,
+    background: SessionBackground | None = None,
 ) -> tuple[ContextManager, RecordingCompressor]:
-    """A manager around a fresh compressor that triggers at the hygiene threshold;
-    ``prepared`` hears of each compaction its background jobs prepare (a worker thread)."""
+    """A manager around a fresh compressor that triggers at the hygiene threshold."""
     summarizer = (
         LLMSummarizer(replace(settings.summary, fallback_model=model or None))
         if settings.summary is not None
@@ -148,7 +147,7 @@ def new_manager(
         clock=clock,
         max_attempts=settings.compression.max_attempts,
         on_event=lambda event: sink(public_id(key), event, compressor),
-        background=SessionBackground(on_prepared=prepared),
+        background=background,
     )
     return manager, compressor
 
@@ -193,7 +192,13 @@ class Branch:
         self.session = session
         self.window = window
         self.manager, self.compressor = new_manager(
-            session.settings, key, window, model, session.clock, session.sink, session.prepared
+            session.settings,
+            key,
+            window,
+            model,
+            session.clock,
+            session.sink,
+            SessionBackground(session.workers, on_prepared=session.prepared),
         )
         self.prefix = Prefix()
         self.seen: Seen | None = None
@@ -310,6 +315,7 @@ class GatewaySession:
         clock: Callable[[], float],
         sink: EventSink,
         prepared: Callable[[PreparedCompaction], None] | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.key = key
         self.protocol = protocol
@@ -318,6 +324,8 @@ class GatewaySession:
         self.sink = sink
         self.prepared = prepared
         """Hears of each compaction prepared in the background (on a worker thread)."""
+        self.workers = workers
+        """The gateway's pool for background compactions (the process's by default)."""
         self.lock = asyncio.Lock()
         self.branches: OrderedDict[str, Branch] = OrderedDict()
         self.requests = self.compactions = self.forks = self.passthrough = 0

@@ -6,7 +6,9 @@ under the session's compression lease and stores its result with the session
 (:class:`~windowkeeper.store.prepared.PreparedCompactions`); a gateway that crosses the
 trigger without a job of its own applies what the store holds for the session as it is
 now (same generation, same content), or sends the request as it is while another live
-gateway holds the lease. A restarted gateway finds the stored one the same way.
+gateway holds the lease, or takes the lease for its own foreground compaction (so a job
+queued elsewhere finds it taken, or the session compacted, and summarizes nothing). A
+restarted gateway finds the stored one the same way.
 
 Store failures never fail a request: a job whose lease cannot be read runs locally (the
 commit's generation check keeps a duplicate harmless), and a failed read is "nothing
@@ -16,7 +18,6 @@ prepared".
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from ..core.report import DiscardReason
 from ..engine.prepared import PreparedCompaction
 from ..loop.background import Outcome, Work
 from ..store import PreparedCompactions, PreparedState, SessionStore
-from ..store.lease import Heartbeat, lease_is_dead
+from ..store.lease import Heartbeat
 
 if TYPE_CHECKING:
     from .sessions import Branch
@@ -44,6 +45,8 @@ class StoreSharing:
         self.prepared: PreparedCompactions = store
         self.branch = branch
         self.holder = holder
+        self.held: Heartbeat | None = None
+        """The lease :meth:`take` took for a foreground compaction, kept alive."""
 
     def preparer(self) -> Callable[[Work], Outcome]:
         store_id, generation = self.branch.store_id, self.branch.generation
@@ -65,15 +68,20 @@ class StoreSharing:
             return work()
         try:
             with Heartbeat(store, store_id, holder):
+                if self._moved_on(store_id, generation):
+                    return DiscardReason.SUPERSEDED  # compacted elsewhere while queued
                 outcome = work()
                 if isinstance(outcome, PreparedCompaction):
                     self._publish(store_id, generation, outcome)
                 return outcome
         finally:
-            try:
-                store.release_lock(store_id, holder)
-            except StoreError as exc:  # it expires on its own
-                log.debug("could not release the compression lease: %s", exc)
+            _release(store, store_id, holder)
+
+    def _moved_on(self, store_id: str, generation: int) -> bool:
+        try:
+            return self.store.get_session(store_id).generation != generation
+        except StoreError:
+            return False
 
     def _publish(self, store_id: str, generation: int, prepared: PreparedCompaction) -> None:
         try:
@@ -85,26 +93,37 @@ class StoreSharing:
         except StoreError as exc:
             log.warning("could not store a prepared compaction: %s", exc)
 
-    def fetch(self) -> Outcome | None:
+    def take(self) -> Outcome | None:
         store_id, generation = self.branch.store_id, self.branch.generation
         if store_id is None or generation < 0:
             return None
+        store = self.store
         try:
+            # The lease first: a job elsewhere publishes before it lets the lease go, so
+            # what is read under the lease is all there is.
+            if not store.acquire_lock(store_id, self.holder):
+                return DiscardReason.CLAIMED  # a live process is preparing it
             record = self.prepared.prepared(store_id)
-            ready = record is not None and record.state is PreparedState.READY
-            if record is not None and ready and record.generation == generation:
-                return PreparedCompaction.from_json(record.body)
-            lease = self.store.lease(store_id)
         except StoreError as exc:
             log.warning("could not read a prepared compaction: %s", exc)
             return None
-        except (ValueError, KeyError, TypeError) as exc:
-            log.warning("a stored prepared compaction is unreadable (%s); ignored", exc)
-            return None
-        if lease is None:
-            return None
-        # A live holder is preparing it (this gateway too, for a job it no longer tracks).
-        return None if lease_is_dead(lease, lease.read_at or time.time()) else DiscardReason.CLAIMED
+        ready = record is not None and record.state is PreparedState.READY
+        if record is not None and ready and record.generation == generation:
+            try:
+                found = PreparedCompaction.from_json(record.body)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("a stored prepared compaction is unreadable (%s); ignored", exc)
+            else:
+                _release(store, store_id, self.holder)
+                return found
+        self.held = Heartbeat(store, store_id, self.holder).__enter__()
+        return None  # the lease is this gateway's, for its foreground compaction
+
+    def release(self) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.__exit__(None, None, None)
+            _release(self.store, held.session_id, self.holder)
 
     def settled(self, prepared: PreparedCompaction, reason: DiscardReason | None) -> None:
         store_id = self.branch.store_id
@@ -121,3 +140,10 @@ class StoreSharing:
 
 def _local(work: Work) -> Outcome:
     return work()
+
+
+def _release(store: SessionStore, store_id: str, holder: str) -> None:
+    try:
+        store.release_lock(store_id, holder)
+    except StoreError as exc:  # it expires on its own
+        log.debug("could not release the compression lease: %s", exc)

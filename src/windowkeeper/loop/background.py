@@ -15,8 +15,9 @@ was reset). A job still queued when the trigger is crossed is cancelled (``not_s
 rather than waited for behind other sessions' jobs.
 
 With a :class:`Sharing` (the gateway's store) a job runs under the session's lease and
-publishes its result, and a session without a job of its own may take one another
-process prepared.
+publishes its result, a session without a job of its own may take one another process
+prepared, and a foreground compaction holds the lease too, so no two processes summarize
+the same turns.
 """
 
 from __future__ import annotations
@@ -135,9 +136,14 @@ class Sharing(Protocol):
         stored: runs a preparation (in the worker) under the session's lease and
         publishes its result; ``claimed`` when another process holds the lease."""
 
-    def fetch(self) -> Outcome | None:
-        """A compaction another process prepared for the session as it stands now;
-        ``claimed`` while another process is preparing one; ``None`` otherwise."""
+    def take(self) -> Outcome | None:
+        """At the trigger, without a job of this process: a compaction another process
+        prepared for the session as it stands now; ``claimed`` while a live process holds
+        the session's lease; else ``None``, and the lease is now this process's, for its
+        foreground compaction (until :meth:`release`)."""
+
+    def release(self) -> None:
+        """Release the lease :meth:`take` took."""
 
     def settled(self, prepared: PreparedCompaction, reason: DiscardReason | None) -> None:
         """``prepared`` was applied (``reason`` ``None``) or discarded."""
@@ -174,6 +180,8 @@ class SessionBackground:
         self.clock = clock
         self.on_prepared = on_prepared
         self.job: Job | None = None
+        self.holding = False
+        """The shared lease is this process's, for a foreground compaction."""
 
     def start(
         self, engine: BackgroundCompaction, messages: Sequence[Message], compactions: int
@@ -236,15 +244,28 @@ class SessionBackground:
 
     def take(self, length: int) -> Outcome | None:
         """At the trigger, after :meth:`pending`'s wait: the job's outcome (the job is
-        consumed), else what another process prepared; ``None`` when nothing was."""
+        consumed); without one (or when another process held the lease), what the
+        sharing says (:meth:`Sharing.take`); ``None`` when nothing was prepared."""
         job, self.job = self.job, None
         if job is not None:
             if job.future.cancelled():
                 return DiscardReason.NOT_STARTED
             if job.length > length:
                 return DiscardReason.EDITED
-            return _outcome(job.future)
-        return self.sharing.fetch() if self.sharing is not None else None
+            outcome = _outcome(job.future)
+            if outcome is not DiscardReason.CLAIMED:
+                return outcome
+        if self.sharing is None:
+            return None
+        found = self.sharing.take()
+        self.holding = found is None
+        return found
+
+    def release(self) -> None:
+        """After a foreground compaction: the lease :meth:`take` took goes back."""
+        if self.holding and self.sharing is not None:
+            self.holding = False
+            self.sharing.release()
 
     def supersede(self, compactions: int) -> DiscardReason | None:
         """A foreground compaction completed: a job started before it is dropped (its

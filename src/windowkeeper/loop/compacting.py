@@ -7,11 +7,12 @@ A step that may wait for a background job is a generator yielding
 :class:`~windowkeeper.loop.steps.Wait` (the turn machine's drivers wait their own way);
 :meth:`Compacting._compact` runs one that never waits.
 
-At the trigger, a job of the session is waited for when it is already running (what is
-left of it is less than a foreground compaction would take), then applied if it still
-stands for the head of the history; any other outcome is discarded with its reason (in
-the event and in the foreground compaction's report). Overflow recovery, a window fit and
-a manual compaction never wait: they compact in the foreground and supersede the job.
+At the trigger (and at a preflight over the window), a job of the session is waited for
+when it is already running (what is left of it is less than a foreground compaction
+would take), then applied if it still stands for the head of the history; any other
+outcome is discarded with its reason (in the event and in the foreground compaction's
+report). Overflow recovery and a manual compaction never wait: they compact in the
+foreground and supersede the job.
 """
 
 from __future__ import annotations
@@ -142,8 +143,10 @@ class Compacting(abc.ABC):
         if background:
             found = yield from self._from_background(messages, tokens, trigger)
             if found is DiscardReason.CLAIMED:
-                self.events.claimed(trigger, tokens, len(messages))
-                return messages
+                if not force:  # another process prepares it; this request still fits
+                    self.events.claimed(trigger, tokens, len(messages))
+                    return messages
+                found = None  # it must fit now: compact here
         self.events.started(
             trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
         )
@@ -156,9 +159,12 @@ class Compacting(abc.ABC):
         if applied is not None:
             result = applied[1]
         else:
-            result = self.engine.compress(
-                messages, current_tokens=tokens, focus_topic=focus, force=force
-            )
+            try:
+                result = self.engine.compress(
+                    messages, current_tokens=tokens, focus_topic=focus, force=force
+                )
+            finally:
+                self.background.release()
         if isinstance(found, DiscardReason):
             note = Background(False, found)
             result = replace(result, report=replace(result.report, background=note))

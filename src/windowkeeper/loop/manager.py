@@ -158,7 +158,7 @@ class ContextManager(Compacting):
             return messages
         tokens = self.estimate(messages)
         if self.window and tokens >= self.window:
-            return self._fit_window(messages, tokens)
+            return (yield from self._fit_window(messages, tokens))
         if tokens < self.threshold:
             self._soft_mark(messages, tokens)
             self.events.reset()
@@ -278,14 +278,16 @@ class ContextManager(Compacting):
             self._warn_blocked(str(reason), tokens, messages)
         return messages
 
-    def _fit_window(self, messages: list[Message], tokens: int) -> list[Message]:
+    def _fit_window(self, messages: list[Message], tokens: int) -> Waits[list[Message]]:
         """The estimate exceeds the window itself: the request would certainly fail, so
-        compact even when deferred or blocked (bounded passes, stop without progress)."""
+        compact even when deferred or blocked (bounded passes, stop without progress).
+        The first pass applies the session's background compaction when it can."""
         current = messages
         for attempt in range(1, self.max_attempts + 1):
-            compacted = self._compact(
-                current, Trigger.PREFLIGHT, tokens, force=True, attempt=attempt
-            )
+            compacted = yield from self._compaction(
+                current, Trigger.PREFLIGHT, tokens, force=True, attempt=attempt,
+                background=attempt == 1,
+            )  # fmt: skip
             if compacted is current:
                 break
             current, tokens = compacted, self.estimate(compacted)
