@@ -119,8 +119,9 @@ def _turns(name: str, background: bool, events: list[Event]) -> list[Turn]:
             discarded = event.reason
         elif event.kind is EventKind.COMPACTION_FINISHED and event.receipt is not None:
             receipt = event.receipt
+            why = None if receipt.background else discarded
             turns.append(Turn(name, background, receipt.background, receipt.waited_ms,
-                              receipt.tier.value, None if receipt.background else discarded))  # fmt: skip
+                              receipt.tier.value, why))  # fmt: skip
             discarded = None
     return turns
 
@@ -205,8 +206,9 @@ def main() -> None:
     if not args.skip_waits:
         slow = Reply.delay(args.summary_seconds, Reply.turn(SUMMARY))
         with LoopbackUpstream(default=slow, record=False, fast=True) as upstream:
+            longest = sorted(paths, key=lambda p: -p.stat().st_size)  # first: they set the pace
             jobs = [(str(p), bg, upstream.base_url, args.window, args.agent_seconds)
-                    for p in sorted(paths, key=lambda p: -p.stat().st_size) for bg in (False, True)]  # fmt: skip
+                    for p in longest for bg in (False, True)]  # fmt: skip
             started = time.monotonic()
             with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
                 results = pool.map(timed, jobs, chunksize=1)
