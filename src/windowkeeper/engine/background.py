@@ -100,12 +100,17 @@ class BackgroundCompaction(ContextEngine):
         block, _ = blocked(self.guard, self._clock())
         return block is None
 
-    def prepare(self, snapshot: list[Message]) -> PreparedCompaction | DiscardReason:
+    def prepare(
+        self, snapshot: list[Message], tokens: int | None = None
+    ) -> PreparedCompaction | DiscardReason:
         """Compact ``snapshot`` on a detached copy (call from a worker thread, with a
-        list nobody appends to)."""
+        list nobody appends to). ``tokens``: its request size with the tool schemas;
+        what will arrive before the trigger is then planned for (:meth:`_ahead`)."""
         started = time.perf_counter()
         digest = history_digest(snapshot)  # first: an edit made after this shows later
         engine = self.detached()
+        if tokens is not None:
+            engine.config = self._ahead(tokens)
         plan = engine.plan(snapshot)
         result = engine.compress(snapshot)
         report = result.report
@@ -120,6 +125,19 @@ class BackgroundCompaction(ContextEngine):
             result.summary, engine.previous_summary, dropped, engine.threshold_tokens,
             engine.context_length, self.epoch, elapsed,
         )  # fmt: skip
+
+    def _ahead(self, tokens: int) -> CompressionConfig:
+        """The settings of a job started at ``tokens``: the messages that arrive before
+        the trigger will join its tail, so they count against the tail's budget and tier
+        1's target now (the applied result is then about what a foreground compaction at
+        the trigger leaves)."""
+        config = self.config
+        coming = max(0, self.threshold_tokens - tokens) / max(1, self.threshold_tokens)
+        return replace(
+            config,
+            prune_only_ratio=max(0.05, config.prune_only_ratio - coming),
+            target_ratio=max(0.10, config.target_ratio - coming),
+        )
 
     def stale(
         self, prepared: PreparedCompaction, messages: Sequence[Message]

@@ -184,16 +184,20 @@ class SessionBackground:
         """The shared lease is this process's, for a foreground compaction."""
 
     def start(
-        self, engine: BackgroundCompaction, messages: Sequence[Message], compactions: int
+        self,
+        engine: BackgroundCompaction,
+        messages: Sequence[Message],
+        compactions: int,
+        tokens: int | None = None,
     ) -> bool:
-        """Start preparing a compaction of ``messages`` as they stand (at the soft mark);
-        False when a job exists already or the pool is full."""
+        """Start preparing a compaction of ``messages`` as they stand (at the soft mark;
+        ``tokens``: their request size); False when a job exists or the pool is full."""
         if self.job is not None:
             return False
         snapshot = list(messages)  # the caller keeps appending to its own list
 
         def work() -> Outcome:
-            return engine.prepare(snapshot)
+            return engine.prepare(snapshot, tokens)
 
         task: Work = work
         if self.sharing is not None:

@@ -70,7 +70,7 @@ class Compacting(abc.ABC):
             return
         if tokens < compressor.soft_mark or not compressor.may_prepare():
             return
-        if self.background.start(compressor, messages, self.compactions):
+        if self.background.start(compressor, messages, self.compactions, tokens):
             self.events.background_started(tokens, compressor.soft_mark, len(messages))
 
     def _finished_jobs(self) -> None:
