@@ -153,3 +153,17 @@ def test_the_json_form_applies_exactly_like_the_value() -> None:
     assert isinstance(first, CompressionResult) and isinstance(second, CompressionResult)
     assert first.messages == second.messages
     assert first.report.after_tokens == second.report.after_tokens
+
+
+def test_a_job_plans_for_what_arrives_before_the_trigger() -> None:
+    comp = engine()
+    snapshot = history(11)
+    tokens = sum(f.tokens for f in comp.analyzer.analyze(snapshot))
+    assert comp.soft_mark <= tokens < comp.threshold_tokens
+    plain = prepared_for(comp, snapshot)
+    ahead = comp.prepare(snapshot, tokens)
+    assert isinstance(ahead, PreparedCompaction)
+    # The tail leaves room for the messages still to come: it starts later.
+    assert ahead.dropped[1] > plain.dropped[1]
+    assert ahead.report.after_tokens < plain.report.after_tokens
+    assert comp.config.target_ratio == 0.20  # the compressor's own settings are untouched

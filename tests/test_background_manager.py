@@ -19,6 +19,7 @@ from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import Message
 from windowkeeper.core.report import Background, DiscardReason
 from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.engine.prepared import PreparedCompaction
 from windowkeeper.loop.background import SessionBackground, Workers
 from windowkeeper.loop.events import Event, EventKind
 from windowkeeper.loop.hooks import CompressionHook
@@ -226,11 +227,17 @@ def test_hooks_see_the_summarized_turns_of_an_applied_compaction() -> None:
     agent = Agent(GatedSummarizer(), hooks=[hook])
     working = past_soft_mark(agent)
     agent.job_done()
+    job = agent.manager.background.job
+    assert job is not None
+    prepared = job.future.result()
+    assert isinstance(prepared, PreparedCompaction)
     agent.step([*working, *rounds(100, 2)])
     assert agent.finished()[0].receipt.background  # type: ignore[union-attr]
     [dropped] = hook.dropped
-    plan = agent.engine.plan(working)
-    assert dropped == working[plan.head_end : plan.tail_start]
+    start, end = prepared.dropped
+    assert 0 < start < end and dropped == working[start:end]
+    summarized = {a.index for a in prepared.archived if a.kind == "message"}
+    assert summarized and summarized <= set(range(start, end))
 
 
 def test_the_report_of_a_foreground_compaction_names_the_discard() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -36,8 +37,8 @@ def settings(upstream: OpenAITestServer, summaries: OpenAITestServer, **extra: A
     )
 
 
-def metric(text: str, name: str, labels: str = "") -> float:
-    found = re.search(rf"^{name}{re.escape(labels)} (\S+)$", text, re.MULTILINE)
+def metric(text: str, name: str) -> float:
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
 
 
@@ -148,3 +149,27 @@ async def test_the_switch_turns_it_off(upstream: OpenAITestServer) -> None:
         calls = len(summaries.chat_requests)
     assert calls == 0
     assert metric(text, "windowkeeper_gateway_background_prepared_total") == 0
+
+
+async def test_a_model_switch_discards_it_and_metrics_say_why(
+    upstream: OpenAITestServer,
+) -> None:
+    upstream.script(Step.completion("one"), Step.completion("two"))
+    early = history(11)
+    later = [*early, {"role": "assistant", "content": "one"}, *rounds(100, 2)]
+    with OpenAITestServer() as summaries:
+        summaries.script(Step.completion(SUMMARY), Step.completion(SUMMARY))
+        chosen = settings(upstream, summaries)
+        lengths = {MODEL: WINDOW, "smaller-model": 15_500}
+        async with gateway(replace(chosen, context_lengths=lengths)) as client:
+            await client.post("/v1/chat/completions", headers=HEADERS, json=chat_body(early))
+            await until(client, "windowkeeper_gateway_background_prepared_total", 1)
+            body = {**chat_body(later), "model": "smaller-model"}  # another window
+            answer = await client.post("/v1/chat/completions", headers=HEADERS, json=body)
+            text = (await client.get("/metrics")).text
+        calls = len(summaries.chat_requests)
+    assert answer.headers["x-windowkeeper-compacted"] == "true"
+    assert answer.headers["x-windowkeeper-receipt-background"] == "false"
+    assert calls == 2  # prepared for the old window, then compacted for the new one
+    discarded = 'windowkeeper_gateway_background_discarded_total{reason="model"}'
+    assert metric(text, discarded) == 1
