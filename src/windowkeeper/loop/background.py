@@ -195,9 +195,10 @@ class SessionBackground:
         if self.job is not None:
             return False
         snapshot = list(messages)  # the caller keeps appending to its own list
+        state = engine.detached()  # the state as it is now, read on this thread
 
         def work() -> Outcome:
-            return engine.prepare(snapshot, tokens)
+            return state.prepare(snapshot, tokens)
 
         task: Work = work
         if self.sharing is not None:
