@@ -79,6 +79,11 @@ class BackgroundCompaction(ContextEngine):
         """A copy with the same settings and state but its own analysis cache (the
         original's is used by the request path; the two share no mutable structure)."""
 
+    def completed(self, messages: list[Message], result: CompressionResult) -> None:
+        """Every completed compaction passes here, in the foreground or applied from the
+        background, with its input (a no-op: a subclass that records them overrides it;
+        a detached copy is the plain class and records nothing)."""
+
     def background_enabled(self) -> bool:
         """``compression.background``; unset: on unless the summarizer is the extractive
         one (its handoff takes milliseconds, a model call is worth hiding)."""
@@ -186,9 +191,11 @@ class BackgroundCompaction(ContextEngine):
         report = replace(report, elapsed_ms=(time.perf_counter() - started) * 1000)
         made = receipt_of(self.config, self.provider, report, kept, background=True)
         analyzer.retain(joined)
-        return CompressionResult(
+        result = CompressionResult(
             joined, replace(report, receipt=made), prepared.archived, prepared.summary
         )
+        self.completed(messages, result)
+        return result
 
     def _largest(self, report: CompressionReport) -> int:
         """The largest applied result worth having: tier 1's own target for a prune-only

@@ -411,4 +411,6 @@ class ContextCompressor(BackgroundCompaction):
         # background jobs, states the agent's wait.
         kept = job.extra + kept_prefix(job.messages, result.messages, (f.tokens for f in job.facts))
         report = replace(report, receipt=receipt_of(self.config, self.provider, report, kept))
-        return replace(result, report=report)
+        result = replace(result, report=report)
+        self.completed(job.messages, result)
+        return result

@@ -23,10 +23,9 @@ from typing import Any
 from ..core.config import CompressionConfig
 from ..core.errors import ConfigError
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionResult, DiscardReason
+from ..core.report import CompressionResult
 from ..core.tokens import message_tokens, tool_schema_tokens
 from ..engine.compressor import ContextCompressor
-from ..engine.prepared import PreparedCompaction
 from ..loop.events import Event, EventKind
 from ..loop.hooks import CompressionHook
 from ..loop.manager import ContextManager
@@ -70,33 +69,8 @@ class _ObservedCompressor(ContextCompressor):
         super().__init__(**kwargs)
         self.observer = observer
 
-    def compress(
-        self,
-        messages: list[Message],
-        *,
-        force: bool = False,
-        focus_topic: str | None = None,
-        current_tokens: int | None = None,
-    ) -> CompressionResult:
-        result = super().compress(
-            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
-        )
-        if result.report.compressed and result.messages is not messages:
-            self.observer.post_compress(result)
-        return result
-
-    def adopt(
-        self,
-        prepared: PreparedCompaction,
-        messages: list[Message],
-        *,
-        current_tokens: int | None = None,
-    ) -> CompressionResult | DiscardReason:
-        """A compaction prepared in the background, applied: observed like the others."""
-        result = super().adopt(prepared, messages, current_tokens=current_tokens)
-        if isinstance(result, CompressionResult):
-            self.observer.post_compress(result)
-        return result
+    def completed(self, messages: list[Message], result: CompressionResult) -> None:
+        self.observer.post_compress(result)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionResult, DiscardReason
+from ..core.report import CompressionResult
 from ..engine.compressor import ContextCompressor
 from ..engine.guard import GuardState
 from ..engine.prepared import PreparedCompaction
@@ -88,32 +88,8 @@ class RecordingCompressor(ContextCompressor):
         super().__init__(*args, **kwargs)
         self.compacted: list[tuple[list[Message], CompressionResult]] = []
 
-    def compress(
-        self,
-        messages: list[Message],
-        *,
-        force: bool = False,
-        focus_topic: str | None = None,
-        current_tokens: int | None = None,
-    ) -> CompressionResult:
-        result = super().compress(
-            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
-        )
-        if result.report.compressed:
-            self.compacted.append((messages, result))
-        return result
-
-    def adopt(
-        self,
-        prepared: PreparedCompaction,
-        messages: list[Message],
-        *,
-        current_tokens: int | None = None,
-    ) -> CompressionResult | DiscardReason:
-        result = super().adopt(prepared, messages, current_tokens=current_tokens)
-        if isinstance(result, CompressionResult):
-            self.compacted.append((messages, result))
-        return result
+    def completed(self, messages: list[Message], result: CompressionResult) -> None:
+        self.compacted.append((messages, result))
 
 
 EventSink = Callable[[str, Event, ContextCompressor], None]

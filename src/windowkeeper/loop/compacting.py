@@ -4,8 +4,8 @@ foreground, or by applying one prepared in the background (design §4).
 Both end the same way: hooks before and after, the live state, the book-keeping that
 defers the next estimate, the events and the receipt stating how long the agent waited.
 A step that may wait for a background job is a generator yielding
-:class:`~windowkeeper.loop.steps.Wait` (the turn machine's drivers wait their own way);
-:meth:`Compacting._compact` runs one that never waits.
+:class:`~windowkeeper.loop.steps.Wait` (the turn machine's drivers wait their own way;
+:func:`~windowkeeper.loop.steps.settle` runs one without background, which never waits).
 
 At the trigger (and at a preflight over the window), a job of the session is waited for
 when it is already running (what is left of it is less than a foreground compaction
@@ -31,7 +31,7 @@ from ..engine.prepared import PreparedCompaction
 from .background import SessionBackground
 from .events import Reporter, Trigger
 from .hooks import HookRunner, budget_blocks, insert_live_state
-from .steps import Wait, Waits, settle
+from .steps import Wait, Waits
 
 __all__ = ("Compacting",)
 
@@ -110,22 +110,6 @@ class Compacting(abc.ABC):
         return found
 
     # --- one compaction --------------------------------------------------------------
-
-    def _compact(
-        self,
-        messages: list[Message],
-        trigger: Trigger,
-        tokens: int,
-        *,
-        force: bool = False,
-        focus: str | None = None,
-        attempt: int | None = None,
-    ) -> list[Message]:
-        """A compaction in the foreground (it never waits for a background job)."""
-        steps = self._compaction(
-            messages, trigger, tokens, force=force, focus=focus, attempt=attempt
-        )
-        return settle(steps)
 
     def _compaction(
         self,

@@ -229,8 +229,9 @@ class ContextManager(Compacting):
 
     def compress(self, messages: list[Message], *, focus_topic: str | None = None) -> list[Message]:
         """A manual compaction (``/compress [focus]``): forced past every guard."""
-        return self._compact(
-            messages, Trigger.MANUAL, self.estimate(messages), force=True, focus=focus_topic
+        tokens = self.estimate(messages)
+        return settle(
+            self._compaction(messages, Trigger.MANUAL, tokens, force=True, focus=focus_topic)
         )
 
     # --- the step machine and its drivers ----------------------------------------------
@@ -336,7 +337,9 @@ class ContextManager(Compacting):
             lighter = self._lighter_images(messages, ("tool",))
             if lighter is not messages:
                 return lighter
-        out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        out = settle(
+            self._compaction(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        )
         if out is messages and payload:
             out = self._lighter_images(messages, None)
         if out is messages or self.estimate(out) >= self.window:
