@@ -89,6 +89,14 @@ def conversation(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
+EXAMPLES = settings(
+    max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""How many random conversations each property test draws (both compaction paths)."""
+
+
 def _newest_user(messages: list[Message]) -> Message | None:
     for message in reversed(messages):
         if is_real_user(message):
@@ -96,11 +104,7 @@ def _newest_user(messages: list[Message]) -> Message | None:
     return None
 
 
-@settings(
-    max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@EXAMPLES
 @given(
     messages=conversation(),
     window=st.sampled_from([2_000, 8_000, 32_000]),
@@ -180,11 +184,7 @@ def check_result(comp: ContextCompressor, messages: list[Message], result: Any) 
     assert restatements <= 1  # a restated request is never restated again around itself
 
 
-@settings(
-    max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@EXAMPLES
 @given(
     messages=conversation(),
     cut=st.floats(0.75, 1.0),
