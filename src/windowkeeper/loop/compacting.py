@@ -131,6 +131,23 @@ class Compacting(abc.ABC):
                     self.events.claimed(trigger, tokens, len(messages))
                     return messages
                 found = None  # it must fit now: compact here
+        try:  # a shared session's lease, taken for this compaction, goes back whatever happens
+            result = self._run(messages, trigger, tokens, found, force, focus, attempt)
+        finally:
+            self.background.release()
+        return self._finished(messages, result, trigger, started, attempt)
+
+    def _run(
+        self,
+        messages: list[Message],
+        trigger: Trigger,
+        tokens: int,
+        found: Found,
+        force: bool,
+        focus: str | None,
+        attempt: int | None,
+    ) -> CompressionResult:
+        """The compaction itself: the applied background result, or the engine's."""
         self.events.started(
             trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
         )
@@ -141,18 +158,14 @@ class Compacting(abc.ABC):
             self.hooks.pre_compress(self._to_drop(messages, applied[0] if applied else None))
             self._report_hook_failures(trigger)
         if applied is not None:
-            result = applied[1]
-        else:
-            try:
-                result = self.engine.compress(
-                    messages, current_tokens=tokens, focus_topic=focus, force=force
-                )
-            finally:
-                self.background.release()
+            return applied[1]
+        result = self.engine.compress(
+            messages, current_tokens=tokens, focus_topic=focus, force=force
+        )
         if isinstance(found, DiscardReason):
             note = Background(False, found)
             result = replace(result, report=replace(result.report, background=note))
-        return self._finished(messages, result, trigger, started, attempt)
+        return result
 
     def _finished(
         self,
