@@ -108,6 +108,9 @@ class CompressionSettings(_Section):
     hygiene_threshold: Annotated[float, Field(ge=0.10, le=0.99)] = _DEFAULTS.hygiene_threshold
     hygiene_hard_message_limit: Positive = _DEFAULTS.hygiene_hard_message_limit
     max_attempts: Positive = _DEFAULTS.max_attempts
+    background: bool | None = _DEFAULTS.background
+    background_ratio: Annotated[float, Field(gt=0, lt=1)] = _DEFAULTS.background_ratio
+    background_workers: Positive = _DEFAULTS.background_workers
     cache_prices: dict[str, CachePriceRow] = Field(
         default_factory=lambda: {
             name: CachePriceRow(read=row.read, write=row.write)

@@ -10,7 +10,7 @@ compaction: that share of the window). Tier 2 summarizes the middle of the prune
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -18,10 +18,11 @@ from ..compaction.boundaries import system_end
 from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPlan, fitting_plan
 from ..compaction.prune import PassResult, PruneSettings, prune
 from ..compaction.truncate import Cut, last_rungs
+from ..core.cache import prices_for, receipt
 from ..core.config import CompressionConfig
 from ..core.invariants import align_back
 from ..core.messages import Message
-from ..core.report import CompressionReport, Outcome
+from ..core.report import CompressionReport, Outcome, Receipt
 from ..core.tokens import estimate_tokens
 
 
@@ -219,3 +220,22 @@ def fitted(
         for c in cuts
     )
     return out, after, notes
+
+
+def receipt_of(
+    config: CompressionConfig,
+    provider: str | None,
+    report: CompressionReport,
+    kept: int,
+    *,
+    background: bool = False,
+) -> Receipt:
+    """The receipt of a completed compaction that kept ``kept`` tokens of the request as
+    the cached prefix, at the ``cache_prices`` row of ``provider``; its wait is the
+    report's own time until the manager states the agent's."""
+    assert report.tier is not None
+    row = prices_for(config.cache_prices, provider)
+    made = receipt(
+        report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
+    )
+    return replace(made, background=True) if background else made

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from ..loop.background import Workers
 from ..store import SessionStore
 from .bodies import BodyParser
 from .metrics import Metrics
@@ -37,6 +38,8 @@ class GatewayCore:
         self.persistence = SessionPersistence(store) if store is not None else None
         self.clock = clock
         self.metrics = Metrics()
+        self.workers = Workers(settings.compression.background_workers)
+        """The gateway's background compactions, across its sessions (bounded)."""
         self.passthrough = 0
         self.bodies = BodyParser()
         """Request bodies parsed incrementally (an agent re-sends its history)."""

@@ -46,6 +46,8 @@ def select(gateway: GatewayCore, session: GatewaySession, parsed: Parsed, window
     session.client_messages = len(history.messages)
     session.branches.move_to_end(branch.key)
     branch.use_model(parsed.model, window)
+    if persistence is not None:
+        persistence.share(branch, len(history.messages))
     # Offered only where the gateway can answer it: a recall call must never reach a client
     # that has no such tool.
     offered = gateway.settings.recall_rounds > 0 and tool_for(branch, gateway.store) is not None

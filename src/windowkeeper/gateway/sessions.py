@@ -33,6 +33,8 @@ from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult
 from ..engine.compressor import ContextCompressor
 from ..engine.guard import GuardState
+from ..engine.prepared import PreparedCompaction
+from ..loop.background import SessionBackground, Workers
 from ..loop.events import Event
 from ..loop.manager import ContextManager
 from ..store import MemoryStore
@@ -90,27 +92,15 @@ class Before:
 
 
 class RecordingCompressor(ContextCompressor):
-    """The built-in compressor, remembering this request's compactions (input, result)
-    so their archived originals can be stored for recall."""
+    """The built-in compressor, remembering this request's compactions (input, result),
+    applied background ones included, so their archived originals can be stored."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.compacted: list[tuple[list[Message], CompressionResult]] = []
 
-    def compress(
-        self,
-        messages: list[Message],
-        *,
-        force: bool = False,
-        focus_topic: str | None = None,
-        current_tokens: int | None = None,
-    ) -> CompressionResult:
-        result = super().compress(
-            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
-        )
-        if result.report.compressed:
-            self.compacted.append((messages, result))
-        return result
+    def completed(self, messages: list[Message], result: CompressionResult) -> None:
+        self.compacted.append((messages, result))
 
 
 EventSink = Callable[[str, Event, ContextCompressor], None]
@@ -123,6 +113,7 @@ def new_manager(
     model: str | None,
     clock: Callable[[], float],
     sink: EventSink,
+    background: SessionBackground | None = None,
 ) -> tuple[ContextManager, RecordingCompressor]:
     """A manager around a fresh compressor that triggers at the hygiene threshold."""
     summarizer = (
@@ -143,6 +134,7 @@ def new_manager(
         clock=clock,
         max_attempts=settings.compression.max_attempts,
         on_event=lambda event: sink(public_id(key), event, compressor),
+        background=background,
     )
     return manager, compressor
 
@@ -189,7 +181,13 @@ class Branch:
         self.session = session
         self.window = window
         self.manager, self.compressor = new_manager(
-            session.settings, key, window, model, session.clock, session.sink
+            session.settings,
+            key,
+            window,
+            model,
+            session.clock,
+            session.sink,
+            SessionBackground(session.workers, on_prepared=session.prepared),
         )
         self.prefix = Prefix()
         self.seen: Seen | None = None
@@ -309,12 +307,18 @@ class GatewaySession:
         settings: GatewaySettings,
         clock: Callable[[], float],
         sink: EventSink,
+        prepared: Callable[[PreparedCompaction], None] | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.key = key
         self.protocol = protocol
         self.settings = settings
         self.clock = clock
         self.sink = sink
+        self.prepared = prepared
+        """Hears of each compaction prepared in the background (on a worker thread)."""
+        self.workers = workers
+        """The gateway's pool for background compactions (the process's by default)."""
         self.lock = asyncio.Lock()
         self.branches: OrderedDict[str, Branch] = OrderedDict()
         self.requests = self.compactions = self.forks = self.passthrough = 0

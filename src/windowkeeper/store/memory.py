@@ -36,6 +36,7 @@ from .base import (
 from .damage import held_after_undo
 from .lease import lease_is_dead
 from .memkeyed import KeyedMemory
+from .prepared import PreparedMemory
 
 # Nothing to migrate in memory; the list exists so every backend reports the same shape.
 MIGRATIONS: tuple[Migration, ...] = (Migration("m001_initial", ()),)
@@ -49,7 +50,7 @@ class _Session:
     compactions: list[CompactionRecord] = field(default_factory=list)
 
 
-class MemoryStore(SessionStore, KeyedMemory):
+class MemoryStore(SessionStore, KeyedMemory, PreparedMemory):
     """Everything lives in this object; deep copies keep callers from mutating stored rows."""
 
     def __init__(self, *, clock: Clock = time.time) -> None:
