@@ -68,10 +68,12 @@ class Gateway(GatewayCore):
             GatewaySession(key, protocol, self.settings, self.clock, self.metrics.on_event)
         )
         self.metrics.sessions.set(len(self.sessions))
+        self.collector.begin()
         try:
             return await exchange.run(session, window)
         finally:
             self.sessions.account(session)
+            self.collector.end()
 
     async def count_tokens(
         self,
