@@ -4,7 +4,9 @@ PyPI ``hermes-agent`` 0.19.0 is installed without its dependencies into a folder
 benchmarks' own (``benchmarks/.reference/``, ignored by git) with this interpreter's pip:
 its compressor imports only what windowkeeper's environment already has (pyyaml, openai,
 httpx, pydantic). Its LLM call is stubbed to fail, so each compaction writes its
-deterministic fallback summary; its home folder is a temporary one. Where pip cannot
+deterministic fallback summary; its home folder is a temporary one. ``openai`` is imported
+before the timer: a failed call's error check imports it (0.6–5 s on this machine), and
+an agent that had really called a model would have imported it already. Where pip cannot
 install it (no registry, another interpreter) :func:`installed` is ``None`` and the
 benchmarks leave the column out, saying why.
 """
@@ -50,6 +52,7 @@ def compress_runner(messages: list[dict[str, Any]], window: int) -> Any:
 
     logging.disable(logging.WARNING)  # its "summary failed" warning on every run
     import agent.context_compressor as reference
+    import openai  # noqa: F401  (its failure path imports the client it would have called)
 
     def fail(**_: Any) -> Any:
         raise RuntimeError("stubbed: the benchmark calls no model")

@@ -68,12 +68,17 @@ class _Known:
         return {**self.head, key: list(self.units), **self.rest}
 
     def may_share(self, raw: bytes) -> bool:
-        """A cheap test that fails for most bodies sharing no second unit with this one."""
+        """A cheap test that fails for most bodies sharing neither of its first two units
+        with this one."""
         if not self.ends:
             return False
-        end = self.ends[min(1, len(self.ends) - 1)]
-        start = max(0, end - _PROBE)
-        return raw[start:end] == self.raw[start:end]
+        for end in dict.fromkeys((self.ends[0], self.ends[min(1, len(self.ends) - 1)])):
+            # the first unit too: bodies that share none reuse nothing (Anthropic bodies
+            # of different sessions often share their second, an assistant turn)
+            start = max(0, end - _PROBE)
+            if raw[start:end] != self.raw[start:end]:
+                return False
+        return True
 
 
 _Bucket = tuple[str, str, bytes]
