@@ -40,7 +40,7 @@ from windowkeeper.testing import unused_port
 
 GATEWAY = """
 import sys
-if "gc-trace" in sys.argv[4:]:  # every full collection's wall time, printed at exit
+if "gc-trace" in sys.argv[5:]:  # every full collection's wall time, printed at exit
     import atexit, gc, time
     full, started = [], [0.0]
     def trace(phase, info):
@@ -53,8 +53,10 @@ if "gc-trace" in sys.argv[4:]:  # every full collection's wall time, printed at 
     atexit.register(lambda: print(f"full collections (ms): {full}", file=sys.stderr))
 from windowkeeper.cli.serve import serve_command
 serve_command(upstream=sys.argv[1], anthropic_upstream=sys.argv[2], port=int(sys.argv[3]),
-              context_length=16_000, log_level="warning")
+              context_length=int(sys.argv[4]), log_level="warning")
 """
+WINDOW = [16_000]
+"""The gateway's window (``--window``; far above the history: the fresh-body path alone)."""
 PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages"}
 
 
@@ -93,7 +95,7 @@ async def post_all(url: str, payloads: list[bytes], tag: str) -> list[float]:
 def run_gateway(upstream: str, src: str | None, profile: str | None, label: str,
                 trace: bool) -> tuple[subprocess.Popen[str], str]:  # fmt: skip
     port = unused_port()
-    args = [f"{upstream}/v1", upstream, str(port)]
+    args = [f"{upstream}/v1", upstream, str(port), str(WINDOW[0])]
     prefix: list[str] = []
     spy = shutil.which("py-spy", path=f"{os.path.dirname(sys.executable)}:{os.defpath}")
     if profile and spy:
@@ -163,17 +165,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--against", help="a checkout whose gateway to alternate with")
     parser.add_argument("--profile", help="write py-spy raw profiles here")
+    parser.add_argument("--window", type=int, default=16_000)
     parser.add_argument(
         "--gc-trace",
         action="store_true",
         help="the gateway prints each full collection's wall time at exit",
     )
     args = parser.parse_args()
+    WINDOW[0] = args.window
     sample = json.loads(bodies("chat", 1, "size")[0])
     from windowkeeper.core.tokens import estimate_messages_tokens
 
     print(f"history: {len(sample['messages'])} messages, "
-          f"~{estimate_messages_tokens(sample['messages'])} tokens; window 16K\n")  # fmt: skip
+          f"~{estimate_messages_tokens(sample['messages'])} tokens; window {args.window}\n")  # fmt: skip
     gateways = [("this", None)]
     if args.against:
         gateways.append(("other", os.path.join(args.against, "src")))
