@@ -176,8 +176,8 @@ def main() -> None:
     sample = json.loads(bodies("chat", 1, "size")[0])
     from windowkeeper.core.tokens import estimate_messages_tokens
 
-    print(f"history: {len(sample['messages'])} messages, "
-          f"~{estimate_messages_tokens(sample['messages'])} tokens; window {args.window}\n")  # fmt: skip
+    tokens = estimate_messages_tokens(sample["messages"])
+    print(f"history: {len(sample['messages'])} messages, ~{tokens} tokens; window {args.window}\n")
     gateways = [("this", None)]
     if args.against:
         gateways.append(("other", os.path.join(args.against, "src")))
