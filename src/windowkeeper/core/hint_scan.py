@@ -124,6 +124,56 @@ def scanner(exact: Iterable[str], caseless: Iterable[str]) -> HintScanner | None
     return HintScanner(exact, caseless)
 
 
+class LiteralScanner:
+    """Where any of some ASCII literals occurs in a text, case-insensitively (ASCII case
+    folding), in one Hyperscan pass over its bytes: the gates in front of the extractors
+    (which lines of a tool output may hold an error line, say) without a lower-cased copy
+    of the text (for an 8,000-character non-ASCII output, ``str.lower`` alone allocates
+    ~130 KB: compress's peak memory)."""
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        assert hyperscan is not None
+        words = sorted(set(literals))
+        flags = hyperscan.HS_FLAG_SOM_LEFTMOST | hyperscan.HS_FLAG_CASELESS
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(
+            expressions=[_literal(word) for word in words],
+            ids=list(range(len(words))),
+            flags=[flags] * len(words),
+        )
+        self._scratch = hyperscan.Scratch(self._database)
+        self._local = threading.local()
+
+    def starts(self, text: str) -> set[int]:
+        """The character offset where each occurrence starts. What must hold: ``text``
+        holds no character of ``FOLDED_TO_ASCII`` (then these are exactly the offsets of
+        the lower-cased literals in ``text.lower()``: no other character lowers to an
+        ASCII one, and only ``İ``, one of them, lowers to two)."""
+        found: list[tuple[int, int]] = []
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._scratch.clone()
+        data = text.encode("ascii" if text.isascii() else "utf-8", "surrogatepass")
+        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        starts = {start for _, start in found}
+        if len(data) == len(text):
+            return starts
+        chars = _char_offsets(data, starts)
+        return {chars[start] for start in starts}
+
+
+def _literal(word: str) -> bytes:
+    """``word`` as a Hyperscan expression matching it literally (every byte escaped)."""
+    return "".join(f"\\x{ord(char):02x}" for char in word).encode("ascii")
+
+
+def literal_scanner(literals: Iterable[str]) -> LiteralScanner | None:
+    """A :class:`LiteralScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
+    if hyperscan is None or os.environ.get(FORCE_PURE_PYTHON, "") not in ("", "0"):
+        return None
+    return LiteralScanner(literals)
+
+
 _TOKEN_HINTS = tuple(hint for group in TOKEN_GROUPS for hint in group.hints)
 
 
