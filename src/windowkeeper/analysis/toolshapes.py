@@ -28,7 +28,7 @@ class ToolKind(enum.StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolAction:
     """A recognized tool call: its kind and main target (command, path, pattern or URL)."""
 

@@ -43,7 +43,7 @@ class Reason(enum.StrEnum):
     CONCURRENT_COMPACTION = "concurrent_compaction"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArchivedItem:
     """An original that a compaction replaced; ``handle`` is the reference shown to the model.
 
