@@ -1,7 +1,13 @@
 """Compress CPU time of every real session vs the floor: ``json.loads`` + ``json.dumps``.
 
-Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]`` with
-``--scaling`` or ``--stages`` for the series below.
+Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]
+[--against DIR] [--reference]`` with ``--scaling`` or ``--stages`` for the series below.
+
+``--against DIR`` measures the checkout in ``DIR/src`` too and ``--reference`` the
+reference agent (``reference_agent.py``: PyPI ``hermes-agent`` 0.19.0, installed on first
+use without its dependencies into ``benchmarks/.reference/``; left out, saying why, where
+pip cannot install it), each session in fresh processes alternated with this checkout's;
+a summary table gives the issue's figures for each.
 
 The floor is ``json.loads`` of each line plus ``json.dumps`` of the resulting list, with
 the file's lines already in memory: nothing else is inside its timer. Each session is
