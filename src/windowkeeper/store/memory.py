@@ -43,12 +43,19 @@ MIGRATIONS: tuple[Migration, ...] = (Migration("m001_initial", ()),)
 def _copied(value: Any) -> Any:
     """A deep copy of a message: JSON values (dicts, lists, scalars) copied directly, a few
     times faster than ``copy.deepcopy`` (the gateway archives every compaction's originals
-    here); any other value is deep-copied as before."""
+    here); any other value, or one that holds itself, is deep-copied as before."""
+    try:
+        return _json_copy(value)
+    except RecursionError:  # a value that holds itself: deepcopy keeps the cycle
+        return copy.deepcopy(value)
+
+
+def _json_copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
-        return {key: _copied(item) for key, item in value.items()}
+        return {key: _json_copy(item) for key, item in value.items()}
     if kind is list:
-        return [_copied(item) for item in value]
+        return [_json_copy(item) for item in value]
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
     return copy.deepcopy(value)
