@@ -1,20 +1,21 @@
 """The command line over mutated sessions (issue 10): never a traceback; every defect is one
 ``error:`` line with exit code 2, or is repaired with a ``warning:`` line.
 
-Each mutation is applied to real sessions (``../shared/data/sessions``, skipped when
-absent; every 4th one unless ``WINDOWKEEPER_ALL_MUTATIONS=1``) and to synthetic ones that
-always run: drop a line, duplicate one, swap two, corrupt one (cut, garbage bytes, not a
-message, a wrong role), nest one 100,000 levels deep (content) or 5,000 deep (tool
-arguments), and put a 5,000-digit integer literal in one. An exit-0 ``compress`` output
-must pass :func:`violations` (issue 25 point 2).
+Each mutation (:mod:`windowkeeper.testing.mutations`) is applied to real sessions
+(``../shared/data/sessions``, skipped when absent; every 4th one unless
+``WINDOWKEEPER_ALL_MUTATIONS=1``) and to synthetic ones that always run: drop a line,
+duplicate one, swap two, corrupt one (cut, garbage bytes, not a message, a wrong role),
+nest one 100,000 levels deep (content) or 5,000 deep (tool arguments), put a 5,000-digit
+integer literal in one, break the file (empty, truncated, BOM and CRLF), a 1.5 MB line,
+orphan results, calls without results, malformed calls, odd contents. An exit-0
+``compress`` output must pass :func:`violations` (issue 25 point 2).
+``scripts/cli_mutations.py`` runs every command over them in every input shape.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,92 +26,13 @@ from windowkeeper.adapters.formats import load_conversation
 from windowkeeper.cli.app import main
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import dump_jsonl
-
-Mutation = Callable[[list[str], random.Random], bytes]
+from windowkeeper.testing.mutations import MUTATIONS, deep_arguments, deep_content
 
 # What a line of stderr may start with: results, notes, warnings and the one error line.
 LINE_STARTS = (
     "error:", "warning:", "note:", "compressed ", "compression ", "below the threshold",
     "not compressed",
 )  # fmt: skip
-
-
-def _join(lines: list[str]) -> bytes:
-    return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
-
-
-def _pick(lines: list[str], rng: random.Random) -> int:
-    return rng.randrange(len(lines))
-
-
-def drop(lines: list[str], rng: random.Random) -> bytes:
-    index = _pick(lines, rng)
-    return _join(lines[:index] + lines[index + 1 :])
-
-
-def duplicate(lines: list[str], rng: random.Random) -> bytes:
-    index = _pick(lines, rng)
-    return _join(lines[: index + 1] + lines[index:])
-
-
-def reorder(lines: list[str], rng: random.Random) -> bytes:
-    out = list(lines)
-    a, b = _pick(out, rng), _pick(out, rng)
-    out[a], out[b] = out[b], out[a]
-    return _join(out)
-
-
-def cut(lines: list[str], rng: random.Random) -> bytes:
-    out = list(lines)
-    index = _pick(out, rng)
-    out[index] = out[index][: max(1, len(out[index]) // 2)]
-    return _join(out)
-
-
-def garbage(lines: list[str], rng: random.Random) -> bytes:
-    index = _pick(lines, rng)
-    head, tail = _join(lines[:index]), _join(lines[index + 1 :])
-    return head + bytes(rng.randrange(256) for _ in range(64)) + b"\n" + tail
-
-
-def not_a_message(lines: list[str], rng: random.Random) -> bytes:
-    out = list(lines)
-    out[_pick(out, rng)] = rng.choice(['[1, 2]', '"text"', '{"content": "no role"}',
-                                       '{"role": "robot", "content": "x"}',
-                                       '{"role": "user", "content": 42}'])  # fmt: skip
-    return _join(out)
-
-
-def deep_content(lines: list[str], rng: random.Random) -> bytes:
-    out = list(lines)
-    out[_pick(out, rng)] = '{"role": "user", "content": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    return _join(out)
-
-
-def deep_arguments(lines: list[str], rng: random.Random) -> bytes:
-    arguments = "[" * 5_000 + "]" * 5_000
-    extra = [
-        json.dumps({"role": "assistant", "content": None, "tool_calls": [
-            {"id": "deep1", "type": "function",
-             "function": {"name": "bash", "arguments": arguments}}]}),
-        json.dumps({"role": "tool", "tool_call_id": "deep1", "content": "ok"}),
-        json.dumps({"role": "user", "content": "go on"}),
-    ]  # fmt: skip
-    index = _pick(lines, rng)
-    return _join(lines[:index] + extra + lines[index:])
-
-
-def huge_number(lines: list[str], rng: random.Random) -> bytes:
-    out = list(lines)
-    out[_pick(out, rng)] = '{"role": "user", "content": "x", "n": ' + "7" * 5_000 + "}"
-    return _join(out)
-
-
-MUTATIONS: dict[str, Mutation] = {
-    f.__name__: f
-    for f in (drop, duplicate, reorder, cut, garbage, not_a_message, deep_content,
-              deep_arguments, huge_number)
-}  # fmt: skip
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

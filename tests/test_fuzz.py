@@ -37,6 +37,7 @@ def test_random_history_compresses_cleanly(seed: int) -> None:
     case = fuzz_case(seed)
     assert case.exception == "", f"seed {seed}: {case.exception}"
     assert case.violations == (), f"seed {seed}: {case.violations}"
+    assert not case.task_dropped, f"seed {seed}: the newest written request was dropped"
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,7 +51,15 @@ def test_the_histories_are_as_hostile_as_promised() -> None:
     """The generator covers what the fuzz claims (so passing means something)."""
     seen: set[str] = set()
     for seed in range(150):
-        for message in random_history(random.Random(seed)):
+        history = random_history(random.Random(seed))
+        users = [m for m in history if m["role"] == "user"]
+        if len(users) > 1 and not content_text(users[-1]["content"]):
+            seen.add("ends in a send without text")
+            if not users[-1]["content"]:
+                seen.add("ends in an empty parts list")
+            else:
+                seen.add("ends in images alone")
+        for message in history:
             text = json.dumps(message)
             if "\\ud8" in text or "\\udf" in text:
                 seen.add("lone surrogate")
@@ -70,7 +79,8 @@ def test_the_histories_are_as_hostile_as_promised() -> None:
                 if "9" * 4_301 in arguments:
                     seen.add("huge integer")
     assert {"lone surrogate", "cjk", "image", "parallel calls", "5,000-deep arguments",
-            "huge integer", "user without text"} <= seen, seen  # fmt: skip
+            "huge integer", "user without text", "ends in a send without text",
+            "ends in an empty parts list", "ends in images alone"} <= seen, seen  # fmt: skip
 
 
 def test_fuzz_script_runs(tmp_path: Path) -> None:
@@ -84,3 +94,4 @@ def test_fuzz_script_runs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "exceptions: 0" in done.stdout and "invariant violations: 0" in done.stdout
+    assert "newest written request dropped (neither kept nor restated): 0" in done.stdout

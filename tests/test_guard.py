@@ -11,6 +11,7 @@ from windowkeeper.engine.guard import (
     on_structural_noop,
     on_summary_failure,
     on_summary_success,
+    on_undo,
     on_usage,
     remaining_cooldown,
 )
@@ -75,3 +76,11 @@ def test_state_round_trips_through_json_and_resets() -> None:
     assert (
         switched.strikes == 0 and switched.compression_count == 3 and switched.cooldown_until == 0
     )
+
+
+def test_an_undo_holds_until_a_compaction_and_survives_a_restart() -> None:
+    state = on_undo(on_compaction(GuardState(), 0.5, 0.1))
+    assert blocked(state, 10**9)[0] is Block.UNDONE  # no time ends it
+    assert GuardState.from_json(state.to_json()) == state
+    assert blocked(on_compaction(state, 0.5, 0.1), 0.0)[0] is None
+    assert blocked(on_reset(state, new_session=True), 0.0)[0] is None

@@ -21,16 +21,20 @@ from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
 from windowkeeper.summary.handoff.claims import title_of
 from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
 from windowkeeper.summary.handoff.fit import fitted
+from windowkeeper.summary.handoff.items import item_status
 from windowkeeper.summary.handoff.model import (
     Command,
     HandoffState,
     OpenError,
     Quote,
+    SpecRole,
+    WorkItem,
     WorkState,
 )
 from windowkeeper.summary.handoff.parse import parse_state, split_sections
 from windowkeeper.summary.handoff.paths import choose_root
-from windowkeeper.summary.handoff.text import TITLES, render, shown_command
+from windowkeeper.summary.handoff.text import NO_ERRORS, TITLES, render, shown_command
+from windowkeeper.summary.handoff.valuetext import grouped_values
 from windowkeeper.summary.protocol import Summarizer, SummaryRequest
 
 Message = dict[str, Any]
@@ -128,10 +132,14 @@ def test_every_fact_of_the_session_is_in_its_section() -> None:
     assert "- Never push to main." in section(body, "Constraints & Preferences")
     work = section(body, "Work State")
     assert "Edited /srv/app/payments/refunds.py" in work or "Edited payments/refunds.py" in work
-    # The failure was fixed by a later run: it is not open, and the fix says what it fixed.
-    assert "resolves the earlier failure: FAILED tests/test_refunds.py" in work
+    # The failure was fixed by a later run: it is not open, and the fix names what it
+    # fixed and what fixed it (the edit, then the passing re-run).
+    fixed = "FAILED tests/test_refunds.py::test_partial - assert 10 == 12 → fixed by: edited "
+    assert fixed + "payments/refunds.py; `pytest -x tests/test_refunds.py` then passed" in work
+    assert "- tests `pytest -x tests/test_refunds.py`: passed (5 passed in 0.2s)" in work
     assert "Working directory: /srv/app" in work and "Git branch: fix/refunds" in work
-    assert "## Open Errors" not in body  # grep without a match is not an error
+    # grep without a match is not an error; the section says that none is open.
+    assert section(body, "Open Errors").strip() == NO_ERRORS
     assert "Modified: payments/refunds.py" in section(body, "Files")
     assert "Root: /srv/app/" in section(body, "Files")
     assert "8080" in section(body, "Critical Values")
@@ -238,7 +246,10 @@ def test_a_failure_is_resolved_by_running_the_step_that_failed_again() -> None:
     ]
     state = state_of(turns)
     assert state.errors == ()
-    assert any("resolves the earlier failure" in d for d in state.work.done)
+    assert state.work.fixed == (
+        "`cat > t.py << 'EOF' ; python t.py` exit 1: ModuleNotFoundError: No module named "
+        "'missing' → installed: `pip install missing` ok",
+    )
 
 
 TRACE = "Traceback (most recent call last):\n"
@@ -266,15 +277,12 @@ def test_what_failed_before_a_fix_is_kept_not_only_the_last_error() -> None:
     turns += bash("ok", "python repro.py", "reproduced\n<returncode>0</returncode>")
     state = state_of(turns)
     assert state.errors == ()
-    fixed = [d for d in state.work.done if "resolves" in d]
-    assert len(fixed) == 1 and "resolves 3 earlier failures" in fixed[0]
-    for error, _ in attempts:
-        assert error in fixed[0]
-    assert (
-        fixed[0].index("RuntimeError")
-        < fixed[0].index("ModuleNotFoundError")
-        < fixed[0].index("TypeError")
-    )
+    fixed = state.work.fixed
+    assert [error for error, _ in attempts] == [f.split(": ", 1)[1].split(" → ")[0] for f in fixed]
+    # Each attempt's error with the change made before the next attempt; the last one
+    # with the run that passed.
+    assert all(" → fixed by: wrote repro.py; the next run failed otherwise" in f for f in fixed[:2])
+    assert fixed[-1].endswith("`python repro.py` then ok")
 
 
 def test_a_repeated_pair_of_steps_is_counted_not_listed() -> None:
@@ -284,8 +292,9 @@ def test_a_repeated_pair_of_steps_is_counted_not_listed() -> None:
         turns += tool_round(f"e{n}", "str_replace_editor", {"command": "str_replace", **edit}, "ok")
         turns += bash(f"r{n}", "python /w/run.py", "done\n<returncode>0</returncode>")
     done = state_of(turns).work.done
-    assert done == ("Edited /w/run.py (str_replace_editor ok) ×4",
-                    "Ran `python /w/run.py` (exit 0) ×4")  # fmt: skip
+    # Paths are relative to the root (the Files section names it).
+    assert done == ("Edited run.py (str_replace_editor ok) ×4",
+                    "Ran `python run.py` (exit 0) ×4")  # fmt: skip
 
 
 def open_after(*steps: tuple[str, str]) -> list[str | None]:
@@ -344,34 +353,63 @@ def test_a_skill_named_for_an_operation_is_resolved_by_that_operation() -> None:
     turns += bash("c", commit, "[feat 3bb8701] feat: a\n<returncode>0</returncode>")
     state = state_of(turns)
     assert state.errors == ()
-    assert any("main..HEAD" in d for d in state.work.done if d.startswith("Committed"))
+    assert state.work.fixed == (
+        f"Skill skill=handgemacht:commit failed: [tool error] {failure} → done instead with "
+        f"`{commit}` ok",
+    )
     # Another operation does not stand in for it.
     other = [*turns[:3], *bash("p", "git push", "<returncode>0</returncode>")]
     assert len(state_of(other).errors) == 1
 
 
 def test_the_next_step_comes_from_the_newest_actions() -> None:
-    """An intent that later calls went past is superseded; the next step is then the
-    newest action, stated as of the cut (the verbatim tail may have gone further)."""
+    """An intent that later calls went past is superseded; the next step is then derived
+    from the newest actions, as of compaction time."""
     read = {"file_path": "/w/pane_list_live.ex"}
-    start = [
-        user("Restyle the pane list."),
-        say("Let me read the PaneListLive and the CSS file."),
-        *tool_round("r", "Read", read, "defmodule PaneListLive"),
-    ]
-    assert state_of(start).next_step == "Let me read the PaneListLive and the CSS file."
+    said = [user("Restyle the pane list."), say("Let me read the PaneListLive and the CSS file.")]
+    assert state_of(said).next_step.endswith(": Let me read the PaneListLive and the CSS file.")
+    start = [*said, *tool_round("r", "Read", read, "defmodule PaneListLive")]
+    # Its own first call round may have done part of it: still the next step, so labelled.
+    assert "may have done part of it): Let me read the PaneListLive" in state_of(start).next_step
     edit = {"file_path": "/w/pane_list_live.ex", "old_string": "a", "new_string": "b"}
     later = [*start, *tool_round("e", "Edit", edit, "ok")]
-    step = state_of(later).next_step
-    assert "PaneListLive and the CSS" not in step
-    assert step.startswith("As of the cut") and "/w/pane_list_live.ex (ok)" in step
+    state = state_of(later)
+    assert "PaneListLive and the CSS" not in state.next_step
+    assert state.next_step.startswith("Next (derived at compaction time")
+    assert state.last_action.startswith("edited pane_list_live.ex (ok)")  # root-relative
     todos = {"todos": [{"content": "Style the chips", "status": "completed"},
                        {"content": "Run the LiveView tests", "status": "in_progress"}]}  # fmt: skip
     planned = [*later, *tool_round("t", "TodoWrite", todos, "ok")]
     assert "newest todo item open: Run the LiveView tests" in state_of(planned).next_step
 
 
-def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> None:
+def test_the_next_step_finishes_the_work_item_as_earlier_ones_were() -> None:
+    """A claimed item changed and not tested since: test it, then close, commit and push
+    (the steps the session took for the items before it)."""
+    ok = "<returncode>0</returncode>"
+    pushed = "[main 1a2b3c4] feat: a (app-1)\n   0a0b0c0..1a2b3c4  main -> main\n" + ok
+    edit = {"file_path": "/w/b.py", "old_string": "a", "new_string": "b"}
+    turns = [
+        user("Do app-1 and app-2."),
+        *bash("c1", "bd update app-1 --status in_progress", ok),
+        *bash("t1", "pytest", "3 passed\n" + ok),
+        *bash("x1", "bd close app-1", ok),
+        *bash("g1", "git commit -am 'feat: a (app-1)' && git push", pushed),
+        *bash("c2", "bd update app-2 --status in_progress", ok),
+        *tool_round("e2", "Edit", edit, "ok"),
+        say("Done with the edit."),
+    ]
+    state = state_of(turns)
+    items = {i.id: i for i in state.work.items}
+    assert items["app-1"].evidence[-3:] == ("closed", "committed 1a2b3c4", "pushed")
+    assert items["app-2"].evidence == ("claimed", "edited b.py")
+    assert state.next_step == (
+        "Next (derived at compaction time from the newest actions): check the changes of "
+        "app-2 (b.py): no test ran after them, then close app-2, commit and push"
+    )
+
+
+def test_bookkeeping_is_no_done_item_and_work_items_carry_titles_and_evidence() -> None:
     ok = "<returncode>0</returncode>"
     turns = [
         user("Work on bead app-7."),
@@ -380,19 +418,19 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
         *bash("u", "bd update app-7.1 --status in_progress 2>&1", ok),
         *bash("m", "mkdir -p lib/export && chmod +x run.sh", ok),
         *bash("t", "mix test", "3 tests, 0 failures\n" + ok),
-        *bash("c", "bd close app-7.1 --reason=done", ok),
-        *bash("v", "gh issue view 12", "title: Add import\n" + ok),
+        *bash("c", "bd close app-7.1 --reason=done", "✓ Closed app-7.1: Closed\n" + ok),
+        *bash("v", "gh issue view 12", "title:\tAdd import\n" + ok),
         *bash("n", "bd update app-7.2 --status=in_progress", ok),
     ]
     work = state_of(turns).work
-    assert work.done == (
-        "Tests passed: `mix test` (3 tests, 0 failures)",
-        "Closed app-7.1 (Add export)",
-    )
-    claims = [i for i in work.in_progress if i.startswith("Claimed")]
-    assert claims == ["Claimed app-7.2 (Add import): `bd update app-7.2 --status=in_progress`"]
-    closed = state_of(turns[:-2]).work.in_progress
-    assert not any(i.startswith("Claimed") for i in closed)
+    assert work.done == ()  # bookkeeping is no work, and the test run is the item's
+    assert work.items == (
+        WorkItem("app-7.1", "Add export",
+                 ("claimed", "tests passed: `mix test` (3 tests, 0 failures)", "closed")),
+        WorkItem("app-7.2", "Add import", ("claimed",)),
+    )  # fmt: skip
+    assert [item_status(i) for i in work.items] == ["done: closed", "in progress: claimed"]
+    assert "12" not in " ".join(i.id for i in work.items)  # viewing an issue is no work
     # A tracker step that changes the state of the work is work.
     assert not is_bookkeeping("bd update app-7.1 --status closed")
     assert not is_bookkeeping("gh pr create -t x") and not is_bookkeeping("mkdir a && mv b a/")
@@ -401,34 +439,65 @@ def test_bookkeeping_is_no_done_item_and_the_claimed_item_is_in_progress() -> No
 
 def test_the_task_spec_and_the_claimed_items_spec_are_kept() -> None:
     """The look-ups that define the work keep their goal and acceptance lines (a short one
-    verbatim), not a stub that counts lines; the claim stays in the work state."""
+    verbatim), not a stub that counts lines, in the Task Spec section only; an output
+    showing several items gives each its own part; the item in progress is the one shown
+    (not the one looked up last), and once it is closed, the newest item not closed."""
     ok = "<returncode>0</returncode>"
     filler = [f"- background note {n} about the history of the module" for n in range(30)]
     epic = "\n".join(["○ app-7 [EPIC] · CSV export", "## Goal", "Export invoices as CSV.",
                       "## History", *filler, "## Constraints", "- Never change the API.",
                       ok])  # fmt: skip
+    both = "○ app-7.2 · Add headers\nDone when: headers match\n===\n○ app-7.3 · Add footers\n"
     turns = [
         user("Work on bead app-7."),
         *bash("e", "bd show app-7", epic),
-        *bash("s", "bd show app-7.2", "○ app-7.2 · Add headers\nDone when: headers match\n" + ok),
         *bash("u", "bd update app-7.2 --status in_progress", ok),
+        *bash("s", "bd show app-7.2; echo ===; bd show app-7.3", both + ok),
     ]
     state = state_of(turns)
-    task, item = state.specs
-    assert (task.source, task.item, task.shortened) == ("bd show app-7", "app-7", True)
+    task, later, item = state.specs
+    assert (task.source, task.item, task.shortened, task.role) == (
+        "bd show app-7", "app-7", True, SpecRole.TASK
+    )  # fmt: skip
     assert task.text.startswith("○ app-7 [EPIC] · CSV export\n## Goal\nExport invoices as CSV.")
     assert "## Constraints\n- Never change the API." in task.text
     assert "background note 7" not in task.text and ok not in task.text
-    assert (item.text, item.item, item.shortened) == (
-        "○ app-7.2 · Add headers\nDone when: headers match",
-        "app-7.2",
-        False,
-    )
-    assert state.work.in_progress[0].startswith("Claimed app-7.2 (Add headers)")
+    assert (item.text, item.item, item.shortened, item.role) == (
+        "○ app-7.2 · Add headers\nDone when: headers match", "app-7.2", False,
+        SpecRole.IN_PROGRESS,
+    )  # fmt: skip
+    assert (later.item, later.text, later.handle != "") == ("app-7.3", "", True)
+    assert state.work.items == (WorkItem("app-7.2", "Add headers", ("claimed",)),)
     body = body_of(turns)
     assert parse_state(body).specs == state.specs
     spec_section = section(body, "Task Spec")
     assert spec_section.startswith("Spec of the task: `bd show app-7` · item app-7 · shortened")
+    assert "\nSpec of the item in progress: " in spec_section
+    # The spec is said once: the Work State names the item, not its spec.
+    assert body.count("Done when: headers match") == 1
+    assert "Done when" not in section(body, "Work State")
+    # Once the item is closed, the spec shown is the newest item's not closed.
+    closed = state_of([*turns, *bash("x", "bd close app-7.2", ok)])
+    task2, *_, shown = closed.specs
+    assert task2 == task and (shown.item, shown.role) == ("app-7.3", SpecRole.NOT_CLOSED)
+    assert shown.text == "○ app-7.3 · Add footers"
+    text = render(closed)
+    assert "Spec of the newest item not closed: `bd show app-7.2; echo ===; bd show" in text
+    assert parse_state(text).specs == closed.specs
+
+
+def test_an_older_handoffs_specs_in_the_work_state_are_not_read_as_work() -> None:
+    """A handoff written before the Task Spec section listed spec excerpts under the Work
+    State; read back, they are no pending step or any other part of the work state."""
+    body = "\n".join([
+        "## Task", "Original request: the first user message above, kept verbatim.",
+        "## Work State", "Pending:", "- Run the tests.",
+        "Specs (what the task and the open items ask for):",
+        "- Spec from `bd show app-7`: ○ app-7 · CSV export | ## Goal | Export invoices.",
+    ])  # fmt: skip
+    state = parse_state(body)
+    assert state is not None
+    assert state.work == WorkState(pending=("Run the tests.",)) and state.specs == ()
 
 
 def test_open_errors_are_listed_newest_first_and_read_back_in_order() -> None:
@@ -453,7 +522,7 @@ def test_open_errors_carried_from_the_previous_handoff_until_resolved() -> None:
     still = body_of([say("Looking."), *bash("l", "ls", "Makefile")], previous=first)
     assert "`make build` -> exit 2" in section(still, "Open Errors")
     fixed = body_of([*bash("b2", "make build", "<returncode>0</returncode>")], previous=still)
-    assert "## Open Errors" not in fixed
+    assert section(fixed, "Open Errors").strip() == NO_ERRORS
 
 
 def test_files_edited_through_the_shell_are_modified_and_reads_are_not() -> None:
@@ -547,6 +616,14 @@ def _grouped(files: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [f for status in order for f in files if f[1] == status]
 
 
+_ITEM = st.builds(
+    WorkItem,
+    st.from_regex(r"[a-z]{1,6}-[a-z0-9]{1,4}(\.[0-9]{1,2})?|#[0-9]{1,4}", fullmatch=True),
+    _TEXT.map(lambda s: " ".join(s.split())),
+    st.lists(_LINE, max_size=4).map(tuple),
+)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     task=st.one_of(st.none(), _QUOTE), users=st.lists(_QUOTE, max_size=4),
@@ -556,19 +633,28 @@ def _grouped(files: list[tuple[str, str]]) -> list[tuple[str, str]]:
     values=st.lists(_LINE, max_size=5), commands=st.lists(_LINE, max_size=4),
     codes=st.lists(st.one_of(st.none(), st.integers(-2, 255)), min_size=4, max_size=4),
     errors=st.lists(_LINE, max_size=3), decisions=st.lists(_LINE, max_size=3),
+    items=st.lists(_ITEM, max_size=3, unique_by=lambda i: i.id),
+    lines=st.lists(_LINE, max_size=3), commits=st.lists(st.tuples(
+        st.from_regex(r"[0-9a-f]{7}", fullmatch=True), _TEXT), max_size=2),
+    last=_LINE,
 )  # fmt: skip
 def test_render_then_parse_is_the_identity(
     task: Quote | None, users: list[Quote], constraints: list[str], done: list[str],
     files: list[tuple[str, str]], values: list[str], commands: list[str], codes: list[int | None],
-    errors: list[str], decisions: list[str],
+    errors: list[str], decisions: list[str], items: list[WorkItem], lines: list[str],
+    commits: list[tuple[str, str]], last: str,
 ) -> None:  # fmt: skip
+    shas = tuple(dict(commits).items())
+    work = WorkState(done=tuple(done), earlier=(("ran", 3),), items=tuple(items),
+                     latest=tuple(lines), fixed=tuple(lines))  # fmt: skip
     state = HandoffState(
-        task=task, users=tuple(users), constraints=tuple(constraints),
-        work=WorkState(done=tuple(done), earlier=(("ran", 3),)),
+        task=task, users=tuple(users), constraints=tuple(constraints), work=work,
         errors=tuple(OpenError(shown_command(c), (c,), 1, c) for c in commands[:2]),
-        decisions=tuple(decisions), files=tuple(files), values=tuple(dict.fromkeys(values)),
+        decisions=tuple(decisions), files=tuple(files),
+        values=grouped_values(values, shas, (i.id for i in items)), commits=shas,
         commands=tuple(Command(c, code) for c, code in zip(commands, codes, strict=False)),
         read_only=(("grep", 2),), error_lines=tuple(errors), next_step="Run the tests.",
+        last_action=last, covered=last,
     )  # fmt: skip
     reread = parse_state(render(state))
     assert reread is not None
@@ -601,3 +687,70 @@ def test_a_title_is_read_from_any_output_or_none(item: str, before: str, after: 
     flat = " ".join(output.split())
     assert title is None or (title and "\n" not in title and title[:20].strip() in flat)
     assert title_of(item, f"{item}: Ship the export\n") == "Ship the export"
+
+
+# --- the state at compaction time covers the tail, counted once ------------------------
+
+
+def _fold_session() -> tuple[list[Message], list[Message], list[Message], list[Message]]:
+    ok = "<returncode>0</returncode>"
+    pushed = "[main 1a2b3c4] feat: a (app-1)\n   0a0b0c0..1a2b3c4  main -> main\n" + ok
+    edit_a = {"file_path": "/w/a.py", "old_string": "x", "new_string": "y"}
+    edit_b = {"file_path": "/w/b.py", "old_string": "x", "new_string": "y"}
+    first = [
+        user("Do app-1 and app-2 in /w."),
+        *bash("c1", "bd update app-1 --status in_progress", ok),
+        *tool_round("e1", "Edit", edit_a, "ok"),
+        *bash(
+            "t1", "pytest", "FAILED t/test_a.py::test_x - assert 1 == 2\n<returncode>1</returncode>"
+        ),
+        *tool_round("e2", "Edit", edit_a, "ok"),
+        *bash("t2", "pytest", "3 passed\n" + ok),
+        *bash("l1", "ls /w", "a.py\nb.py"),
+    ]
+    kept = [
+        say("Closing app-1."),
+        *bash("x1", "bd close app-1", ok),
+        *bash("g1", "git commit -am 'feat: a (app-1)' && git push", pushed),
+        *bash("c2", "bd update app-2 --status in_progress", ok),
+        *tool_round("e3", "Edit", edit_b, "ok"),
+        *bash("l2", "grep -n y /w/b.py", "1:y"),
+    ]
+    later = [
+        *tool_round("e4", "Edit", edit_b, "ok"),
+        *bash("p", "pytest t/test_b.py", "<returncode>2</returncode>\nE   boom"),
+    ]
+    last = [*bash("t3", "pytest", "4 passed\n" + ok), say("All green.")]
+    return first, kept, later, last
+
+
+def test_the_state_covers_the_tail_and_the_next_compaction_counts_it_once() -> None:
+    """A handoff is the state at compaction time (the tail included); compacting again
+    after the tail was summarized gives the state one pass over everything gives: no
+    step counted twice, nothing lost."""
+    first, kept, later, last = _fold_session()
+    where = Placement(task_in_head=False, user_in_tail=False)
+    early = extract_state(Analysis(first), HandoffState(), where, tail=Analysis(kept))
+    # Read alone, the handoff is current: app-1 is pushed and app-2 in progress.
+    status = {i.id: item_status(i) for i in early.work.items}
+    assert status == {"app-1": "done: pushed", "app-2": "in progress: changed, not tested since"}
+    assert early.last_action.startswith("ran `grep -n y b.py` (ok)")
+    assert early.covered == "l2"
+    body = render(early)
+    again = extract_state(
+        Analysis([*kept, *later]), previous_state(body), where, tail=Analysis(last)
+    )
+    once = extract_state(
+        Analysis([*first, *kept, *later]), HandoffState(), where, tail=Analysis(last)
+    )
+    for part in ("items", "done", "latest", "fixed"):
+        assert getattr(again.work, part) == getattr(once.work, part), part
+    for part in ("read_only", "commands", "commits", "errors", "values", "files", "covered"):
+        assert getattr(again, part) == getattr(once, part), part
+    assert again.read_only == (("grep", 1), ("ls", 1))
+    items = {i.id: i.evidence for i in again.work.items}
+    assert items["app-2"] == ("claimed", "edited b.py ×2", "tests passed: `pytest` (4 passed)")
+    assert again.errors == ()  # the whole suite passed after the failing file run
+    # A history that lost the call the handoff counted through is counted whole.
+    lost = extract_state(Analysis(later), replace(previous_state(body), covered="gone"), where)
+    assert "edited b.py ×2" in dict((i.id, i.evidence) for i in lost.work.items)["app-2"]

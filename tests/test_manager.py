@@ -318,12 +318,15 @@ def test_other_errors_are_reraised_unchanged() -> None:
     assert caught.value is error
 
 
-def test_overflow_that_cannot_shrink_fails_at_once() -> None:
+def test_overflow_that_cannot_shrink_fails_after_one_unchanged_retry() -> None:
+    # Nothing can shrink: a transient fault is the one explanation a retry can serve, so
+    # the request goes once more unchanged; a second refusal fails the turn.
     engine = ScriptedEngine(threshold=100_000, context_length=1_000_000, shrinks=False)
-    model = Model(status_error(413, "Request Entity Too Large"))
+    refusal = status_error(413, "Request Entity Too Large")
+    model = Model(refusal, refusal)
     with pytest.raises(CompressionExhaustedError) as caught:
         manager_run(engine, model, chat(20))
-    assert len(model.requests) == 1
+    assert len(model.requests) == 2 and model.requests[0] == model.requests[1]
     text = str(caught.value)
     assert "cannot be compressed further" in text and "new session" in text
     assert "focus" in text and "context window" in text

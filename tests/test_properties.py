@@ -15,7 +15,7 @@ from windowkeeper.compaction.handoff import system_note
 from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import content_text
-from windowkeeper.core.report import Outcome, Tier
+from windowkeeper.core.report import DiscardReason, Outcome, Tier
 from windowkeeper.core.tokens import estimate_messages_tokens
 from windowkeeper.engine.compressor import ContextCompressor
 
@@ -89,6 +89,14 @@ def conversation(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
+EXAMPLES = settings(
+    max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""How many random conversations each property test draws (both compaction paths)."""
+
+
 def _newest_user(messages: list[Message]) -> Message | None:
     for message in reversed(messages):
         if is_real_user(message):
@@ -96,11 +104,7 @@ def _newest_user(messages: list[Message]) -> Message | None:
     return None
 
 
-@settings(
-    max_examples=int(os.environ.get("WK_HYPOTHESIS_EXAMPLES", "150")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@EXAMPLES
 @given(
     messages=conversation(),
     window=st.sampled_from([2_000, 8_000, 32_000]),
@@ -145,8 +149,13 @@ def test_compaction_invariants(messages: list[Message], window: int, first_n: in
     config = CompressionConfig(protect_first_n=first_n, summary_min_tokens=300)
     comp = ContextCompressor(config, context_length=window)
     result = comp.compress(messages, force=True)
-    out = result.messages
     assert messages == snapshot  # input never mutated
+    check_result(comp, messages, result)
+
+
+def check_result(comp: ContextCompressor, messages: list[Message], result: Any) -> None:
+    """The invariants of a compaction's output, whichever path produced it."""
+    out = result.messages
     assert violations(out) == [], violations(out)
     if result.report.outcome is not Outcome.COMPRESSED:
         assert out is messages  # identity on no-op
@@ -173,3 +182,41 @@ def test_compaction_invariants(messages: list[Message], window: int, first_n: in
         content_text(m.get("content")).count(in_progress_header()) for m in again.messages
     )
     assert restatements <= 1  # a restated request is never restated again around itself
+
+
+@EXAMPLES
+@given(
+    messages=conversation(),
+    cut=st.floats(0.75, 1.0),
+    window=st.sampled_from([2_000, 8_000, 32_000]),
+    first_n=st.integers(0, 3),
+)
+def test_background_compaction_invariants(
+    messages: list[Message], cut: float, window: int, first_n: int
+) -> None:
+    """The background path: prepared on the history as it stood at a request (ending at
+    a whole tool group), applied to the history that grew from it; an applied result
+    keeps every invariant a foreground one keeps, and a discard changes nothing."""
+    end = max(1, int(len(messages) * cut))
+    while end < len(messages) and messages[end]["role"] == "tool":
+        end += 1
+    earlier, snapshot = messages[:end], copy.deepcopy(messages)
+    # A soft mark near the trigger keeps most results applicable: this is about their
+    # invariants (about 1 in 3 examples is applied, half of those with a summary).
+    config = CompressionConfig(
+        protect_first_n=first_n, summary_min_tokens=300, background=True, background_ratio=0.99
+    )
+    comp = ContextCompressor(config, context_length=window)
+    prepared = comp.prepare(earlier)
+    if isinstance(prepared, DiscardReason):
+        assert prepared is DiscardReason.NOT_COMPRESSED
+        return
+    guard = comp.guard
+    adopted = comp.adopt(prepared, messages)
+    assert messages == snapshot  # input never mutated
+    if isinstance(adopted, DiscardReason):
+        assert adopted in (DiscardReason.INSUFFICIENT, DiscardReason.INVALID)
+        assert comp.guard == guard  # a discard changes nothing
+        return
+    assert adopted.report.background is not None and adopted.report.background.applied
+    check_result(comp, messages, adopted)

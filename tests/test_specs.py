@@ -24,6 +24,7 @@ from windowkeeper.analysis.specs import (
 )
 from windowkeeper.core.messages import content_text
 from windowkeeper.core.report import Tier
+from windowkeeper.summary.handoff.model import SpecRole
 from windowkeeper.summary.handoff.parse import parse_state, split_sections
 
 Message = dict[str, Any]
@@ -155,7 +156,7 @@ def test_the_task_spec_survives_the_head_pruning_and_names_a_recallable_handle()
     spec = "\n".join(split_sections(text)["Task Spec"])
     assert spec.startswith("Spec of the task: `bd show app-7` · item app-7 · shortened · recall wk")
     assert "- Never change the public invoice API." in spec and "## Acceptance" in spec
-    assert "Spec of the item named last: `bd show app-7.2`" in spec
+    assert "Spec of the item in progress: `bd show app-7.2`" in spec  # claimed
     body = parse_state(handoff_body(text) or "")
     assert body is not None and body.specs[0].item == "app-7"
     archived = {item.handle: item for item in result.archived}
@@ -216,7 +217,7 @@ def test_a_spec_the_user_did_not_name_is_not_called_the_task() -> None:
     spec = "\n".join(split_sections(handoff_of(result.messages))["Task Spec"])
     assert "Spec of the task" not in spec
     assert spec.startswith("Also looked up (recall for the text):\n- `bd show app-7` · item app-7")
-    assert "Spec of the item named last: `bd show app-7.2`" in spec
+    assert "Spec of the item in progress: `bd show app-7.2`" in spec
 
 
 def test_sessions_without_specs_have_no_task_spec_section() -> None:
@@ -250,4 +251,4 @@ def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_s
         ("app-7.3", False),
         ("app-7.2", True),
     ]
-    assert state.specs[-1].text == parts[1] and not state.specs[-1].task
+    assert state.specs[-1].text == parts[1] and state.specs[-1].role is SpecRole.IN_PROGRESS

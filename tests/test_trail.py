@@ -53,6 +53,13 @@ def trail(turns: list[Message], previous: str | None = None) -> HandoffState:
     return extract_state(Analysis(turns), previous_state(previous), NEW)
 
 
+def seen(state: HandoffState) -> tuple[str, ...]:
+    """The error lines a handoff quotes: under its open errors, else in its ledger (a
+    line is quoted once)."""
+    quoted = [line for error in state.errors for line in error.lines]
+    return tuple(dict.fromkeys([*quoted, *state.error_lines]))
+
+
 def files(state: HandoffState, status: str) -> tuple[str, ...]:
     return tuple(path for path, how in state.files if how == status)
 
@@ -86,8 +93,10 @@ def test_claude_code_tools() -> None:
     assert files(state, "modified") == ("src/parse.py",)
     assert files(state, "created") == ("tests/test_parse.py",)
     assert state.commands == (Command("pytest -x tests/", 1),)
-    assert "E       assert 1 == 2" in state.error_lines
-    assert "FAILED tests/test_parse.py::test_one - assert 1 == 2" in state.error_lines
+    # The open error quotes its error lines; the ledger does not repeat them.
+    quoted = [line for error in state.errors for line in error.lines]
+    assert "E       assert 1 == 2" in quoted and "E       assert 1 == 2" not in state.error_lines
+    assert "FAILED tests/test_parse.py::test_one - assert 1 == 2" in quoted
 
 
 def test_openhands_tools() -> None:
@@ -113,14 +122,14 @@ def test_openhands_tools() -> None:
     assert files(state, "created") == ("/workspace/repro.py",)
     assert files(state, "modified") == ("/workspace/app.py",)
     assert state.commands == (Command("python /workspace/repro.py", 1),)
-    assert state.error_lines == ("ValueError: bad input",)
+    assert seen(state) == ("ValueError: bad input",)
 
 
 def test_mini_swe_agent_returncode() -> None:
     output = "<returncode>2</returncode>\n<output>\nsrc/a.c:3:5: error: expected ';'\n</output>"
     state = trail(rounds(("m1", "bash", {"command": "cd /testbed &&  make"}, output)))
     assert state.commands == (Command("cd /testbed && make", 2),)
-    assert state.error_lines == ("src/a.c:3:5: error: expected ';'",)
+    assert seen(state) == ("src/a.c:3:5: error: expected ';'",)
 
 
 def test_read_only_commands_are_counted_and_unknown_exit_codes_are_not_printed() -> None:
@@ -279,7 +288,7 @@ def test_indented_error_names_in_successful_output_are_not_errors() -> None:
     ok = trail(rounds(("g1", "bash", {"command": "git diff"}, diff + "[exit code 0]")))
     assert ok.error_lines == ()
     failed = trail(rounds(("g2", "bash", {"command": "make"}, "  KeyError: 'x'\nexit 2")))
-    assert failed.error_lines == ("KeyError: 'x'",)
+    assert seen(failed) == ("KeyError: 'x'",)
 
 
 def test_ids_from_command_output_and_agent_reports() -> None:

@@ -30,6 +30,7 @@ from .core.report import (
     ArchivedItem,
     CompressionReport,
     CompressionResult,
+    DiscardReason,
     FailureKind,
     Outcome,
     Reason,
@@ -50,6 +51,7 @@ from .engine.guard import Block, GuardState
 from .engine.plugins import available_engines, load_engine
 from .engine.trigger import Decision
 from .evaluation import CachePrices, EvalReport, EvalTotals, FactKind, evaluate
+from .loop.background import SessionBackground
 from .loop.events import Event, EventCallback, EventKind, Trigger, WarningCode
 from .loop.hooks import CompressionHook, LiveStateHook
 from .loop.manager import ContextManager
@@ -78,6 +80,7 @@ __all__ = [
     "ContextManager",
     "Conversation",
     "Decision",
+    "DiscardReason",
     "EvalReport",
     "EvalTotals",
     "Event",
@@ -98,6 +101,7 @@ __all__ = [
     "Reason",
     "Receipt",
     "ReplayReport",
+    "SessionBackground",
     "Settings",
     "StoreError",
     "Summarizer",

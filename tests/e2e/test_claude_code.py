@@ -69,6 +69,23 @@ def test_a_gateway_key_in_custom_headers_is_accepted_and_kept_from_the_upstream(
     assert "x-windowkeeper-key" not in request.headers
 
 
+def test_without_the_gateway_key_claude_code_stops_at_the_first_401(
+    claude: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway's 401 carries ``x-should-retry: false``: Claude Code then gives up at
+    once and says the key is wrong. Without the header it retries with backoff for about
+    three minutes (177 s measured), longer than :data:`~agent_clis.RUN_TIMEOUT`, so this
+    run would fail on that guard."""
+    monkeypatch.setenv("WINDOWKEEPER_GATEWAY_KEYS", "gw-key-1")  # serve inherits it
+    with LoopbackUpstream() as upstream, windowkeeper_serve(upstream, WINDOW) as base:
+        done = run_cli([str(claude), "-p", "Say hello", "--output-format", "json"],
+                       _env(base, tmp_path), tmp_path, succeeds=False)  # fmt: skip
+        assert upstream.model_requests() == []
+    result = json.loads(done.stdout)
+    assert done.returncode == 1 and result["is_error"] is True
+    assert result["api_error_status"] == 401 and "API key" in result["result"]
+
+
 def test_a_tool_round_trip_goes_through(claude: Path, tmp_path: Path) -> None:
     """A streamed ``tool_use`` from the upstream reaches Claude Code, which runs the tool
     (Read) and sends its ``tool_result`` back through the gateway."""

@@ -1,6 +1,5 @@
 """What eval's pictures show: receipts joined to the cache figures, headings, legends, n,
-notes instead of empty charts, and one reused matplotlib figure that leaves nothing of
-the previous session behind."""
+notes instead of empty charts, and PNGs that depend on their own report only."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from factories import long_session
 from windowkeeper import CompressionConfig, EvalTotals, evaluate
@@ -83,8 +83,7 @@ def test_html_headings_legends_sample_sizes_and_no_empty_charts() -> None:
     assert "No compaction in this session." in page and "no fact left" in page
 
 
-def test_a_reused_figure_draws_exactly_what_a_fresh_one_does(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+def test_a_writer_draws_each_png_exactly_as_a_fresh_one_does(tmp_path: Path) -> None:
     from windowkeeper.evaluation.plot import plot_writer, write_plot
 
     first, second = compacted(name="first"), short()
@@ -106,7 +105,6 @@ def test_a_reused_figure_draws_exactly_what_a_fresh_one_does(tmp_path: Path) -> 
 def test_piped_eval_prints_a_line_per_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("matplotlib")
     monkeypatch.setenv("WINDOWKEEPER_COMPRESSION__PRUNE_ONLY_RATIO", "0.01")
     for name, rounds in (("one", 30), ("two", 2)):
         (tmp_path / f"{name}.jsonl").write_text(dump_jsonl(long_session(rounds=rounds)), "utf-8")
@@ -125,3 +123,30 @@ def test_piped_eval_prints_a_line_per_file(
                      "--json", "-"])  # fmt: skip
     _, err = capsys.readouterr()
     assert code == 0 and err == ""
+
+
+def _count_near(image: Image.Image, colour: tuple[int, int, int], box: tuple[int, ...]) -> int:
+    """Pixels within a small distance of ``colour`` inside ``box`` (x0, y0, x1, y1)."""
+    region = image.crop(box).convert("RGB")
+    return sum(n for n, c in region.getcolors(1 << 20) or []
+               if sum(abs(a - b) for a, b in zip(c, colour, strict=True)) <= 40)  # fmt: skip
+
+
+def test_the_png_draws_every_series_and_no_frame_for_an_empty_panel(tmp_path: Path) -> None:
+    from windowkeeper.evaluation.plot import write_plot
+
+    write_plot(compacted(name="first"), tmp_path / "long.png")
+    write_plot(short(), tmp_path / "short.png")
+    long_png, short_png = Image.open(tmp_path / "long.png"), Image.open(tmp_path / "short.png")
+    assert long_png.size == short_png.size == (1200, 760)
+    assert long_png.convert("RGB").getpixel((3, 3)) == (255, 255, 255)
+    replay, ages, bars = (84, 76, 748, 304), (836, 76, 1176, 304), (84, 468, 1176, 668)
+    for colour, box in (((0x1F, 0x77, 0xB4), replay), ((0xE6, 0x95, 0x00), replay),
+                        ((0xCC, 0x00, 0x00), replay), ((0x2A, 0x9D, 0x3A), ages),
+                        ((0xBB, 0xBB, 0xBB), bars), ((0x1F, 0x77, 0xB4), bars),
+                        ((0xE6, 0x95, 0x00), bars)):  # fmt: skip
+        assert _count_near(long_png, colour, box) > 50, (colour, box)
+    # The short session compacted nothing: its two lower panels are notes, not boxes.
+    assert _count_near(short_png, (0, 0, 0), (84, 667, 1176, 670)) == 0
+    assert _count_near(long_png, (0, 0, 0), (84, 667, 1176, 670)) > 500
+    assert _count_near(short_png, (0x2A, 0x9D, 0x3A), ages) == 0

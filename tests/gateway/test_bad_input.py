@@ -118,6 +118,9 @@ async def test_a_missing_or_wrong_key_is_401(
         status = await client.get("/v1/windowkeeper/sessions/anything", headers=headers)
     assert_shape(protocol, response, 401)
     assert status.status_code == 401
+    # A wrong key does not fix itself: clients that honour it (Claude Code, the SDKs)
+    # stop at once instead of retrying (tests/e2e: Claude Code retried ~3 minutes).
+    assert response.headers["x-should-retry"] == status.headers["x-should-retry"] == "false"
     nothing_happened(loopback, store)
 
 

@@ -138,12 +138,20 @@ def test_gateway_settings_from_the_config_file_values() -> None:
     )  # fmt: skip
     assert built.api_keys == {"k1", "k2"} and built.max_body_bytes == 32 * 1024 * 1024
     with_keys = Settings.model_validate(
-        {"gateway": {"api_keys": ["from-file"], "max_body_mib": 1, "max_session_mib": 64}}
+        {
+            "gateway": {
+                "api_keys": ["from-file"],
+                "max_body_mib": 1,
+                "max_session_mib": 64,
+                "body_timeout_seconds": 2.5,
+            }
+        }
     )
     from_file = gateway_settings("http://x/v1", with_keys, env={})
     assert from_file.api_keys == {"from-file"} and from_file.max_body_bytes == 1024 * 1024
     assert from_file.max_session_bytes == 64 * 1024 * 1024
     assert built.max_session_bytes == 1024 * 1024 * 1024
+    assert from_file.body_timeout == 2.5 and built.body_timeout == 5  # the keep-alive timeout
     shown = {e.key: e.value for e in with_keys.entries()}
     assert shown["gateway.api_keys"] == ["***"]  # `windowkeeper config` never prints a key
     assert dict(built.context_lengths) == {"m": 32_000, "*": 16_000, "n": 9}

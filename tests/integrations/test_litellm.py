@@ -1,8 +1,8 @@
 """LiteLLM: the proxy pre-call hook, on the path the proxy takes for a chat request.
 
-The real proxy does not install here (``litellm[proxy]`` pins ``litellm-proxy``, which
-the package index does not have, and the proxy modules then need ``backoff``, ``redis``
-and more), so the test takes the exact path the proxy takes: the hook is registered in
+These tests need only the ``litellm`` extra (the real proxy, which needs the
+``litellm-proxy`` extra, runs in test_litellm_proxy.py), so they take the exact path the
+proxy takes: the hook is registered in
 ``litellm.callbacks`` (what ``litellm_settings.callbacks`` does), called as
 ``ProxyLogging.pre_call_hook`` calls every ``CustomLogger`` (a ``UserAPIKeyAuth``, a
 ``DualCache``, the request body, ``call_type="completion"``), and the body it returns goes

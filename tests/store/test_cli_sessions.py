@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from windowkeeper.cli import app as cli
 from windowkeeper.cli.sessions import compress_session, sessions_app
+from windowkeeper.compaction.sanitize import sanitize_tool_pairs
 from windowkeeper.core.errors import StoreError
 from windowkeeper.core.messages import dump_jsonl
 from windowkeeper.core.report import Outcome
@@ -34,7 +35,9 @@ def url(durable_url: str) -> str:
 
 def _import(url: str, tmp_path: Path) -> str:
     source = tmp_path / "in.jsonl"
-    source.write_text(dump_jsonl(round_messages("a") + round_messages("b")), encoding="utf-8")
+    # A valid history (the rounds' text and call turns merged): import stores it as is.
+    valid = sanitize_tool_pairs(round_messages("a") + round_messages("b")).messages
+    source.write_text(dump_jsonl(valid), encoding="utf-8")
     code, out, err = run("import", str(source), "--store", url, "--title", "demo")
     assert code == 0, err
     return out.strip()

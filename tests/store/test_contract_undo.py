@@ -13,6 +13,7 @@ from test_contract import compaction, msg
 
 from windowkeeper.core.errors import StoreError
 from windowkeeper.core.messages import Message
+from windowkeeper.core.report import Reason
 from windowkeeper.engine.guard import GuardState
 from windowkeeper.store import MemoryStore, SessionStore, compact_session
 
@@ -44,7 +45,10 @@ def test_undo_restores_the_history_and_the_state(
     assert store.load(sid).messages == [*before, msg("user", "late"), msg("assistant", "after")]
     again = reopen()  # durable
     record = again.get_session(sid)
-    assert (record.guard_state, record.previous_summary) == ('{"strikes": 0}', "older")
+    # The state from before, holding automatic compaction (else the next request would
+    # compact the same history again).
+    assert GuardState.from_json(record.guard_state or "") == GuardState(strikes=0, undone=True)
+    assert record.previous_summary == "older"
     assert (record.compactions, record.generation, record.active_messages) == (0, 2, 7)
     assert again.compactions(sid)[0].undone_at is not None
 
@@ -115,3 +119,21 @@ def test_undoing_every_compaction_gives_back_everything_appended(
         assert store.undo(sid).undone
     assert store.load(sid).messages == appended
     assert store.get_session(sid).compactions == 0
+
+
+def test_after_an_undo_only_a_forced_compaction_runs_and_it_ends_the_hold(
+    store: SessionStore,
+) -> None:
+    """Undo holds automatic compaction (the same history would be compacted again at
+    once); a compaction forced because the history no longer fits runs and ends it."""
+    history = round_messages("a") + round_messages("b") + round_messages("c")
+    sid = store.create_session(history).id
+    assert compact_session(store, sid, make_compressor(), force=True).result.report.compressed
+    store.undo(sid)
+    held = compact_session(store, sid, make_compressor())
+    assert not held.result.report.compressed
+    assert held.result.report.reason is Reason.UNDONE
+    assert store.load(sid).messages == history
+    forced = compact_session(store, sid, make_compressor(), force=True)
+    assert forced.result.report.compressed
+    assert not GuardState.from_json(store.get_session(sid).guard_state or "").undone

@@ -21,7 +21,7 @@ from .record import Analyzer, CallFacts, MessageFacts
 from .toolshapes import ToolAction, ToolKind, exit_code
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolEvent:
     """One tool call paired with its result (``result`` is ``None`` when none was kept).
 
@@ -35,6 +35,8 @@ class ToolEvent:
     exit_code: int | None
     failed: bool
     orphan: bool = False
+    call_id: str = ""
+    """The call's id (what a later compaction finds the events a handoff covered by)."""
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """Facts derived from the event, computed once (see :func:`remembered`); shared with
     every event of the same call and result."""
@@ -138,13 +140,21 @@ def tool_event(call: CallFacts, result: MessageFacts | None, position: int = 0) 
     """The event of ``call`` and its ``result``; facts derived from it are shared with
     every other event of the same call and result."""
     if result is None:
-        return ToolEvent(position, call.action, call.args, None, None, False)
+        return ToolEvent(position, call.action, call.args, None, None, False, call_id=call.id)
     text = result.text
     code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
     # The result's own memo holds the event's facts (a result answers one call; the
     # event keys never collide with the record's own).
     return ToolEvent(
-        position, call.action, call.args, text, code, failed(code, text), memo=result.memo
+        position,
+        call.action,
+        call.args,
+        text,
+        code,
+        failed(code, text),
+        False,
+        call.id,
+        result.memo,
     )
 
 

@@ -193,3 +193,24 @@ def _output_identifiers(event: ToolEvent) -> list[str]:
 def _arguments_text(event: ToolEvent) -> str:
     parts = [value for value in event.args.values() if isinstance(value, str)]
     return "\n".join(parts)[:SCAN_CHARS]
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def identifier_kind(value: str) -> str:
+    """What an identifier is: ``url``, ``uuid``, ``sha``, ``id`` (a ticket, tracker id or
+    issue number) or ``value`` (anything else: a port, a version, a stated value)."""
+    if "://" in value:
+        return "url"
+    if _UUID.fullmatch(value):
+        return "uuid"
+    if 7 <= len(value) <= 40 and set(value) <= _HEX and _is_sha(value):
+        return "sha"
+    if _ISSUE.fullmatch(value) or _TICKET.fullmatch(value):
+        return "id"
+    if (_SLUG_ID.fullmatch(value) and _slug(value)) or (
+        _HASH_ID.fullmatch(value) and _hashed(value)
+    ):
+        return "id"
+    return "value"

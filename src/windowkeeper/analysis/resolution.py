@@ -11,7 +11,17 @@ A failure is resolved the way a person reading the session would judge it (SPEC 
 - a commit included every file the failure named (``bash scripts/x.sh`` failed, then
   ``git add scripts/x.sh && git commit``; ``git commit -a`` or ``git add -A`` include all);
 - a non-shell call named for an operation (a ``commit`` skill) that a later successful
-  shell step performed (``git commit``).
+  shell step performed (``git commit``);
+- a non-shell call that failed (an edit whose old string was not found, a read of a
+  missing file) once a later call of the same kind succeeded: the agent moved on (edited
+  another file, read the right one);
+- a run that failed for a missing module, package or program, once an install of it
+  succeeded (``pip install pytz``; an install of everything declared fixes any);
+- a one-off probe (inline code run by an interpreter, ``head f | python3 -c '…'``)
+  that failed, once a later call changed something: the agent moved on.
+
+:meth:`OpenFailures.how` tells which of these resolved a failure (the handoff names the
+fix by it).
 
 What must hold: the cost is linear in the events. Open failures are indexed by their
 normalized command, their operation family, their paths (while a commit may include them)
@@ -21,15 +31,19 @@ at every open failure (which made long sessions quadratic: failures × successes
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from itertools import takewhile
 
 from .commands import is_read_only
 from .events import ToolEvent
 from .facts import collapse
+from .installs import covers, installed, missing_names
 from .outputs import error_lines, is_test_command
+from .probes import changes_something, is_probe
 from .shellwords import lines_of
 from .toolshapes import ToolKind
 
@@ -39,17 +53,23 @@ _SUBCOMMAND = re.compile(r"[A-Za-z][\w-]*")
 _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 
-def segments(command: str) -> list[str]:
-    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
-    bodies are not steps), each normalized: words collapsed, leading environment
-    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``)."""
+@functools.lru_cache(maxsize=4_096)
+def _segments(command: str) -> tuple[str, ...]:
     lines = lines_of(command)[0] if "<<" in command else [command]
-    return [
+    return tuple(
         _ENV_PREFIX.sub("", " ".join(part.split()))
         for line in lines
         for part in _STEP_SEPARATORS.split(line)
         if part.strip()
-    ]
+    )
+
+
+def segments(command: str) -> list[str]:
+    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
+    bodies are not steps), each normalized: words collapsed, leading environment
+    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``); remembered
+    for the commands seen last."""
+    return list(_segments(command))
 
 
 def positional(command: str) -> tuple[str, list[str]]:
@@ -65,6 +85,33 @@ def is_path(word: str) -> bool:
 def event_key(event: ToolEvent) -> Key:
     """Calls with the same key are the same operation run again."""
     return event.action.kind, collapse(event.action.target, 200)
+
+
+class Reason(Enum):
+    """How a later success resolved a failure."""
+
+    RERUN = "rerun"
+    """The same call, or the failing step, ran again and succeeded."""
+    SAME_OPERATION = "same operation"
+    """Another run of the same program and subcommand (a test run covering it)."""
+    COMMIT = "commit"
+    """A commit included every file the failure named."""
+    OPERATION = "operation"
+    """A shell step performed the operation a failed tool was named for."""
+    MOVED_ON = "moved on"
+    """A later call of the same kind succeeded (another edit, another read)."""
+    INSTALLED = "installed"
+    """What the failure said was missing was installed."""
+
+
+def kind_group(event: ToolEvent) -> str:
+    """Calls whose later success shows the agent moved on past a failure of this one."""
+    kind = event.action.kind
+    if kind in (ToolKind.WRITE, ToolKind.EDIT):
+        return "change"
+    if kind is ToolKind.OTHER:
+        return f"other:{event.action.name}"
+    return kind.value
 
 
 @dataclass
@@ -87,6 +134,12 @@ class OpenFailures:
     # The failures each open failure replaced (the same step failing before it, oldest
     # first): what was tried is part of the plot even once the newest error is the state.
     _replaced: dict[int, tuple[ToolEvent, ...]] = field(default_factory=dict)
+    # Non-shell failures by the kind a later success moves on with; failures by what
+    # they said was missing; how each resolved failure was resolved.
+    _by_kind: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
+    _by_missing: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
+    _how: dict[int, Reason] = field(default_factory=dict)
+    _probes: list[tuple[Key, ToolEvent]] = field(default_factory=list)
 
     def add(self, event: ToolEvent) -> list[ToolEvent]:
         """Record ``event``; return the open failures it resolved (oldest first)."""
@@ -105,25 +158,46 @@ class OpenFailures:
             self._index(key, event)
             return []
         resolved = [rerun] if rerun is not None else []
-        if event.action.kind is not ToolKind.SHELL or not self._open:
+        if rerun is not None:
+            self._how[id(rerun)] = Reason.RERUN
+        if not self._open:
+            return resolved
+        if self._probes and changes_something(event):
+            for probe_key, probe in self._probes:
+                self._close(probe_key, probe, resolved, Reason.MOVED_ON)
+            self._probes = []
+        if event.action.kind is not ToolKind.SHELL:
+            for moved_key, moved in self._by_kind.pop(kind_group(event), ()):
+                self._close(moved_key, moved, resolved, Reason.MOVED_ON)
             return resolved
         return resolved + self._resolve(event.action.command or "")
 
     def events(self) -> list[ToolEvent]:
         return list(self._open.values())
 
+    def how(self, event: ToolEvent) -> Reason | None:
+        """How a failure this tracker saw resolved was resolved."""
+        return self._how.get(id(event))
+
     def replaced(self, event: ToolEvent) -> tuple[ToolEvent, ...]:
         """The earlier failures of the same step that ``event`` replaced, oldest first."""
         return self._replaced.get(id(event), ())
 
     def _index(self, key: Key, event: ToolEvent) -> None:
+        for name in missing_names(event.result or ""):
+            self._by_missing.setdefault(name, []).append((key, event))
         if event.action.kind is ToolKind.OTHER:
             word = operation_word(event)
             if word:
                 self._by_word.setdefault(word, []).append((key, event))
         if event.action.kind is not ToolKind.SHELL:
-            return  # other calls are resolved by running them again
+            # Other calls are resolved by running them again, or by a later success of
+            # the same kind.
+            self._by_kind.setdefault(kind_group(event), []).append((key, event))
+            return
         command = event.action.command or ""
+        if is_probe(command):
+            self._probes.append((key, event))
         failed = " ".join(command.split())
         self._by_command.setdefault(failed, []).append((key, event))
         steps = segments(command)
@@ -152,20 +226,24 @@ class OpenFailures:
                 replaced.append(older)
         return replaced
 
-    def _close(self, key: Key, event: ToolEvent, resolved: list[ToolEvent]) -> None:
+    def _close(self, key: Key, event: ToolEvent, resolved: list[ToolEvent], how: Reason) -> None:
         if self._open.get(key) is event:  # stale index entries are skipped
             del self._open[key]
             resolved.append(event)
+            self._how[id(event)] = how
 
     def _resolve(self, command: str) -> list[ToolEvent]:
         resolved: list[ToolEvent] = []
         steps = segments(command)
         for step in steps:
             for key, event in self._by_command.pop(step, ()):
-                self._close(key, event, resolved)
+                self._close(key, event, resolved, Reason.RERUN)
             family = self._cover(step, resolved)
             for key, event in self._by_word.pop(family.rpartition(" ")[2], ()) if family else ():
-                self._close(key, event, resolved)
+                self._close(key, event, resolved, Reason.OPERATION)
+            names = installed(step) if self._by_missing else None
+            if names is not None:
+                self._install(names, resolved)
         committed = commit_paths(steps)
         if committed is not None:
             self._commit(committed, resolved)
@@ -183,15 +261,21 @@ class OpenFailures:
         # run only speaks for the tests it ran.
         paths = [t for t in targets if is_path(t)] if family.startswith("test ") else []
         self._by_runner[family] = self._sweep(
-            entries, lambda failed: _covered(paths, failed), resolved
+            entries, lambda failed: _covered(paths, failed), resolved, Reason.SAME_OPERATION
         )
         return family
+
+    def _install(self, names: tuple[str, ...], resolved: list[ToolEvent]) -> None:
+        """Close the failures whose missing module ``names`` installs."""
+        for missing in [m for m in self._by_missing if covers(names, m)]:
+            for key, event in self._by_missing.pop(missing):
+                self._close(key, event, resolved, Reason.INSTALLED)
 
     def _commit(self, committed: tuple[str, ...], resolved: list[ToolEvent]) -> None:
         """Close the failures whose named paths a commit included (``()``: everything).
         Only failures still open are kept for the next commit."""
         self._by_path = self._sweep(
-            self._by_path, lambda failed: _included(committed, failed), resolved
+            self._by_path, lambda failed: _included(committed, failed), resolved, Reason.COMMIT
         )
 
     def _sweep(
@@ -199,6 +283,7 @@ class OpenFailures:
         entries: list[tuple[Key, _Open]],
         fixed: Callable[[tuple[str, ...]], bool],
         resolved: list[ToolEvent],
+        how: Reason,
     ) -> list[tuple[Key, _Open]]:
         """Close the open ``entries`` whose failing paths ``fixed`` accepts; return the
         ones still open (stale entries are dropped)."""
@@ -207,7 +292,7 @@ class OpenFailures:
             if self._open.get(key) is not entry.event:
                 continue
             if fixed(entry.failed_paths):
-                self._close(key, entry.event, resolved)
+                self._close(key, entry.event, resolved, how)
             else:
                 kept.append((key, entry))
         return kept

@@ -66,6 +66,7 @@ from .common import (
     report_dict,
     stdout_console,
     summary_line,
+    tolerant_output,
     unexpected_error,
     user_errors,
     write_text,
@@ -359,6 +360,7 @@ def _root(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; returns the exit code (usage errors are one line, exit 2)."""
+    tolerant_output()
     try:
         code = app(args=argv, prog_name="windowkeeper", standalone_mode=False)
     except typer.TyperException as exc:

@@ -6,7 +6,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -69,6 +69,17 @@ def user_errors() -> Iterator[None]:
         yield
     except WindowkeeperError as exc:
         raise fail(str(exc)) from None
+
+
+def tolerant_output() -> None:
+    """Text we print may hold lone surrogates (JSON that had them is read as it is): they
+    are written as ``\\udXXX`` escapes, which JSON reads back as the same character,
+    instead of failing the command with an encoding error on a UTF-8 pipe."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with suppress(ValueError, OSError):  # a stream that cannot change: left as is
+                reconfigure(errors="backslashreplace")
 
 
 def unexpected_error(exc: BaseException) -> int:

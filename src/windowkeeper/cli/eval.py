@@ -17,8 +17,10 @@ named on the command line that cannot be read is an error.
 Progress on stderr: a bar on a terminal, a line per session and per PNG when piped,
 none with ``--json -`` (see ``eval_progress``).
 
-Exit codes: 0 success; 2 invalid input or options, or ``--plot`` without matplotlib (one
-``error:`` line each).
+The PNGs (``--plot``) are drawn with Pillow, a core dependency: no extra is needed.
+
+Exit codes: 0 success; 2 invalid input or options, or an output that cannot be written
+(one ``error:`` line each).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ..core.messages import Conversation
 from ..core.settings import Settings, load_settings
 from ..evaluation import CachePrices, EvalReport, EvalTotals, evaluate
 from ..evaluation.html import render_html
-from ..evaluation.plot import plot_available, plot_writer
+from ..evaluation.plot import plot_writer
 from ..summary.protocol import Summarizer
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fail, resolve_window
 from .eval_progress import EvalProgress, eval_progress
@@ -238,14 +240,12 @@ def eval_command(
 
 
 def _check_outputs(as_json: Path | None, plot: Path | None, html: Path | None) -> None:
-    """Before a long run: every output's folder exists, and --plot has matplotlib."""
+    """Before a long run: every output's folder exists."""
     for destination in (as_json, plot, html):
         if destination is None or str(destination) == "-":
             continue
         if not destination.parent.is_dir():
             raise ConfigError(f"{destination}: cannot write: no folder {destination.parent}")
-    if plot is not None:
-        plot_available()
 
 
 def _settings(

@@ -80,6 +80,14 @@ def replay_command(
     ] = None,
     config_file: ConfigOpt = None,
     fmt: FormatOpt = Format.AUTO,
+    background: Annotated[
+        bool | None,
+        typer.Option(
+            "--background/--no-background",
+            help="Prepare compactions past the soft "
+            "mark and apply them at the trigger [config; on with --summarizer llm].",
+        ),
+    ] = None,
 ) -> None:
     """Replay a transcript as the agent sent it, with compaction triggers active."""
     stored = StoredSource(store, session) if session is not None else None
@@ -89,6 +97,8 @@ def replay_command(
         config = settings.compression_config()
         if threshold is not None:
             config = replace(config, threshold=threshold)
+        if background is not None:
+            config = replace(config, background=background)
         window = resolve_window(context_length, settings, conversation.model)
         reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
         override = (  # only for a ratio asked for on the command line (see cli/load.py)

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -84,6 +85,11 @@ HttpOpt = Annotated[
                  "request; the gateway extra installs it) or h11 [config gateway.http, "
                  "httptools]."),
 ]  # fmt: skip
+BackgroundOpt = Annotated[
+    bool | None,
+    typer.Option("--background/--no-background", help="Prepare compactions off the request "
+                 "path [config compression.background; on with an LLM summarizer]."),
+]  # fmt: skip
 HTTP_IMPLEMENTATIONS = ("httptools", "h11")
 
 
@@ -100,6 +106,7 @@ def serve_command(
     anthropic_api_key_env: AnthropicKeyEnvOpt = None,
     log_level: LogLevelOpt = "info",
     http: HttpOpt = None,
+    background: BackgroundOpt = None,
 ) -> None:
     """Run the gateway that compacts each session's history.
 
@@ -121,6 +128,9 @@ def serve_command(
         host, port = host or section.host, port or section.port
         gateway = _settings(settings, upstream, anthropic_upstream, context_length,
                             model_context, api_key_env, anthropic_api_key_env)  # fmt: skip
+        if background is not None:
+            compression = replace(gateway.compression, background=background)
+            gateway = replace(gateway, compression=compression)
         protocol = _checked(port, log_level, http or section.http)
         url = store or settings.store.url
         opened = open_store(url) if url else None
@@ -131,7 +141,11 @@ def serve_command(
             err=True,
         )
     try:
-        _run(create_app(gateway, store=opened), host, port, log_level, protocol)
+        from ..gateway.collector import Collector
+
+        app = create_app(gateway, store=opened)
+        app.gateway.collector = Collector()  # this process is the gateway's alone
+        _run(app, host, port, log_level, protocol)
     finally:
         if opened is not None:
             opened.close()
@@ -190,12 +204,15 @@ def _run(app: Any, host: str, port: int, log_level: str, http: Any) -> None:
     the store (uvicorn shuts down gracefully, then re-raises the signal it caught)."""
     import uvicorn
 
+    from ..gateway.settings import KEEP_ALIVE_SECONDS
+
     main = threading.current_thread() is threading.main_thread()  # only it may set handlers
     previous = signal.signal(signal.SIGTERM, _exit_quietly) if main else None
     try:
         uvicorn.run(
             app, host=host, port=port, log_level=log_level, log_config=log_config(log_level),
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS, http=http,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
         )  # fmt: skip
     finally:
         if main:

@@ -34,6 +34,7 @@ from ..store import (
 )
 from ..store.session import compress_stored, find_archived
 from ..summary.redact import redact
+from .common import repaired
 
 __all__ = ["compress_session", "sessions_app"]
 
@@ -367,11 +368,13 @@ def import_session(
 ) -> None:
     """Create a session from a conversation file and print its id.
 
-    The file may be JSONL, JSON, a request body, or a Claude Code / Codex transcript."""
+    The file may be JSONL, JSON, a request body, or a Claude Code / Codex transcript.
+    Broken tool pairing or role order is repaired (with a warning), as for ``compress``:
+    the store holds what a provider accepts."""
     with opened(store, create=True) as opened_store:
         conversation = read_conversation(source, None, fmt)
         name = title if title is not None else ("stdin" if source == "-" else Path(source).name)
-        record = opened_store.create_session(conversation.messages, title=name)
+        record = opened_store.create_session(repaired(conversation.messages), title=name)
     typer.echo(record.id)
 
 

@@ -58,7 +58,7 @@ def undo(session_id: SessionArg, store: StoreOpt = None) -> None:
     """Take back the session's newest compaction.
 
     The history from before it (and what was appended since) becomes active again, with
-    its guard state."""
+    its guard state; automatic compaction then waits until the history no longer fits."""
     with opened(store) as opened_store:
         outcome = opened_store.undo(session_id)
     if not outcome.undone:
@@ -67,4 +67,5 @@ def undo(session_id: SessionArg, store: StoreOpt = None) -> None:
                    f"(windowkeeper sessions export {outcome.session_id})")  # fmt: skip
         return
     typer.echo(f"undid compaction of generation {outcome.generation} in session "
-               f"{session_id}: {outcome.restored} messages restored")  # fmt: skip
+               f"{session_id}: {outcome.restored} messages restored; automatic compaction "
+               "waits until the history no longer fits the window")  # fmt: skip

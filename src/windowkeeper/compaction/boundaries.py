@@ -179,11 +179,13 @@ def tail_cut(
     restated = _written_request(messages, head, user, cut)
     if restated is None and user is not None and user < cut:
         user_region = sum(costs[user:])
-        tool_rounds = _has_calls_between(messages, user, cut)
+        # A request that carries an earlier handoff (merged into it) has something to
+        # fold into the new one too: restating keeps its own text and drops the rest.
+        foldable = _has_calls_between(messages, user, cut) or is_handoff(messages[user])
         # Restating moves the request rather than copying it (the handoff quotes only a
         # short one and points to a long one), so it is worth it whenever the turn's tool
         # rounds overflow the ceiling.
-        if user_region > ceiling and tool_rounds and cut > head:
+        if user_region > ceiling and foldable and cut > head:
             restated = newest_request(messages, head, user)
         else:
             cut = user
@@ -195,4 +197,9 @@ def tail_cut(
             start = align_back(messages, answer)
             if sum(costs[start:]) <= ceiling:
                 cut = start
-    return TailCut(max(cut, align_forward(messages, head)), restated)
+    cut = max(cut, align_forward(messages, head))
+    if restated is None:
+        # The cut may have moved onto a text-less send after the first look (to keep the
+        # newest user message): the written request it continues must then be restated.
+        restated = _written_request(messages, head, user, cut)
+    return TailCut(cut, restated)

@@ -27,7 +27,7 @@ The prices are a table the user edits (``compression.cache_prices``: a row per p
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .messages import Message
@@ -101,8 +101,9 @@ def prices_for(table: Mapping[str, CachePrices], provider: str | None) -> tuple[
     return DEFAULT_ROW, CachePrices()
 
 
-def kept_prefix(before: Sequence[Message], after: Sequence[Message], costs: Sequence[int]) -> int:
-    """Tokens (``costs`` of ``before``) of the leading messages ``after`` left unchanged."""
+def kept_prefix(before: Sequence[Message], after: Sequence[Message], costs: Iterable[int]) -> int:
+    """Tokens (``costs`` of ``before``, read only as far as needed) of the leading messages
+    ``after`` left unchanged."""
     kept = 0
     for old, new, cost in zip(before, after, costs, strict=False):
         if old is not new and old != new:

@@ -48,6 +48,14 @@ class CompressionConfig:
         cache_prices: the provider's prompt-cache prices relative to one uncached input
             token, a row per provider (``default`` for any other); the receipt of every
             compaction reads them (``requests to break even``), nothing else does.
+        background: prepare compactions off the request path (design §4); ``None``: on
+            when the summarizer is not the extractive one (a model call is worth hiding,
+            the extractive handoff takes milliseconds).
+        background_ratio: the soft mark, as a fraction of the trigger, past which a
+            background compaction of the history as it stands is started.
+        background_workers: background compactions running at once in a gateway, across
+            its sessions (as many more may wait; a session beyond that compacts in the
+            foreground). A library process shares one pool of 4 unless given its own.
     """
 
     enabled: bool = True
@@ -86,6 +94,9 @@ class CompressionConfig:
     cache_prices: Mapping[str, CachePrices] = field(
         default_factory=lambda: MappingProxyType({DEFAULT_ROW: CachePrices()})
     )
+    background: bool | None = None
+    background_ratio: float = 0.85
+    background_workers: int = 4
 
     def __post_init__(self) -> None:
         if not 0.0 < self.threshold <= 1.0:
@@ -116,6 +127,12 @@ class CompressionConfig:
             raise ConfigError("compression.min_tail_messages must be >= 1")
         if self.max_attempts < 1:
             raise ConfigError("compression.max_attempts must be >= 1")
+        if self.background_workers < 1:
+            raise ConfigError("compression.background_workers must be >= 1")
+        if not 0.0 < self.background_ratio < 1.0:
+            raise ConfigError(
+                f"compression.background_ratio must be in (0, 1), got {self.background_ratio}"
+            )
         object.__setattr__(self, "target_ratio", min(0.80, max(0.10, self.target_ratio)))
         object.__setattr__(self, "model_thresholds", MappingProxyType(dict(self.model_thresholds)))
         for name, row in self.cache_prices.items():

@@ -39,11 +39,57 @@ class Reason(enum.StrEnum):
     STRUCTURAL_BACKOFF = "structural_backoff"
     INEFFECTIVE = "ineffective"
     LOW_SAVINGS = "low_savings"
+    UNDONE = "undone"
     SUMMARY_FAILED = "summary_failed"
     CONCURRENT_COMPACTION = "concurrent_compaction"
 
 
+class DiscardReason(enum.StrEnum):
+    """Why a compaction prepared in the background was not applied (design §4)."""
+
+    EDITED = "edited"
+    """The history it was prepared from is no longer, unchanged, the head of the current
+    one (compared by content digest)."""
+    SESSION = "session"
+    """The session was reset (a new session) since it was prepared."""
+    MODEL = "model"
+    """The model, window or trigger changed since it was prepared."""
+    SUPERSEDED = "superseded"
+    """Another compaction (manual, window fit, recovery) ran first."""
+    FAILED = "failed"
+    """The job raised, or its compaction aborted (a summary failure that aborts)."""
+    NOT_COMPRESSED = "not_compressed"
+    """The job found nothing to compress (a no-op or a skip)."""
+    INSUFFICIENT = "insufficient"
+    """With the messages added since, the result would not be small enough: over tier 1's
+    target for a prune-only result, at or over the soft mark for a summary."""
+    INVALID = "invalid"
+    """Joined with the messages added since, the result breaks an invariant."""
+    NOT_STARTED = "not_started"
+    """Still queued behind other sessions' jobs when the trigger was crossed."""
+    CLAIMED = "claimed"
+    """Another process holds the session's lease (it prepares the compaction itself)."""
+
+
 @dataclass(frozen=True)
+class Background:
+    """The background part of a compaction's story: ``applied`` (the result was prepared
+    off the request path) or discarded for ``reason`` (the compaction then ran in the
+    foreground). ``prepared_ms``: how long preparing took (what applying it saved)."""
+
+    applied: bool
+    reason: DiscardReason | None = None
+    prepared_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "applied": self.applied,
+            "reason": self.reason.value if self.reason else None,
+            "prepared_ms": round(self.prepared_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ArchivedItem:
     """An original that a compaction replaced; ``handle`` is the reference shown to the model.
 
@@ -120,6 +166,9 @@ class CompressionReport:
     warnings: tuple[str, ...] = ()
     receipt: Receipt | None = None
     """Set on every completed compaction (``outcome`` ``compressed``)."""
+    background: Background | None = None
+    """Set when a compaction prepared in the background was applied, or was discarded
+    and this compaction ran in the foreground instead."""
 
     @property
     def compressed(self) -> bool:
@@ -149,6 +198,7 @@ class CompressionReport:
         data["savings_ratio"] = round(self.savings_ratio, 4)
         data["elapsed_ms"] = round(self.elapsed_ms, 3)
         data["receipt"] = self.receipt.to_dict() if self.receipt else None
+        data["background"] = self.background.to_dict() if self.background else None
         return data
 
 

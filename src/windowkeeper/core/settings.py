@@ -111,6 +111,9 @@ class CompressionSettings(_Section):
     hygiene_threshold: Annotated[float, Field(ge=0.10, le=0.99)] = _DEFAULTS.hygiene_threshold
     hygiene_hard_message_limit: Positive = _DEFAULTS.hygiene_hard_message_limit
     max_attempts: Positive = _DEFAULTS.max_attempts
+    background: bool | None = _DEFAULTS.background
+    background_ratio: Annotated[float, Field(gt=0, lt=1)] = _DEFAULTS.background_ratio
+    background_workers: Positive = _DEFAULTS.background_workers
     cache_prices: dict[str, CachePriceRow] = Field(
         default_factory=lambda: {
             name: CachePriceRow(read=row.read, write=row.write)
@@ -181,6 +184,9 @@ class GatewaySection(_Section):
     max_session_mib: Annotated[float, Field(gt=0)] = 1024.0
     recall_rounds: Annotated[int, Field(ge=0, le=8)] = 2
     http: Literal["httptools", "h11"] = "httptools"
+    body_timeout_seconds: Annotated[float, Field(gt=0)] = 5.0
+    """A request body that stops arriving this long is answered 408 (the keep-alive
+    timeout by default)."""
 
     @field_serializer("api_keys")
     def _masked(self, keys: list[str]) -> list[str]:

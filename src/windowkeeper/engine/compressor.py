@@ -23,16 +23,17 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
-from ..core.cache import kept_prefix, prices_for, receipt
+from ..core.cache import kept_prefix
 from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionReport, CompressionResult, Outcome, Reason, Receipt, Tier
+from ..core.report import CompressionResult, Outcome, Reason, Tier
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer
 from ..summary.redact import redact
 from ..summary.request import compose, summary_request
-from .base import ContextEngine, ToolProvider
+from .background import BackgroundCompaction
+from .base import ToolProvider
 from .guard import (
     Block,
     GuardState,
@@ -51,6 +52,7 @@ from .pipeline import (
     over_window_warning,
     prune_head,
     prune_outside_tail,
+    receipt_of,
     tier1_out_of_reach,
     tier1_target,
     tokens_of,
@@ -62,7 +64,7 @@ from .trigger import Decision, blocked_decision, detail_of, trigger_tokens
 log = logging.getLogger("windowkeeper.engine.compressor")
 
 
-class ContextCompressor(ContextEngine):
+class ContextCompressor(BackgroundCompaction):
     """Keeps a conversation under its model's context window.
 
     Args:
@@ -116,6 +118,15 @@ class ContextCompressor(ContextEngine):
         self.previous_summary: str | None = None
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
+        self.epoch = 0
+        """Bumped by every session reset: what was prepared for another session is stale."""
+
+    def detached(self) -> ContextCompressor:
+        # The plain class: a subclass that records its compactions records none of these.
+        copy = ContextCompressor.__new__(ContextCompressor)
+        copy.__dict__.update(self.__dict__)
+        copy.analyzer = Analyzer(image_tokens=self.config.image_tokens, count=self.token_counter)
+        return copy
 
     def _cost(self, message: Message) -> int:
         return self.analyzer.facts(message).tokens
@@ -209,6 +220,7 @@ class ContextCompressor(ContextEngine):
         self.on_session_reset()
 
     def on_session_reset(self) -> None:
+        self.epoch += 1
         self.guard = on_reset(self.guard, new_session=True)
         self.previous_summary = None
         self.last_prompt_tokens = 0
@@ -292,17 +304,11 @@ class ContextCompressor(ContextEngine):
                         force=force, focus=focus)  # fmt: skip
 
     def _unchanged(
-        self,
-        job: Job,
-        started: float,
-        outcome: Outcome,
-        reason: Reason,
-        detail: str = "",
+        self, job: Job, started: float, outcome: Outcome, reason: Reason, detail: str = "",
         **fields: Any,
-    ) -> CompressionResult:
+    ) -> CompressionResult:  # fmt: skip
         elapsed = (time.perf_counter() - started) * 1000
-        if not detail:
-            detail = detail_of(reason)
+        detail = detail or detail_of(reason)
         report = replace(job.base, outcome=outcome, reason=reason, detail=detail, **fields)
         warning = self._over_window(job, job.messages, report.after_tokens)
         if warning:
@@ -401,15 +407,10 @@ class ContextCompressor(ContextEngine):
             warnings.append(over)
         elapsed = (time.perf_counter() - started) * 1000
         report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
-        report = replace(report, receipt=self._receipt(job, result.messages, report))
-        return replace(result, report=report)
-
-    def _receipt(self, job: Job, out: list[Message], report: CompressionReport) -> Receipt:
-        """The compaction's receipt; the wait is the engine's own time (the manager, which
-        sees hooks and background jobs, states the agent's wait)."""
-        assert report.tier is not None
-        kept = job.extra + kept_prefix(job.messages, out, [f.tokens for f in job.facts])
-        row = prices_for(self.config.cache_prices, self.provider)
-        return receipt(
-            report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
-        )
+        # The wait is the engine's own time here; the manager, which sees hooks and
+        # background jobs, states the agent's wait.
+        kept = job.extra + kept_prefix(job.messages, result.messages, (f.tokens for f in job.facts))
+        report = replace(report, receipt=receipt_of(self.config, self.provider, report, kept))
+        result = replace(result, report=report)
+        self.completed(job.messages, result)
+        return result

@@ -3,10 +3,12 @@
 State is a frozen, JSON-serializable value; transitions are pure functions returning a
 new state. Times are wall-clock seconds (so a stored state survives a restart).
 
-Gates, in order: summary-failure cooldown, structural no-op backoff, the ineffective
-breaker (real usage still over the threshold after two compactions, with one recovery
-probe after a cool-off), and the low-savings stop (two consecutive compactions saving
-under the minimum ratio). A forced compaction ignores all of them.
+Gates, in order: the hold after an undo (a user took the last compaction back: automatic
+compaction waits until the history no longer fits, which forces one), summary-failure
+cooldown, structural no-op backoff, the ineffective breaker (real usage still over the
+threshold after two compactions, with one recovery probe after a cool-off), and the
+low-savings stop (two consecutive compactions saving under the minimum ratio). A forced
+compaction ignores all of them, and any completed compaction ends the hold.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Block(enum.StrEnum):
     STRUCTURAL_BACKOFF = "structural_backoff"
     INEFFECTIVE = "ineffective"
     LOW_SAVINGS = "low_savings"
+    UNDONE = "undone"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class GuardState:
     structural_cause: str = ""
     """Why the last compaction found nothing to compress (figures and indices only)."""
     compression_count: int = 0
+    undone: bool = False
+    """An undo took the last compaction back: hold automatic compaction (see above)."""
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -71,6 +76,8 @@ def blocked(state: GuardState, now: float) -> tuple[Block | None, GuardState]:
     When the ineffective breaker has cooled off, one recovery probe is let through: the
     strike count drops to one, so one more ineffective compaction re-trips it at once.
     """
+    if state.undone:
+        return Block.UNDONE, state
     if now < state.cooldown_until:
         return Block.COOLDOWN, state
     if now < state.structural_until:
@@ -124,7 +131,14 @@ def on_compaction(state: GuardState, savings_ratio: float, min_ratio: float) -> 
         verify_pending=True,
         structural_until=0.0,
         structural_cause="",
+        undone=False,
     )
+
+
+def on_undo(state: GuardState) -> GuardState:
+    """The state from before a compaction that was just undone, holding automatic
+    compaction (else the next request would compact the same history again)."""
+    return replace(state, undone=True)
 
 
 def on_structural_noop(state: GuardState, now: float, cause: str = "") -> GuardState:

@@ -25,10 +25,11 @@ from ..compaction.usertexts import (
     shorten_users,
     user_budget,
 )
+from ..core.cache import prices_for, receipt
 from ..core.config import CompressionConfig
 from ..core.invariants import align_back
 from ..core.messages import Message
-from ..core.report import CompressionReport, Outcome
+from ..core.report import CompressionReport, Outcome, Receipt
 from ..core.tokens import estimate_tokens
 
 
@@ -307,3 +308,22 @@ def _kind(job: Job, index: int) -> str:
         "assistant": "an assistant message", "system": "the system prompt",
         "developer": "the system prompt",
     }.get(str(record.role), str(record.role))  # fmt: skip
+
+
+def receipt_of(
+    config: CompressionConfig,
+    provider: str | None,
+    report: CompressionReport,
+    kept: int,
+    *,
+    background: bool = False,
+) -> Receipt:
+    """The receipt of a completed compaction that kept ``kept`` tokens of the request as
+    the cached prefix, at the ``cache_prices`` row of ``provider``; its wait is the
+    report's own time until the manager states the agent's."""
+    assert report.tier is not None
+    row = prices_for(config.cache_prices, provider)
+    made = receipt(
+        report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
+    )
+    return replace(made, background=True) if background else made

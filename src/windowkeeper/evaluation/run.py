@@ -69,20 +69,8 @@ class _ObservedCompressor(ContextCompressor):
         super().__init__(**kwargs)
         self.observer = observer
 
-    def compress(
-        self,
-        messages: list[Message],
-        *,
-        force: bool = False,
-        focus_topic: str | None = None,
-        current_tokens: int | None = None,
-    ) -> CompressionResult:
-        result = super().compress(
-            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
-        )
-        if result.report.compressed and result.messages is not messages:
-            self.observer.post_compress(result)
-        return result
+    def completed(self, messages: list[Message], result: CompressionResult) -> None:
+        self.observer.post_compress(result)
 
 
 @dataclass

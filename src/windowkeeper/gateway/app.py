@@ -1,8 +1,9 @@
 """The admin endpoints (FastAPI) behind the lean model path of :mod:`.asgi`.
 
 ``/healthz`` and ``/metrics`` need no key (they carry no session data);
-``/v1/windowkeeper/sessions/{id}`` shows a session's counts to the caller that owns it only
-(the lean layer authenticated the caller). The interactive docs are off.
+``/v1/windowkeeper/sessions/{id}`` shows a session's counts, and ``POST …/{id}/undo`` takes
+back its newest compaction (:mod:`.undo`), for the caller that owns it only (the lean
+layer authenticated the caller). The interactive docs are off.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .asgi import GatewayApp, state_caller
 from .metrics import CONTENT_TYPE
 from .protocols import CHAT
 from .service import Gateway
+from .undo import undo_session
 
 
 def build_app(gateway: Gateway) -> GatewayApp:
@@ -52,5 +54,10 @@ def build_app(gateway: Gateway) -> GatewayApp:
             body = CHAT.error_body(404, f"no session {session_id!r}", "not_found")
             return JSONResponse(body, 404)
         return JSONResponse(status)
+
+    @admin.post("/v1/windowkeeper/sessions/{session_id}/undo")
+    async def session_undo(session_id: str, request: Request) -> Response:
+        answer = await undo_session(gateway, session_id, state_caller(request.state))
+        return JSONResponse(answer.body, answer.status)
 
     return GatewayApp(gateway, admin)

@@ -4,13 +4,19 @@ Model requests (``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages
 ``/v1/messages/count_tokens``) and ``GET /v1/models`` are served here without a
 framework in between (the per-request cost is measured in docs/benchmarks.md): the
 caller is authenticated, the body read up to the limit, the gateway answers. The admin
-endpoints (``/healthz``, ``/metrics``, ``/v1/windowkeeper/sessions/{id}``) go to the
-FastAPI app, with the authenticated caller in the request state. Anything else is a 404
-in the shape of the protocol the client speaks.
+endpoints (``/healthz``, ``/metrics``, ``/v1/windowkeeper/sessions/{id}`` and its
+``POST …/undo``) go to the FastAPI app, with the authenticated caller in the request
+state. Anything else is a 404 in the shape of the protocol the client speaks.
 
 WebSocket upgrades (Codex tries Responses over WebSocket first) are refused with
 ``426 Upgrade Required``: the status Codex falls back from to HTTP at once, for the rest
 of the session, where any other refusal costs it retries with backoff (~6 s a run).
+
+A request body that stops arriving for ``body_timeout`` seconds while the gateway waits
+for it is answered ``408`` in the protocol's error shape and the connection closed
+(uvicorn times out idle keep-alive connections only). The clock runs only while the
+gateway waits in ``receive()``: while it is busy elsewhere uvicorn stops reading past its
+buffer, so the client cannot send and its silence then is not held against it.
 
 What must hold: no traceback and no credential ever reaches a client; a body over the
 limit is refused before it is buffered whole; a stream's close hook runs exactly once,
@@ -51,6 +57,14 @@ class TooLarge(Exception):
 
 class ClientGone(Exception):
     """The client disconnected before its body arrived."""
+
+
+class BodyStalled(Exception):
+    """The request body stopped arriving for the body timeout."""
+
+
+def _is_undo(path: str, method: str) -> bool:
+    return method == "POST" and path.endswith("/undo")
 
 
 def protocol_for(path: str, headers: Mapping[str, str]) -> Protocol:
@@ -98,11 +112,9 @@ class GatewayApp:
             return
         caller = authenticate(headers, self.gateway.settings.api_keys)
         if caller is None:
-            message = ("windowkeeper gateway: missing or wrong gateway key; send it as "
-                       "Authorization: Bearer, x-api-key or X-Windowkeeper-Key")  # fmt: skip
-            await _send_answer(send, receive, error_answer(protocol, 401, message))
+            await _send_answer(send, receive, _no_key(protocol))
             return
-        if path.startswith(_SESSIONS) and method == "GET":
+        if path.startswith(_SESSIONS) and (method == "GET" or _is_undo(path, method)):
             await self.admin({**scope, "state": {"caller": caller}}, receive, send)
             return
         try:
@@ -113,6 +125,8 @@ class GatewayApp:
                                   f"over the {limit:,}-byte limit")  # fmt: skip
         except ClientGone:
             return
+        except BodyStalled:
+            answer = _stalled(protocol, self.gateway.settings.body_timeout)
         except RecursionError:
             answer = error_answer(protocol, 400, "windowkeeper gateway: JSON nested too deeply")
         # The boundary to the client: a bug must become a 500 in the protocol's shape with
@@ -143,11 +157,22 @@ class GatewayApp:
             return error_answer(protocol, 404, f"windowkeeper gateway: no route {method} {path}")
         if method != "POST":
             return error_answer(protocol, 405, f"windowkeeper gateway: {path} takes POST")
-        raw = await _read_body(receive, headers, self.gateway.settings.max_body_bytes)
+        settings = self.gateway.settings
+        raw = await _read_body(receive, headers, settings.max_body_bytes, settings.body_timeout)
         query = scope.get("query_string", b"").decode("latin-1")
         if path == _COUNT_TOKENS:
             return await self.gateway.count_tokens(MESSAGES, raw, headers, caller, query)
         return await self.gateway.handle(protocol, raw, headers, caller, query)
+
+
+def _no_key(protocol: Protocol) -> Answer:
+    """401 with ``x-should-retry: false``: a wrong key does not fix itself, and without the
+    header Claude Code retries a 401 with backoff for about three minutes before it says
+    so (its bundled gateway protocol, Errors table); the Anthropic and OpenAI SDKs also
+    read the header, and retry no 401 anyway."""
+    message = ("windowkeeper gateway: missing or wrong gateway key; send it as "
+               "Authorization: Bearer, x-api-key or X-Windowkeeper-Key")  # fmt: skip
+    return error_answer(protocol, 401, message, headers=[("x-should-retry", "false")])
 
 
 _NO_WEBSOCKET = ("windowkeeper gateway: WebSocket is not served; send the request over "
@@ -173,14 +198,27 @@ async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "websocket.http.response.body", "body": answer.body})
 
 
-async def _read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
+def _stalled(protocol: Protocol, timeout: float) -> Answer:
+    message = (f"windowkeeper gateway: the request body stopped arriving (nothing for "
+               f"{timeout:g} s); send the whole body without pausing, or raise "
+               "gateway.body_timeout_seconds")  # fmt: skip
+    return error_answer(protocol, 408, message, "request_timeout", [("connection", "close")])
+
+
+async def _read_body(
+    receive: Receive, headers: Mapping[str, str], limit: int, timeout: float
+) -> bytes:
+    """The whole body; :class:`BodyStalled` when one ``receive()`` waits ``timeout`` s."""
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise TooLarge
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        with anyio.move_on_after(timeout) as waited:
+            message = await receive()
+        if waited.cancelled_caught:
+            raise BodyStalled
         if message["type"] == "http.disconnect":
             raise ClientGone
         body = message.get("body", b"")

@@ -8,8 +8,10 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from ..loop.background import Workers
 from ..store import SessionStore
 from .bodies import BodyParser
+from .collector import NoCollector
 from .metrics import Metrics
 from .persist import SessionPersistence
 from .settings import GatewaySettings
@@ -37,11 +39,15 @@ class GatewayCore:
         self.persistence = SessionPersistence(store) if store is not None else None
         self.clock = clock
         self.metrics = Metrics()
+        self.workers = Workers(settings.compression.background_workers)
+        """The gateway's background compactions, across its sessions (bounded)."""
         self.passthrough = 0
         self.bodies = BodyParser()
         """Request bodies parsed incrementally (an agent re-sends its history)."""
         self.windows: dict[str, int] = {}
         """Windows found for models (the upstream's listing, installed metadata)."""
+        self.collector: NoCollector = NoCollector()
+        """What the garbage collector sees of the sessions (``serve`` freezes them)."""
 
     async def aclose(self) -> None:
         await self.upstream.aclose()

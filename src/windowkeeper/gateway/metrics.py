@@ -14,12 +14,40 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
 from ..core.report import CompressionReport
 from ..engine.compressor import ContextCompressor
+from ..engine.prepared import PreparedCompaction
 from ..loop.events import Event, EventKind
 
 log = logging.getLogger("windowkeeper.gateway")
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class BackgroundCounters:
+    """What background compaction did in this gateway (design §4)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.prepared = Counter(
+            "windowkeeper_gateway_background_prepared",
+            "Compactions prepared in the background by this gateway.",
+            registry=registry,
+        )
+        self.applied = Counter(
+            "windowkeeper_gateway_background_applied",
+            "Compactions prepared in the background (by any gateway) applied here.",
+            registry=registry,
+        )
+        self.discarded = Counter(
+            "windowkeeper_gateway_background_discarded",
+            "Background compactions discarded (then run in the foreground), by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.saved = Counter(
+            "windowkeeper_gateway_background_saved_seconds",
+            "Time agents did not wait: preparation time of applied compactions less the wait.",
+            registry=registry,
+        )
 
 
 class Metrics:
@@ -69,6 +97,7 @@ class Metrics:
         self.sessions = Gauge(
             "windowkeeper_gateway_sessions", "Sessions held in memory.", registry=r
         )
+        self.background = BackgroundCounters(r)
         # The labelled children of the per-request metrics, found once: ``labels()``
         # validates and locks on every call, and every request counts twice.
         self._requests: dict[tuple[str, str], Counter] = {}
@@ -92,6 +121,10 @@ class Metrics:
     def error(self, name: str) -> None:
         self.errors.labels(name).inc()
 
+    def on_prepared(self, prepared: PreparedCompaction) -> None:
+        """A background job of a session has a compaction ready (called on its thread)."""
+        self.background.prepared.inc()
+
     def on_event(self, session: str, event: Event, compressor: ContextCompressor) -> None:
         """Log an event of a session's manager (the compaction line at INFO) and count it."""
         if event.kind is EventKind.COMPACTION_FINISHED:
@@ -111,11 +144,19 @@ class Metrics:
                 f" cache_invalidated={receipt.invalidated_tokens}"
                 f" break_even={receipt.break_even_requests or 'never'}"
                 f" waited_ms={receipt.waited_ms:.0f}"
+                f"{' background' if receipt.background else ''}"
                 if receipt is not None
                 else "",
             )
             self.compactions.labels(trigger, tier).inc()
             self.tokens_saved.inc(max(0, before - after))
+            note = report.background if report is not None else None
+            if note is not None and note.applied and receipt is not None:
+                self.background.applied.inc()
+                self.background.saved.inc(max(0.0, note.prepared_ms - receipt.waited_ms) / 1000)
+        elif event.kind is EventKind.BACKGROUND_DISCARDED:
+            self.background.discarded.labels(event.reason or "unknown").inc()
+            log.info("session %s: %s", session, event.message)
         elif event.kind in (EventKind.WARNING, EventKind.COMPACTION_ABORTED):
             log.warning("session %s: %s", session, event.message)
         else:

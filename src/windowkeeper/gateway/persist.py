@@ -23,11 +23,19 @@ from typing import Any
 
 from ..core.errors import StoreError
 from ..core.messages import Message
-from ..store import Compaction, KeyedRecord, KeyedSessions, SessionStore, restore_state
-from ..store.session import archive_records
+from ..store import (
+    Compaction,
+    KeyedRecord,
+    KeyedSessions,
+    PreparedCompactions,
+    SessionStore,
+    restore_state,
+)
+from ..store.session import archive_records, new_holder
 from .history import Seen, common_prefix
 from .protocols import Parsed
 from .sessions import Branch, GatewaySession, Prefix, Prepared, public_id
+from .sharing import StoreSharing
 
 log = logging.getLogger("windowkeeper.gateway")
 
@@ -44,6 +52,25 @@ class SessionPersistence:
             raise StoreError(f"{type(store).__name__} cannot serve the gateway (no keyed sessions)")
         self.store = store
         self.keyed: KeyedSessions = store
+        self.holder = new_holder()
+        """This gateway's name as a lease holder (its background compactions)."""
+
+    def share(self, branch: Branch, clients: int) -> None:
+        """Let the branch's background compaction go through the store: its jobs run
+        under the session's lease, so the session is stored from its first request on
+        (``clients``: the request's client messages)."""
+        store = self.store
+        if not isinstance(store, PreparedCompactions):
+            return
+        if not branch.compressor.background_enabled():
+            return
+        if branch.manager.background.sharing is None:
+            branch.manager.background.sharing = StoreSharing(store, branch, self.holder)
+        if branch.store_id is None:
+            try:
+                self._open(branch, clients)
+            except StoreError as exc:
+                log.warning("session %s: could not open it in the store: %s", _name(branch), exc)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -101,6 +128,11 @@ class SessionPersistence:
 
     def restore(self, session: GatewaySession, branch: Branch, record: KeyedRecord) -> None:
         """Load a branch's client history, prefix, guard state and learned window."""
+        if record.record.generation != branch.generation:
+            # Compacted (or undone) elsewhere: a job of this gateway is for a history
+            # that is gone; the store's prepared compaction, if any, is found at the
+            # trigger.
+            branch.manager.background.forget()
         snapshot = self.store.load(record.id, include_archived=True)
         rows = snapshot.rows
         client = [row.message for row in rows if row.origin == "append"]
@@ -117,6 +149,7 @@ class SessionPersistence:
         branch.saved_guard, branch.saved_window = record.record.guard_state, record.window
         branch.has_archive = covered > 0 and bool(self.store.archived(record.id))
         branch.compactions = record.record.compactions
+        branch.before = None  # with a store, undo is the store's (gateway/undo.py)
 
     # --- writing -------------------------------------------------------------------------
 
@@ -134,10 +167,9 @@ class SessionPersistence:
             return
         client = prepared.client
         if branch.store_id is None:
-            record = self.keyed.open_keyed(branch.key, title=TITLE_PREFIX + _name(branch))
-            branch.store_id, branch.generation = record.id, record.record.generation
-            branch.stored = min(record.positions, len(client))
+            self._open(branch, len(client))
         store_id = branch.store_id
+        assert store_id is not None
         covered = branch.prefix.covered
         if branch.committed != covered and covered <= len(client):
             seq = self._append(branch, history, client, covered)
@@ -145,6 +177,12 @@ class SessionPersistence:
                 return
         self._append(branch, history, client, len(client))
         self._save_state(branch, store_id)
+
+    def _open(self, branch: Branch, clients: int) -> None:
+        """The branch's keyed store session, created if it is new."""
+        record = self.keyed.open_keyed(branch.key, title=TITLE_PREFIX + _name(branch))
+        branch.store_id, branch.generation = record.id, record.record.generation
+        branch.stored = min(record.positions, clients)
 
     def _append(self, branch: Branch, history: Seen, client: list[Message], end: int) -> int | None:
         """Store client positions ``[stored, end)``; the row seq of position ``end - 1``."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .history import Seen, agreeing_prefix, convert
-from .protocols import Parsed, dumps
+from .protocols import Parsed
+from .protocols.base import request_bytes
 from .recall import RECALL_SCHEMA, tool_for
 from .sessions import Branch, GatewaySession, Prepared
 
@@ -46,6 +47,8 @@ def select(gateway: GatewayCore, session: GatewaySession, parsed: Parsed, window
     session.client_messages = len(history.messages)
     session.branches.move_to_end(branch.key)
     branch.use_model(parsed.model, window)
+    if persistence is not None:
+        persistence.share(branch, len(history.messages))
     # Offered only where the gateway can answer it: a recall call must never reach a client
     # that has no such tool.
     offered = gateway.settings.recall_rounds > 0 and tool_for(branch, gateway.store) is not None
@@ -106,4 +109,4 @@ def counted_body(session: GatewaySession, parsed: Parsed) -> bytes | None:
         return None
     system, units = branch.wire_prefix(session.protocol)
     rest = parsed.units[history.ends[covered - 1] :]
-    return dumps(session.protocol.body_with(parsed, system, [*units, *rest], []))
+    return request_bytes(session.protocol.body_with(parsed, system, [*units, *rest], []))

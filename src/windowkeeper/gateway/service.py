@@ -65,13 +65,23 @@ class Gateway(GatewayCore):
         texts = protocol.first_texts(parsed)
         key = session_key(caller.scope, protocol.name, texts, headers.get(SESSION_HEADER))
         session = self.sessions.get(key) or self.sessions.add(
-            GatewaySession(key, protocol, self.settings, self.clock, self.metrics.on_event)
+            GatewaySession(
+                key,
+                protocol,
+                self.settings,
+                self.clock,
+                self.metrics.on_event,
+                self.metrics.on_prepared,
+                self.workers,
+            )
         )
         self.metrics.sessions.set(len(self.sessions))
+        self.collector.begin()
         try:
             return await exchange.run(session, window)
         finally:
             self.sessions.account(session)
+            self.collector.end()
 
     async def count_tokens(
         self,

@@ -33,6 +33,8 @@ from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult
 from ..engine.compressor import ContextCompressor
 from ..engine.guard import GuardState
+from ..engine.prepared import PreparedCompaction
+from ..loop.background import SessionBackground, Workers
 from ..loop.events import Event
 from ..loop.manager import ContextManager
 from ..store import MemoryStore
@@ -78,28 +80,27 @@ class Prefix:
     wire: tuple[Any, list[Any]] | None = None
 
 
+@dataclass(frozen=True)
+class Before:
+    """A branch's state before its newest compaction (what an undo restores without a
+    store) and when that compaction was installed."""
+
+    prefix: Prefix
+    guard: GuardState
+    previous_summary: str | None
+    at: float
+
+
 class RecordingCompressor(ContextCompressor):
-    """The built-in compressor, remembering this request's compactions (input, result)
-    so their archived originals can be stored for recall."""
+    """The built-in compressor, remembering this request's compactions (input, result),
+    applied background ones included, so their archived originals can be stored."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.compacted: list[tuple[list[Message], CompressionResult]] = []
 
-    def compress(
-        self,
-        messages: list[Message],
-        *,
-        force: bool = False,
-        focus_topic: str | None = None,
-        current_tokens: int | None = None,
-    ) -> CompressionResult:
-        result = super().compress(
-            messages, force=force, focus_topic=focus_topic, current_tokens=current_tokens
-        )
-        if result.report.compressed:
-            self.compacted.append((messages, result))
-        return result
+    def completed(self, messages: list[Message], result: CompressionResult) -> None:
+        self.compacted.append((messages, result))
 
 
 EventSink = Callable[[str, Event, ContextCompressor], None]
@@ -112,6 +113,7 @@ def new_manager(
     model: str | None,
     clock: Callable[[], float],
     sink: EventSink,
+    background: SessionBackground | None = None,
 ) -> tuple[ContextManager, RecordingCompressor]:
     """A manager around a fresh compressor that triggers at the hygiene threshold."""
     summarizer = (
@@ -132,6 +134,7 @@ def new_manager(
         clock=clock,
         max_attempts=settings.compression.max_attempts,
         on_event=lambda event: sink(public_id(key), event, compressor),
+        background=background,
     )
     return manager, compressor
 
@@ -159,6 +162,8 @@ class Prepared:
     """This request's compactions (input, result), for the archive."""
     archived: int = 0
     """How many of ``compactions`` are archived already (in memory, without a store)."""
+    mark: tuple[GuardState, str | None] = (GuardState(), None)
+    """The compressor's guard state and previous summary before the next compaction."""
 
     def collect(self) -> None:
         """Take the compactions the branch's compressor just recorded (call under the
@@ -176,7 +181,13 @@ class Branch:
         self.session = session
         self.window = window
         self.manager, self.compressor = new_manager(
-            session.settings, key, window, model, session.clock, session.sink
+            session.settings,
+            key,
+            window,
+            model,
+            session.clock,
+            session.sink,
+            SessionBackground(session.workers, on_prepared=session.prepared),
         )
         self.prefix = Prefix()
         self.seen: Seen | None = None
@@ -196,6 +207,7 @@ class Branch:
         self.saved_window: int | None = None
         self.size = 0
         """Bytes of the newest request body of the branch (what its history costs to hold)."""
+        self.before: Before | None = None
 
     def use_model(self, model: str, window: int) -> None:
         """A model switch re-derives the thresholds (a limit learned from an overflow
@@ -241,6 +253,7 @@ class Branch:
         prepared = Prepared(
             parsed, self, client, start, working, substituted, self.version, history.private
         )
+        prepared.mark = (self.compressor.guard, self.compressor.previous_summary)
         if substituted:
             prepared.prefix_wire = self.wire_prefix(parsed.protocol)
             prepared.client_units = history.ends[covered - 1]
@@ -257,6 +270,8 @@ class Branch:
             return False
         if self.version != prepared.version:
             return False
+        self.before = Before(self.prefix, *prepared.mark, self.session.clock())
+        prepared.mark = (self.compressor.guard, self.compressor.previous_summary)
         self.prefix = Prefix(len(prepared.client), tuple(final))
         self.version += 1
         prepared.version, prepared.installed = self.version, final
@@ -292,12 +307,18 @@ class GatewaySession:
         settings: GatewaySettings,
         clock: Callable[[], float],
         sink: EventSink,
+        prepared: Callable[[PreparedCompaction], None] | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.key = key
         self.protocol = protocol
         self.settings = settings
         self.clock = clock
         self.sink = sink
+        self.prepared = prepared
+        """Hears of each compaction prepared in the background (on a worker thread)."""
+        self.workers = workers
+        """The gateway's pool for background compactions (the process's by default)."""
         self.lock = asyncio.Lock()
         self.branches: OrderedDict[str, Branch] = OrderedDict()
         self.requests = self.compactions = self.forks = self.passthrough = 0
@@ -366,5 +387,6 @@ class GatewaySession:
             "compression_count": compressor.compression_count if compressor else 0,
             "blocked_reason": compressor.get_status()["blocked_reason"] if compressor else None,
             "recall_available": bool(branch and branch.has_archive),
+            "held_after_undo": bool(compressor and compressor.guard.undone),
             "store_session_id": branch.store_id if branch else None,
         }

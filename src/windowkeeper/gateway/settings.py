@@ -23,6 +23,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 DEFAULT_MAX_SESSION_BYTES = 1024 * 1024 * 1024
+KEEP_ALIVE_SECONDS = 5
+"""uvicorn's idle keep-alive timeout (its default, passed explicitly by ``serve``), also
+the default of the stalled-body timeout: a client silent this long is gone either way."""
 KEYS_ENV = "WINDOWKEEPER_GATEWAY_KEYS"
 """Comma-separated gateway keys (added to ``gateway.api_keys`` of the config)."""
 DEFAULT_KEY = "*"
@@ -45,6 +48,8 @@ class GatewaySettings:
         api_keys: keys a client must present (``Authorization: Bearer``, ``x-api-key`` or
             ``X-Windowkeeper-Key``); empty: no gateway authentication.
         max_body_bytes: larger request bodies are refused with 413.
+        body_timeout: seconds a request body may stop arriving while the gateway waits
+            for it before the request is answered 408 and the connection closed.
         recall_rounds: ``recall`` calls the gateway answers itself per request (0: the
             tool is never offered).
         context_lengths: model name (or substring, or ``"*"``) → window in tokens.
@@ -69,6 +74,7 @@ class GatewaySettings:
     anthropic_api_key: str | None = None
     api_keys: frozenset[str] = frozenset()
     max_body_bytes: int = DEFAULT_MAX_BODY
+    body_timeout: float = KEEP_ALIVE_SECONDS
     recall_rounds: int = 2
     context_lengths: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     hygiene_threshold: float = 0.85
@@ -93,8 +99,8 @@ class GatewaySettings:
             )
         if self.hard_message_limit < 4:
             raise ConfigError("the hard message limit must be at least 4 messages")
-        if self.max_sessions < 1 or self.timeout <= 0:
-            raise ConfigError("max_sessions must be >= 1 and timeout > 0")
+        if self.max_sessions < 1 or self.timeout <= 0 or self.body_timeout <= 0:
+            raise ConfigError("max_sessions must be >= 1, timeout and body_timeout > 0")
         if self.max_session_bytes < self.max_body_bytes:
             raise ConfigError(
                 "the sessions' memory bound must be at least one request body "
@@ -153,7 +159,7 @@ def gateway_settings(
     lengths: dict[str, int] = {}
     hygiene, limit, compression = 0.85, 5_000, CompressionConfig()
     keys, body, rounds = set(api_keys or ()), DEFAULT_MAX_BODY, 2
-    memory = DEFAULT_MAX_SESSION_BYTES
+    memory, stall = DEFAULT_MAX_SESSION_BYTES, float(KEEP_ALIVE_SECONDS)
     if settings is not None:
         compression = settings.compression_config()
         hygiene = settings.compression.hygiene_threshold
@@ -165,6 +171,7 @@ def gateway_settings(
         keys.update(section.api_keys)
         body, rounds = int(section.max_body_mib * 1024 * 1024), section.recall_rounds
         memory = int(section.max_session_mib * 1024 * 1024)
+        stall = section.body_timeout_seconds
         anthropic_upstream = anthropic_upstream or section.anthropic_upstream
     keys.update((env if env is not None else os.environ).get(KEYS_ENV, "").split(","))
     if context_length is not None:
@@ -174,7 +181,7 @@ def gateway_settings(
         upstream_base_url=upstream, upstream_api_key=api_key,
         anthropic_base_url=anthropic_upstream, anthropic_api_key=anthropic_api_key,
         api_keys=frozenset(keys), max_body_bytes=body, recall_rounds=rounds,
-        max_session_bytes=memory,
+        max_session_bytes=memory, body_timeout=stall,
         context_lengths=lengths, hygiene_threshold=hygiene, hard_message_limit=limit,
         compression=compression, summary=_summary_config(settings),
     )  # fmt: skip

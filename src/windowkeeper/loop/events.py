@@ -32,6 +32,12 @@ class EventKind(enum.StrEnum):
     IMAGES_STRIPPED = "images_stripped"
     HOOK_FAILED = "hook_failed"
     WARNING = "warning"
+    BACKGROUND_STARTED = "background_started"
+    """A compaction of the history as it stands is being prepared off the request path."""
+    BACKGROUND_PREPARED = "background_prepared"
+    """A background compaction is ready to be applied at the trigger."""
+    BACKGROUND_DISCARDED = "background_discarded"
+    """A background compaction was not applied (``reason``: a ``DiscardReason``)."""
 
 
 class Trigger(enum.StrEnum):
@@ -196,6 +202,45 @@ class Reporter:
             f"{hint} Start a new session or compress manually.",
             tokens_before=tokens,
             threshold=threshold,
+        )
+
+    def claimed(self, trigger: Trigger, tokens: int, messages: int) -> None:
+        """At the trigger, another process is preparing this session's compaction: the
+        request goes out as it is rather than summarizing the same turns twice."""
+        self.emit(
+            EventKind.COMPACTION_SKIPPED,
+            "another process is preparing this session's compaction; sent as it is",
+            trigger,
+            reason="concurrent_compaction",
+            tokens_before=tokens,
+            messages_before=messages,
+        )
+
+    def background_started(self, tokens: int, soft_mark: int, messages: int) -> None:
+        self.emit(
+            EventKind.BACKGROUND_STARTED,
+            f"preparing a compaction in the background (~{tokens:,} tokens >= {soft_mark:,})",
+            tokens_before=tokens,
+            threshold=soft_mark,
+            messages_before=messages,
+        )
+
+    def background_prepared(self, tier: Tier | None, before: int, after: int, ms: float) -> None:
+        self.emit(
+            EventKind.BACKGROUND_PREPARED,
+            f"background compaction ready: ~{before:,} -> ~{after:,} tokens in {ms:,.0f} ms",
+            tier=tier,
+            tokens_before=before,
+            tokens_after=after,
+            duration_ms=ms,
+        )
+
+    def background_discarded(self, reason: str, trigger: Trigger | None = None) -> None:
+        self.emit(
+            EventKind.BACKGROUND_DISCARDED,
+            f"background compaction discarded: {reason}",
+            trigger,
+            reason=reason,
         )
 
     def input_defect(self, text: str) -> None:

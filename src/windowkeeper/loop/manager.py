@@ -7,8 +7,10 @@
 
 ``run(call, messages)`` / ``arun(acall, messages)`` put all three around one request.
 The logic exists once, as the generator :meth:`ContextManager.turn`: it yields "call the
-model with these messages" and receives the response or the exception; ``run`` and
-``arun`` are thin loops that only perform the call.
+model with these messages" (or "wait for this background job") and receives the response
+or the exception; ``run`` and ``arun`` are thin loops that only perform the call and the
+wait. Past a soft mark below the trigger a compaction is prepared in the background and
+applied at the trigger (:mod:`.compacting`, :mod:`.background`).
 
 What must hold: right after a compaction the rough estimate defers exactly one request
 (real usage is authoritative), except when the estimate already exceeds the window
@@ -20,42 +22,37 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from ..compaction.truncate import last_rungs
 from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
-from ..core.messages import Message, ToolSchema, check_input, conversation_warnings
-from ..core.report import Receipt, Tier
+from ..core.messages import Message, ToolSchema, check_input
+from ..core.report import Receipt
 from ..core.tokens import IMAGE_TOKENS
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
+from .background import SessionBackground
+from .compacting import Compacting
 from .estimates import EstimateCache, prompt_tokens_of, rough_chars, usage_of
 from .events import EventCallback, Reporter, Trigger, kept_parts
-from .hooks import (
-    DEFAULT_LIVE_STATE_BUDGET,
-    CompressionHook,
-    HookRunner,
-    budget_blocks,
-    insert_live_state,
-)
+from .hooks import DEFAULT_LIVE_STATE_BUDGET, CompressionHook, HookRunner
 from .overflow import Overflow, OverflowKind, classify, lighter_images
 from .recovery import (
     Attempt,
+    Evidence,
     exhausted_error,
     floor_tokens,
-    retry_unchanged,
     target_tokens,
     with_tier_limit,
 )
-from .steps import Answered, Turn, TurnResult, adrive, drive, wire
+from .steps import Answered, Failed, Turn, TurnResult, Waits, adrive, drive, settle, wire
 
 R = TypeVar("R")
-_QUIET_REASONS = frozenset({"below_threshold", "disabled"})
+_QUIET_REASONS = frozenset({"below_threshold", "disabled", "undone"})  # undone: the user's wish
 
 
-class ContextManager:
+class ContextManager(Compacting):
     """Runs the compaction triggers of one session around an agent loop.
 
     Args:
@@ -67,6 +64,8 @@ class ContextManager:
         clock: seconds, for event durations.
         max_attempts: error-recovery attempts per turn.
         live_state_budget: token budget of the text re-injected by ``post_compress`` hooks.
+        background: the session's background compaction (its worker pool, what it shares
+            with other processes); a new one on the process's shared pool by default.
     """
 
     def __init__(
@@ -79,6 +78,7 @@ class ContextManager:
         clock: Callable[[], float] = time.time,
         max_attempts: int = 3,
         live_state_budget: int = DEFAULT_LIVE_STATE_BUDGET,
+        background: SessionBackground | None = None,
     ) -> None:
         self.engine = engine
         default_tools: list[ToolSchema] | None = getattr(engine, "tools", None)
@@ -90,8 +90,11 @@ class ContextManager:
         self.last_prompt_tokens = 0
         self.awaiting_real_usage = False
         self._attempt: Attempt | None = None  # the turn's last recovery attempt
+        self._evidence = Evidence()  # what answers and refusals showed of the window
         self.last_receipt: Receipt | None = None
         """The receipt of the newest completed compaction (a new object for each)."""
+        self.background = background or SessionBackground()
+        self.compactions = 0
         compressor = self._compressor
         image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
         self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
@@ -140,18 +143,25 @@ class ContextManager:
             return True  # the estimate checks each message it has not seen
         check_input(messages)
         chars = sum(rough_chars(m, self._cache.image_tokens) for m in messages)
-        return chars // 4 + self.schema_tokens() >= self.threshold
+        mark = self.threshold
+        if self._compressor and self._compressor.background_enabled():
+            mark = min(mark, self._compressor.soft_mark)
+        return chars // 4 + self.schema_tokens() >= mark
 
     # --- the three triggers ----------------------------------------------------------
 
     def preflight(self, messages: list[Message]) -> list[Message]:
         """Before a request: compact when the estimate reaches the threshold."""
+        return settle(self._preflight(messages))
+
+    def _preflight(self, messages: list[Message]) -> Waits[list[Message]]:
         if not self._cheap_gate(messages):
             return messages
         tokens = self.estimate(messages)
         if self.window and tokens >= self.window:
-            return self._fit_window(messages, tokens)
+            return (yield from self._fit_window(messages, tokens))
         if tokens < self.threshold:
+            self._soft_mark(messages, tokens)
             self.events.reset()
             return messages
         if self.awaiting_real_usage:
@@ -160,13 +170,18 @@ class ContextManager:
             self.awaiting_real_usage = False
             self.events.deferred(tokens)
             return messages
-        return self._automatic(messages, tokens, Trigger.PREFLIGHT)
+        return (yield from self._automatic(messages, tokens, Trigger.PREFLIGHT))
 
     def after_response(
         self, usage: Mapping[str, Any] | None, messages: list[Message]
     ) -> list[Message]:
         """After a response: record usage; compact when real ``prompt_tokens`` reach the
         threshold. Completion and reasoning tokens never count."""
+        return settle(self._after_response(usage, messages))
+
+    def _after_response(
+        self, usage: Mapping[str, Any] | None, messages: list[Message]
+    ) -> Waits[list[Message]]:
         usage = dict(usage or {})
         prompt = prompt_tokens_of(usage)
         self.engine.update_from_response(usage)
@@ -174,10 +189,12 @@ class ContextManager:
         if prompt <= 0:
             return messages  # no real figure: the next preflight estimates instead
         self.last_prompt_tokens = prompt
+        self._evidence.answered_with(self.estimate(messages))
         if prompt < self.threshold:
+            self._soft_mark(messages, prompt)
             self.events.reset()
             return messages
-        return self._automatic(messages, prompt, Trigger.POST_RESPONSE)
+        return (yield from self._automatic(messages, prompt, Trigger.POST_RESPONSE))
 
     def recover(self, error: Exception, messages: list[Message], attempt: int) -> list[Message]:
         """After a failed request: the messages to retry with, or an exception.
@@ -187,20 +204,16 @@ class ContextManager:
         attempt aims lower than the rejected request (see :mod:`~windowkeeper.loop.recovery`).
         """
         tokens = self.estimate(messages)
-        overflow = classify(
-            error,
-            session_tokens=tokens,
-            context_length=self.context_length,
-            message_count=len(messages),
-        )
+        overflow = classify(error, session_tokens=tokens, context_length=self.context_length,
+                            message_count=len(messages))  # fmt: skip
         if overflow is None:
             raise error
         self.events.overflow(overflow.kind.value, overflow.status, tokens, attempt)
         if attempt <= 1:
             self._attempt = None
         reserve = self.context_length - self.window
-        if retry_unchanged(overflow, tokens, reserve=reserve, attempt=attempt):
-            return messages  # it fits by the error's own figures: a transient fault
+        if self._evidence.retry(overflow, tokens, reserve=reserve, attempt=attempt):
+            return messages  # the evidence says it fits: a transient fault
         if attempt > self.max_attempts:
             why = f"after {self.max_attempts} attempts"
             raise exhausted_error(why, self._attempt, tokens) from error
@@ -214,22 +227,25 @@ class ContextManager:
 
     def compress(self, messages: list[Message], *, focus_topic: str | None = None) -> list[Message]:
         """A manual compaction (``/compress [focus]``): forced past every guard."""
-        return self._compact(
-            messages, Trigger.MANUAL, self.estimate(messages), force=True, focus=focus_topic
+        tokens = self.estimate(messages)
+        return settle(
+            self._compaction(messages, Trigger.MANUAL, tokens, force=True, focus=focus_topic)
         )
 
     # --- the step machine and its drivers ----------------------------------------------
 
     def turn(self, messages: list[Message]) -> Turn:
         """One request as a state machine: yields the messages to send (``_`` metadata
-        keys stripped), receives :class:`Answered` or :class:`Failed`, and returns the
+        keys stripped) or a :class:`~windowkeeper.loop.steps.Wait`, receives
+        :class:`Answered` or :class:`Failed` (``None`` after a wait), and returns the
         working list to continue with."""
-        request = self.preflight(messages)
+        request = yield from self._preflight(messages)
         attempt = 0
         while True:
             outcome = yield wire(request)
             if isinstance(outcome, Answered):
-                return self.after_response(usage_of(outcome.response), request)
+                return (yield from self._after_response(usage_of(outcome.response), request))
+            assert isinstance(outcome, Failed)
             attempt += 1
             request = self.recover(outcome.error, request, attempt)
 
@@ -245,7 +261,9 @@ class ContextManager:
 
     # --- compaction ------------------------------------------------------------------
 
-    def _automatic(self, messages: list[Message], tokens: int, trigger: Trigger) -> list[Message]:
+    def _automatic(
+        self, messages: list[Message], tokens: int, trigger: Trigger
+    ) -> Waits[list[Message]]:
         cause = ""
         if self._compressor:
             decision = self._compressor.decide(tokens)
@@ -256,19 +274,21 @@ class ContextManager:
             allowed = self.engine.should_compress(tokens)
             reason = None if allowed else str(self.engine.get_status().get("blocked_reason"))
         if allowed:
-            return self._compact(messages, trigger, tokens)
+            return (yield from self._compaction(messages, trigger, tokens, background=True))
         if reason is not None and str(reason) not in _QUIET_REASONS:
             self._warn_blocked(str(reason), tokens, messages, cause)
         return messages
 
-    def _fit_window(self, messages: list[Message], tokens: int) -> list[Message]:
+    def _fit_window(self, messages: list[Message], tokens: int) -> Waits[list[Message]]:
         """The estimate exceeds the window itself: the request would certainly fail, so
-        compact even when deferred or blocked (bounded passes, stop without progress)."""
+        compact even when deferred or blocked (bounded passes, stop without progress).
+        The first pass applies the session's background compaction when it can."""
         current = messages
         for attempt in range(1, self.max_attempts + 1):
-            compacted = self._compact(
-                current, Trigger.PREFLIGHT, tokens, force=True, attempt=attempt
-            )
+            compacted = yield from self._compaction(
+                current, Trigger.PREFLIGHT, tokens, force=True, attempt=attempt,
+                background=attempt == 1,
+            )  # fmt: skip
             if compacted is current:
                 break
             current, tokens = compacted, self.estimate(compacted)
@@ -278,69 +298,6 @@ class ContextManager:
         if tokens >= self.window:
             self.events.over_window(tokens, self.window)
         return current
-
-    def _compact(
-        self,
-        messages: list[Message],
-        trigger: Trigger,
-        tokens: int,
-        *,
-        force: bool = False,
-        focus: str | None = None,
-        attempt: int | None = None,
-    ) -> list[Message]:
-        started = self.clock()
-        self.events.started(
-            trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
-        )
-        for warning in conversation_warnings(messages):
-            self.events.input_defect(warning)
-        if self.hooks.hooks:
-            self.hooks.pre_compress(self._to_drop(messages))
-            self._report_hook_failures(trigger)
-        result = self.engine.compress(
-            messages, current_tokens=tokens, focus_topic=focus, force=force
-        )
-        done = result.report.compressed and result.messages is not messages
-        out = self._with_live_state(result.messages, result, trigger) if done else messages
-        if done:
-            self._after_compaction()
-        elapsed = (self.clock() - started) * 1000
-        receipt = getattr(result.report, "receipt", None) if done else None
-        if receipt is not None:
-            # The agent waited for all of it: hooks included, not only the engine.
-            self.last_receipt = receipt = replace(receipt, waited_ms=elapsed)
-        self.events.result(
-            result.report, trigger, duration_ms=elapsed, attempt=attempt,
-            threshold=self.threshold, receipt=receipt,
-        )  # fmt: skip
-        count = coerce_positive_int(self.engine.get_status().get("compression_count")) or 0
-        if done and count >= 2:
-            self.events.many_times(count)
-        return out
-
-    def _to_drop(self, messages: list[Message]) -> list[Message]:
-        """Exactly what the compressor will summarize; the whole list for other engines."""
-        if not self._compressor:
-            return list(messages)
-        plan = self._compressor.plan(messages)
-        return messages[plan.head_end : plan.tail_start] if plan.compressible else []
-
-    def _with_live_state(
-        self, messages: list[Message], result: Any, trigger: Trigger
-    ) -> list[Message]:
-        if not self.hooks.hooks or getattr(result.report, "tier", None) is Tier.PRUNE:
-            return messages  # live state goes with a handoff; pruning alone has none
-        blocks = self.hooks.post_compress(result)
-        self._report_hook_failures(trigger)
-        return insert_live_state(messages, budget_blocks(blocks, self.hooks.budget_tokens))
-
-    def _after_compaction(self) -> None:
-        self.awaiting_real_usage = True
-        self.last_prompt_tokens = -1  # sentinel: read as 0 until real usage arrives
-        if self._compressor:
-            self._compressor.last_prompt_tokens = -1
-        self.events.reset()
 
     # --- recovery --------------------------------------------------------------------
 
@@ -357,8 +314,9 @@ class ContextManager:
         target = target_tokens(
             overflow, tokens, floor, window=self.window, reserve=reserve,
             remaining=self.max_attempts - attempt + 1, previous=self._attempt,
+            answered=self._evidence.answered,
         )  # fmt: skip
-        self._attempt = Attempt(tokens, target, floor, overflow.limit)
+        self._attempt = Attempt(tokens, target, floor, overflow.limit, self.context_length)
         if target < self.window:
             self._set_context_length(target + reserve)
         return overflow
@@ -380,11 +338,16 @@ class ContextManager:
             lighter = self._lighter_images(messages, ("tool",))
             if lighter is not messages:
                 return lighter
-        out = self._compact(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        out = settle(
+            self._compaction(messages, Trigger.RECOVERY, tokens, force=True, attempt=attempt)
+        )
         if out is messages and payload:
             out = self._lighter_images(messages, None)
         if out is messages or self.estimate(out) >= self.window:
             out = self._cut_to_window(out, self.estimate(out))[0]
+        if out is messages and self._attempt and self._evidence.last_hope(overflow, attempt):
+            self.engine.update_model(context_length=self._attempt.context_length)  # unlearned
+            return messages
         if out is messages:
             why = "it cannot be compressed further"
             raise exhausted_error(why, self._attempt, tokens) from error
@@ -413,7 +376,3 @@ class ContextManager:
         if reason in ("ineffective", "low_savings", "structural_backoff") and not cause:
             kept = kept_parts(messages, self.schema_tokens())
         self.events.blocked(reason, tokens, self.threshold, kept, cause)
-
-    def _report_hook_failures(self, trigger: Trigger) -> None:
-        for failure in self.hooks.take_failures():
-            self.events.hook_failed(failure.hook, failure.phase, failure.error_type, trigger)

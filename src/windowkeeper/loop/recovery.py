@@ -14,11 +14,17 @@ budget whenever the floor fits:
   floor (gently first: ``(floor/size)^(1/n²)`` with ``n`` attempts left), reaching the
   floor on the last attempt.
 
-A claimed overflow that the error itself contradicts (its count of the request fits the
-window it states) or far below the stated window (a request of ~1,400 tokens refused by a
-model that says its window is 8,000) is a transient fault of the server, not a limit:
-the first such rejection in a turn is retried once unchanged (:func:`retry_unchanged`);
-only a second one compacts.
+A claimed overflow that the evidence contradicts is a transient fault of the server, not
+a limit: the first such rejection in a turn is retried once unchanged
+(:func:`retry_unchanged`); only a second one compacts. The evidence is the error's own
+figures (its count of the request fits the window it states, or the request is far below
+that window), or a request no larger than one the provider answered in this session:
+its answers teach the window from below, when the error states none.
+
+What the session has shown also bounds what an unstated rejection teaches: an attempt
+other than the last never aims below the largest request the provider answered (unless
+that is within :data:`MIN_STEP` of the rejected size), so a server that refuses at random
+cannot ratchet the learned window down to the floor, one transient fault at a time.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from .overflow import LONG_CONTEXT_TIER_TOKENS, Overflow, OverflowKind
 __all__ = (
     "MIN_HANDOFF_TOKENS",
     "Attempt",
+    "Evidence",
     "exhausted_error",
     "floor_tokens",
     "retry_unchanged",
@@ -58,12 +65,53 @@ provider rejects without giving its count is retried once unchanged first."""
 
 @dataclass(frozen=True)
 class Attempt:
-    """One recovery attempt: the rejected request's estimate and what it aimed at."""
+    """One recovery attempt: the rejected request's estimate and what it aimed at
+    (``context_length``: the engine's window before the attempt lowered it)."""
 
     rejected: int
     target: int
     floor: int
     stated: int | None
+    context_length: int = 0
+
+
+@dataclass
+class Evidence:
+    """What a session's answers and refusals have shown of the provider's window."""
+
+    answered: int = 0
+    """The largest request (our estimate) the provider answered."""
+    retried: bool = False
+    """The turn's first rejection was sent again unchanged."""
+
+    def answered_with(self, tokens: int) -> None:
+        self.answered = max(self.answered, tokens)
+
+    def retry(self, overflow: Overflow, rejected: int, *, reserve: int, attempt: int) -> bool:
+        """:func:`retry_unchanged` with this session's evidence. A size refused again right
+        after such a retry no longer counts as answered, whatever it did before (a model
+        reloaded with a smaller window): later turns compact at once."""
+        if attempt <= 1:
+            self.retried = False
+        elif self.retried:
+            self.answered, self.retried = min(self.answered, rejected - 1), False
+        answered = self.answered
+        if retry_unchanged(overflow, rejected, reserve=reserve, attempt=attempt, answered=answered):
+            self.retried = True
+        return self.retried
+
+    def last_hope(self, overflow: Overflow, attempt: int) -> bool:
+        """Whether a first claimed context overflow or payload limit (413) that states no
+        window, of a request nothing can shrink, is sent again unchanged rather than given
+        up at once: a transient fault is the one explanation left that a retry can serve,
+        and the turn fails either way if it was not one (a second refusal gives up; a
+        413 is usually a proxy's fixed byte limit, and then the retry costs one request)."""
+        kinds = (OverflowKind.CONTEXT_OVERFLOW, OverflowKind.PAYLOAD_TOO_LARGE)
+        stated = overflow.limit is not None
+        if attempt != 1 or overflow.kind not in kinds or stated or self.retried:
+            return False
+        self.retried = True
+        return True
 
 
 def with_tier_limit(overflow: Overflow, context_length: int) -> Overflow:
@@ -74,19 +122,34 @@ def with_tier_limit(overflow: Overflow, context_length: int) -> Overflow:
     return overflow
 
 
-def retry_unchanged(overflow: Overflow, rejected: int, *, reserve: int, attempt: int) -> bool:
-    """Whether this rejection is retried as it was: the turn's first one, when the error
-    states the window and says itself that the request fits it — its own count of the
-    input plus the output reserved (``reserve``) is within the window — or, without a
-    count, our estimate (``rejected``) is under half of it. Without a stated window the
-    configured one may simply be wrong (a real limit below it), so that compacts at once,
-    as does a payload limit (413: bytes, not tokens)."""
-    stated = overflow.limit
-    if attempt != 1 or stated is None or overflow.kind is OverflowKind.PAYLOAD_TOO_LARGE:
+def retry_unchanged(overflow: Overflow, rejected: int, *, reserve: int, attempt: int,
+                    answered: int) -> bool:  # fmt: skip
+    """Whether this rejection is retried as it was: only the turn's first one, and only a
+    claimed context overflow or payload limit (a long-context 429 or an output cap is a
+    fact about the request, not a fault).
+
+    When the error counts the request and states the window, its own figures decide: the
+    count plus the output reserved (``reserve``) is within the window. Otherwise the
+    evidence is what the session has shown: our estimate of the request (``rejected``) is
+    no larger than the largest request the provider answered in this session
+    (``answered``, by the same estimate; its answers teach the window from below), or,
+    when the error states the window, under :data:`SPURIOUS_SHARE` of it. A window we
+    were only configured with is no evidence: it may simply be wrong (a real limit below
+    it), so a claimed overflow below it with nothing else to go on compacts at once. A
+    payload limit (413) counts bytes, not tokens, so only the answered size speaks for
+    it (our estimate follows the bytes of text; a new large image may still not fit, and
+    then the second rejection makes the images lighter).
+    """
+    if attempt != 1 or overflow.kind in (OverflowKind.LONG_CONTEXT_TIER, OverflowKind.OUTPUT_CAP):
         return False
-    if overflow.request_tokens:
+    if overflow.kind is OverflowKind.PAYLOAD_TOO_LARGE:
+        return rejected <= answered
+    stated = overflow.limit
+    if stated is not None and overflow.request_tokens:
         return overflow.request_tokens + reserve <= stated
-    return rejected < SPURIOUS_SHARE * (stated - reserve)
+    if rejected <= answered:
+        return True
+    return stated is not None and rejected < SPURIOUS_SHARE * (stated - reserve)
 
 
 def floor_tokens(
@@ -111,13 +174,15 @@ def target_tokens(
     reserve: int,
     remaining: int,
     previous: Attempt | None,
+    answered: int = 0,
 ) -> int:
     """The prompt size (our estimate) this attempt compacts to; see the module docstring.
 
     ``rejected`` is our estimate of the request the provider refused, ``window`` the
     prompt tokens the engine allows now, ``reserve`` the output tokens reserved,
     ``remaining`` the attempts left in the turn (this one included), ``previous`` the
-    attempt before this one in the same turn, if any.
+    attempt before this one in the same turn, if any, ``answered`` the largest request
+    the provider answered in this session (our estimate).
     """
     stated = overflow.limit
     fresh = stated is not None and (previous is None or previous.stated != stated)
@@ -134,7 +199,9 @@ def target_tokens(
     # A step of (floor/upper)^(1/remaining²): gentle first (a window learned too small
     # costs every later turn extra compactions), the floor itself on the last attempt.
     geometric = upper * (floor / upper) ** (1 / remaining**2)
-    return max(floor, min(int(geometric), int(upper * MIN_STEP)))
+    step = int(upper * MIN_STEP)
+    # Not below a size the provider answered: the real limit is above it.
+    return max(floor, min(int(geometric), step), min(answered, step))
 
 
 def exhausted_error(why: str, attempt: Attempt | None, tokens: int) -> CompressionExhaustedError:

@@ -37,6 +37,8 @@ class ReplayCompaction:
     elapsed_ms: float
     tier: str = ""
     """``prune`` (tool output pruned, no summary) or ``summary``."""
+    background: bool = False
+    """Prepared in the background and applied at the trigger."""
 
     @property
     def savings(self) -> float:
@@ -121,6 +123,7 @@ class _Recorder:
                     event.tokens_after or 0,
                     event.duration_ms or 0.0,
                     event.tier.value if event.tier else "",
+                    bool(event.receipt and event.receipt.background),
                 )
             )
         elif event.kind is EventKind.WARNING:

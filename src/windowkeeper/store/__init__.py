@@ -37,6 +37,7 @@ from .base import (
 )
 from .keyed import AppendOutcome, KeyedRecord, KeyedSessions
 from .memory import MemoryStore
+from .prepared import PreparedCompactions, PreparedRecord, PreparedState
 from .recall import RecallTool
 from .session import (
     StoredCompaction,
@@ -63,6 +64,9 @@ __all__ = [
     "KeyedSessions",
     "MemoryStore",
     "Migration",
+    "PreparedCompactions",
+    "PreparedRecord",
+    "PreparedState",
     "RecallTool",
     "ReplacedMessage",
     "SQLiteStore",

@@ -321,7 +321,8 @@ class SessionStore(abc.ABC):
 
         The rows it archived are active again, the rows it wrote are archived, rows
         appended since stay after them in their order, the compressor state from before
-        it is restored, ``compactions`` drops by one and the generation is bumped (a
+        it is restored holding automatic compaction until the history no longer fits
+        (``GuardState.undone``), ``compactions`` drops by one and the generation is bumped (a
         compaction prepared against the compacted history can no longer commit). A
         session a rotation started has nothing in place to undo: the outcome names its
         parent. :class:`StoreError` when the session has ended or has nothing to undo.

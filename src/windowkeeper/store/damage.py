@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import fields
 
 from ..core.report import FailureKind
-from ..engine.guard import GuardState
+from ..engine.guard import GuardState, on_undo
 from .base import StoreCheck, StoreDamageError, load_message
 
-__all__ = ("check_values", "decode_guard", "guard_problem")
+__all__ = ("check_values", "decode_guard", "guard_problem", "held_after_undo")
 
 _GUARD_TYPES: dict[str, tuple[type, ...]] = {
     "float": (int, float), "int": (int,), "bool": (bool,), "None": (type(None),), "str": (str,),
@@ -32,6 +32,12 @@ def decode_guard(text: str) -> tuple[GuardState, str | None]:
         return GuardState(), " ".join(str(exc).split())[:80] or type(exc).__name__
     problem = _field_problem(state)
     return (state, None) if problem is None else (GuardState(), problem)
+
+
+def held_after_undo(text: str | None) -> str:
+    """The guard state ``text`` an undo restores (fresh when absent or damaged), holding
+    automatic compaction until the history no longer fits (``GuardState.undone``)."""
+    return on_undo(decode_guard(text)[0] if text else GuardState()).to_json()
 
 
 def guard_problem(text: str) -> str | None:

@@ -23,6 +23,7 @@ from ..core.messages import safe_text
 from .base import Clock, Migration, StoreMissingError, StoreOutdatedError, UnknownSessionError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_POSTGRES, KeyedSQLStore
+from .sqlprepared import prepared_migration
 from .sqlundo import COMPACTION_LOG
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -77,6 +78,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "CREATE TABLE wk_compactions ("
         + COMPACTION_LOG.format(int="BIGINT", real="DOUBLE PRECISION") + ")",
     )),
+    prepared_migration("BIGINT", "DOUBLE PRECISION"),
 )  # fmt: skip
 
 

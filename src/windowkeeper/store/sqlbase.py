@@ -35,6 +35,7 @@ from .base import (
     load_message,
 )
 from .sqlmaint import SQLMaintenance
+from .sqlprepared import SQLPrepared
 from .sqltypes import C, Connection, Cursor, Mode
 from .sqlundo import SQLUndo
 
@@ -54,7 +55,7 @@ def _row(session_id: str, seq: object) -> str:
     return f"session {session_id!r}, row {seq}"
 
 
-class SQLStore(SQLMaintenance[C], SQLUndo[C], SessionStore):
+class SQLStore(SQLMaintenance[C], SQLUndo[C], SQLPrepared[C], SessionStore):
     """A :class:`SessionStore` over SQL tables; subclasses are the dialects."""
 
     _clock: Clock

@@ -23,6 +23,7 @@ from ..core.errors import StoreError
 from .base import Clock, Migration, StoreDamageError, StoreMissingError, StoreOutdatedError
 from .sqlbase import Mode
 from .sqlkeyed import KEYED_SQLITE, KeyedSQLStore
+from .sqlprepared import prepared_migration
 from .sqlundo import COMPACTION_LOG
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -75,6 +76,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "CREATE TABLE wk_compactions ("
         + COMPACTION_LOG.format(int="INTEGER", real="REAL") + ")",
     )),
+    prepared_migration("INTEGER", "REAL"),
 )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from .base import (
     nothing_to_undo,
     undo_record,
 )
+from .damage import held_after_undo
 from .sqlhooks import SQLHooks
 from .sqltypes import C
 
@@ -127,6 +128,6 @@ class SQLUndo(SQLHooks[C]):
                 "UPDATE wk_sessions SET generation = generation + 1, "
                 "compactions = compactions - 1, guard_state = ?, previous_summary = ?, "
                 "updated_at = ? WHERE id = ?",
-                (target.guard_state, target.previous_summary, now, session_id),
+                (held_after_undo(target.guard_state), target.previous_summary, now, session_id),
             )
             return UndoOutcome(True, session_id, target.generation, len(target.replaced))

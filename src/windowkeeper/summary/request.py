@@ -49,7 +49,8 @@ def summary_request(
     analysis = masked_analysis(original)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
-    tail = Analysis(messages[plan.tail_start :], facts[plan.tail_start :])
+    # The handoff's state covers the tail too (what it lifts from there is masked alike).
+    tail = masked_analysis(Analysis(messages[plan.tail_start :], facts[plan.tail_start :]))
     head = Analysis(messages[: plan.head_end], facts[: plan.head_end])
     where = placement(facts, plan, messages)
     state = extract_state(analysis, previous, where, focus_topic, tail, head)

@@ -32,7 +32,7 @@ from ..engine.compressor import ContextCompressor
 from ..loop.manager import ContextManager
 from ..store import SessionStore, compact_session
 
-__all__ = ("FuzzCase", "fuzz_case", "random_history", "random_text")
+__all__ = ("FuzzCase", "fuzz_case", "keeps_newest_request", "random_history", "random_text")
 
 _WORDS = (
     "refund", "payment", "pytest", "error", "config.py", "def", "return", "the", "a", "fix",
@@ -120,7 +120,7 @@ def _user_content(rng: random.Random) -> Any:
     if roll < 0.06:
         return []
     if roll < 0.14:
-        return [{"type": "image_url", "image_url": {"url": _PNG}}] * rng.randint(1, 2)
+        return _user_content_images(rng)
     return _content(rng, 1, 600, 0.3)
 
 
@@ -142,8 +142,30 @@ def _tool_round(rng: random.Random, tag: str) -> list[Message]:
     return round_ + results
 
 
+def _textless_ending(rng: random.Random) -> list[Message]:
+    """One or two sends without text (an empty parts list, images alone) after the last
+    written request, with or without tool rounds and replies between them, the last one
+    maybe unanswered: ``user(text) … user([]), assistant, user([image_url])``. The sends
+    continue the written request, which must survive a compaction (design §9)."""
+    ending: list[Message] = []
+    sends = rng.randint(1, 2)
+    for send in range(sends):
+        content = [] if rng.random() < 0.4 else _user_content_images(rng)
+        ending.append({"role": "user", "content": content})
+        for number in range(rng.choice((0, 0, 1, 2))):
+            ending.extend(_tool_round(rng, f"end{send}_{number}"))
+        if ending[-1]["role"] == "user" and (send < sends - 1 or rng.random() < 0.6):
+            ending.append({"role": "assistant", "content": _content(rng, 1, 400, 0.0)})
+    return ending
+
+
+def _user_content_images(rng: random.Random) -> list[dict[str, Any]]:
+    return [{"type": "image_url", "image_url": {"url": _PNG}}] * rng.randint(1, 2)
+
+
 def random_history(rng: random.Random, max_turns: int = 30) -> list[Message]:
-    """A valid, hostile conversation (see the module docstring)."""
+    """A valid, hostile conversation (see the module docstring); a quarter of them end
+    in sends without text (:func:`_textless_ending`)."""
     messages: list[Message] = []
     if rng.random() < 0.9:
         messages.append({"role": "system", "content": random_text(rng, 10, 1_500)})
@@ -154,6 +176,8 @@ def random_history(rng: random.Random, max_turns: int = 30) -> list[Message]:
             messages.extend(_tool_round(rng, f"{turn}_{number}"))
         if rounds == 0 or rng.random() < 0.8:
             messages.append({"role": "assistant", "content": _content(rng, 1, 800, 0.0)})
+    if rng.random() < 0.25:
+        messages.extend(_textless_ending(rng))
     return messages
 
 
@@ -174,7 +198,7 @@ class FuzzCase:
     reported: bool = False
     forced_floor_fits: bool = False
     task_dropped: bool = False
-    """The newest written request is neither in the output nor warned about (design §9)."""
+    """The newest written request is neither kept nor restated in the output (design §9)."""
 
 
 def fuzz_case(seed: int, store: SessionStore | None = None) -> FuzzCase:
@@ -203,7 +227,7 @@ def fuzz_case(seed: int, store: SessionStore | None = None) -> FuzzCase:
     over = after > usable_window(window)  # compacted or not (a no-op must say so too)
     reported = any("window" in warning for warning in result.report.warnings)
     floor = _floor(messages)
-    dropped = not _keeps_newest_request(messages, result.messages, result.report.warnings)
+    dropped = not keeps_newest_request(messages, result.messages)
     return replace(
         case, violations=tuple(violations(result.messages)), over_window=over,
         reported=reported, forced_floor_fits=force and floor <= usable_window(window),
@@ -224,13 +248,12 @@ def _reread(messages: list[Message]) -> list[Message]:
     return [strip_private_keys(m) for m in messages]
 
 
-def _keeps_newest_request(
-    messages: list[Message], output: list[Message], warnings: tuple[str, ...]
-) -> bool:
+def keeps_newest_request(messages: list[Message], output: list[Message]) -> bool:
     """Whether the newest user text (however many text-less sends follow it) is in the
-    output, kept or restated, or a warning about the request says why not."""
+    compacted ``output``, kept or restated. No warning excuses its loss: user text is
+    never cut, so a compaction can always keep it (design §9)."""
     written = [live_text(m) for m in messages if m.get("role") == "user" and live_text(m)]
-    if not written or output is messages or any("request" in w for w in warnings):
+    if not written or output is messages:
         return True
     wanted = " ".join(written[-1].split())[:80]
     return wanted in " ".join(" ".join(content_text(m.get("content")) for m in output).split())

@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET
 from ..core.errors import WindowkeeperError
+from ..core.invariants import SYSTEM_ROLES
 from ..core.messages import Message, ToolSchema
 from ..core.tokens import message_tokens, tool_schema_tokens
 from ..engine.compressor import ContextCompressor
@@ -29,6 +31,7 @@ __all__ = (
     "ProviderRejection",
     "Wording",
     "replay_limited",
+    "request_floors",
 )
 
 
@@ -141,16 +144,40 @@ class LimitedProvider:
 
 @dataclass(frozen=True)
 class LimitedReplay:
-    """How a replay against a :class:`LimitedProvider` went."""
+    """How a replay against a :class:`LimitedProvider` went. ``recoverable``: the floor
+    of every request (:func:`request_floors`) fits the provider's limit, so a recovery
+    that reaches the floor gets every request through."""
 
     answered: int
     requests: int
     rejections: int
     failure: str = ""
+    recoverable: bool = True
 
     @property
     def completed(self) -> bool:
         return self.answered == self.requests
+
+
+def request_floors(messages: Sequence[Message], provider: LimitedProvider) -> list[int]:
+    """What no compaction removes from each request of a replay, in the provider's own
+    tokens: the leading system messages, the tool schemas, the newest user message and the
+    smallest handoff a compaction writes (its budget's floor and its framing), as in the
+    compressor's over-window warning."""
+    lead = []
+    for message in messages:
+        if message.get("role") not in SYSTEM_ROLES:
+            break
+        lead.append(message)
+    handoff = math.ceil((MIN_FIT_BUDGET + HANDOFF_FRAME_TOKENS) * provider.mismatch)
+    floors: list[int] = []
+    newest: list[Message] = []
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant" and index:
+            floors.append(provider.count([*lead, *newest]) + handoff)
+        if message.get("role") == "user":
+            newest = [message]
+    return floors
 
 
 def replay_limited(
@@ -164,6 +191,7 @@ def replay_limited(
     at the first request that fails (its error in ``failure``)."""
     schemas = list(tools) if tools else None
     manager = ContextManager(ContextCompressor(context_length=window, tools=schemas), tools=schemas)
+    recoverable = max(request_floors(messages, provider), default=0) <= provider.limit
     working: list[Message] = []
     answered = requests = 0
     for message in messages:
@@ -173,7 +201,8 @@ def replay_limited(
                 working = manager.run(provider, working).messages
             except (WindowkeeperError, ProviderRejection) as exc:
                 failure = f"{type(exc).__name__}: {exc}"
-                return LimitedReplay(answered, requests, provider.rejections, failure)
+                rejected = provider.rejections
+                return LimitedReplay(answered, requests, rejected, failure, recoverable)
             answered += 1
         working.append(message)
-    return LimitedReplay(answered, requests, provider.rejections)
+    return LimitedReplay(answered, requests, provider.rejections, recoverable=recoverable)

@@ -1,7 +1,8 @@
-"""The work item in progress, from the agent's tracker (SPEC §6 v3 "work items").
+"""Work items' titles, from the outputs that showed them (SPEC §6 v3 "work items").
 
-A tracker status update is bookkeeping, not a Done item; the newest claim that no later
-command closed is what the agent was working on at the cut.
+A tracker look-up or listing (``bd show X``, ``gh issue view 12``, ``bd list``) shows an
+item's title; a tracker's own confirmation of a change does not. What defines the work
+(the spec excerpts) is :mod:`.specs`' business.
 """
 
 from __future__ import annotations
@@ -9,50 +10,31 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...analysis.commands import is_bookkeeping, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse
-from ...analysis.toolshapes import ToolKind
 
-_ITEM_ID = re.compile(r"(?<![\w-])[A-Za-z]\w*-[\w.-]*\w|#\d+")
 # After an id: tags such as ``[● P2] [task]``, a separator, the title up to a run of
 # spaces, a bracket, a priority dot, a dependency note or the end of the line.
 _TITLE_AFTER_ID = (
     r"(?![\w.-])\s*(?:\[[^\]\n]*\]\s*)*(?:[:·—–]|\s-)\s+([^\[\n]+?)"
     r"(?:\s{2,}|\s[\[●]|\s\((?:blocked|blocks|depends|parent)\b|$)"
 )
-_CLOSES = re.compile(r"\s*(?:bd|beads|gh\s+issue|glab\s+issue|jira\s+issue)\s+close\s")
-_CLAIM_WORDS = re.compile(r"\b(?:in[_-]progress|claim(?:ed)?|start(?:ed)?)\b", re.IGNORECASE)
-
-
-def open_claim(events: Sequence[ToolEvent]) -> str | None:
-    """The newest work item the agent claimed through its tracker (``bd update X
-    --status in_progress``) that no later command closed: the sub-task in progress."""
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        command = event.action.command if event.action.kind is ToolKind.SHELL else None
-        if not command or event.failed or event.result is None or len(command) > 500:
-            continue
-        if is_bookkeeping(command) and _CLAIM_WORDS.search(command):
-            ids = list(dict.fromkeys(_ITEM_ID.findall(command)))
-            later = [e.action.command or "" for e in events[index + 1 :]]
-            if any("close" in c and any(i in c for i in ids) for c in later):
-                return None
-            named = [_titled(i, events[: index + 1]) for i in ids[:3]]
-            return f"Claimed {', '.join(named) or 'a work item'}: `{short_command(command, 120)}`"
-    return None
-
-
-def closed_items(event: ToolEvent, earlier: Sequence[ToolEvent]) -> str | None:
-    """``Closed <id> (<title>)`` for a successful tracker command that closed work
-    items (``bd close X``, ``gh issue close 12``), titled from the outputs before it."""
-    command = event.action.command if event.action.kind is ToolKind.SHELL else None
-    if not command or event.failed or event.result is None or not _CLOSES.match(command):
-        return None
-    ids = list(dict.fromkeys(_ITEM_ID.findall(command.split("--", 1)[0])))
-    if not ids:
-        return None
-    return "Closed " + ", ".join(_titled(i, earlier) for i in ids[:4])
+_GH_VIEW = re.compile(r"\s*(?:gh|glab)\s+(?:issue|pr|mr)\s+view\s+#?(\d+)")
+_GH_TITLE = re.compile(r"^title:\s+(.+)$", re.M)
+# A tracker's look-ups and listings show titles; its changes echo what they were given
+# (a close reason is no title).
+_LISTING = re.compile(
+    r"\s*(?:bd|beads|gh|glab|jira|linear)\s+(?:(?:issue|pr|mr)\s+)?"
+    r"(?:show|view|list|ready|search|info|blocked)\b"
+)
+_CHANGES = re.compile(
+    r"\s*(?:bd|beads|gh|glab|jira|linear)\s+(?:(?:issue|pr|mr)\s+)?"
+    r"(?:close|update|edit|comment|reopen|create|move|merge)\b"
+)
+_STATUS_WORDS = frozenset({
+    "closed", "open", "opened", "done", "updated", "in progress", "in_progress", "reopened",
+    "created", "resolved", "merged", "claimed", "updated issue",
+})  # fmt: skip
 
 
 def title_of(item: str, output: str) -> str | None:
@@ -61,14 +43,30 @@ def title_of(item: str, output: str) -> str | None:
     if item not in output:
         return None
     pattern = re.escape(item) + _TITLE_AFTER_ID
-    match = re.search(pattern, output[:20_000], re.MULTILINE)
-    return collapse(match.group(1), 120) if match else None
+    for match in re.finditer(pattern, output[:20_000], re.MULTILINE):
+        title = collapse(match.group(1), 120)
+        if title.lower().strip(" .!") not in _STATUS_WORDS:
+            return title
+    return None
 
 
-def _titled(item: str, events: Sequence[ToolEvent]) -> str:
-    """``item`` with its title from the newest output that showed one."""
-    for event in reversed(events):
-        title = title_of(item, event.result or "")
-        if title:
-            return f"{item} ({title})"
-    return item
+def titled(item: str, events: Sequence[ToolEvent]) -> str:
+    """``item``'s title from the newest look-up or listing that showed one, else from
+    any other output (of ``#12``, the title line of ``gh issue view 12``), or ``""``.
+    A tracker's own confirmation (``✓ Closed app-7: Closed``) is no title."""
+    looks = [e for e in events if _LISTING.match(e.action.command or "")]
+    others = [e for e in events if not _CHANGES.match(e.action.command or "")]
+    for event in [*reversed(looks), *reversed(others)]:
+        result = event.result or ""
+        if item.startswith("#"):
+            view = _GH_VIEW.match(event.action.command or "")
+            title = (
+                _GH_TITLE.search(result[:4_000]) if view and f"#{view.group(1)}" == item else None
+            )
+            if title:
+                return collapse(title.group(1), 120)
+            continue
+        found = title_of(item, result)
+        if found:
+            return found
+    return ""

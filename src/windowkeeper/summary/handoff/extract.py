@@ -14,12 +14,19 @@ from dataclasses import dataclass, replace
 from ...analysis.events import Analysis, ToolEvent
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
-from .model import HandoffState, Quote, Spec
+from .decide import decisions, focus_words
+from .errors import open_errors, still_open
+from .fixes import merged_fixed
+from .items import is_closed
+from .model import HandoffState, OpenError, Quote, Spec, WorkItem
 from .parse import parse_state
+from .progress import last_action, next_step
 from .specs import specs_of
 from .trail import (
+    SOURCE_DIRS,
     anchored,
     commands_of,
+    commits_of,
     environment_of,
     error_lines_of,
     merged_commands,
@@ -33,9 +40,14 @@ from .trail import (
     working_directories,
 )
 from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
-from .work import decisions, focus_words, next_step, open_errors, still_open, work_state
+from .valuetext import grouped_values, merged_commits
+from .work import work_state
+from .workpaths import relative, relative_text
 
 NOTES_TOKENS = 750
+OPENING_CHARS = 500
+"""A task kept in the head is excerpted by its head, up to this length (not its tail:
+harnesses append their own instructions there, which are not the user's)."""
 
 
 @dataclass(frozen=True)
@@ -78,77 +90,180 @@ def extract_state(
 ) -> HandoffState:
     """The handoff state after these turns (see the module docstring).
 
-    ``tail``: the turns kept verbatim after the handoff, whose files join the file map;
-    ``head``: the protected head, whose tool output pruning has just replaced by stubs:
-    its tool events count as the oldest of the summarized ones (its user words stay
-    verbatim there and are not quoted).
+    ``tail``: the turns kept verbatim after the handoff. Where the work stands is
+    stated as of compaction time: the work state, the open errors, the last action and
+    the next step cover the tail too, and the handoff records the newest call they
+    counted (``covered``), so the next compaction counts only the calls after it. The
+    trail (files, values, commands, error lines, decisions) is that of the summarized
+    turns, as the tail keeps its own verbatim (files cover the tail: a merge is
+    idempotent). The user's words in the tail stay there and are not quoted. ``head``:
+    the protected head, whose tool output pruning has just replaced by stubs: its tool
+    events count as the oldest of the trail (its user words stay verbatim there).
     """
     said = _user_side(analysis, previous, placement)
-    events = [e for e in analysis.events() if not e.orphan]
-    # The head's pruned tool events are the oldest of the trail; positions are relative
-    # to the summarized turns, so the work state reads those turns' events only.
-    head_events = _events(head)
-    trail = [*head_events, *events]
-    assistant = _assistant_texts(analysis)
-    work, tracker = work_state(events, assistant, previous.work)
-    cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
-    files, base = _file_map(previous, trail, tail, cwds)
-    listed, counts = commands_of(trail)
-    return HandoffState(
-        task=said.task,
-        task_in_head=said.task_in_head,
-        request=said.request,
-        request_restated=placement.restated,
-        users=said.users,
-        specs=_specs(said, previous, trail, head, tail),
+    turns = _turns(analysis, tail, head, previous.covered)
+    trail = _trail_state(previous, turns, said.texts, focus)
+    state = replace(
+        trail, task=said.task, task_in_head=said.task_in_head,
+        task_opening=_opening(head) if said.task_in_head else "", request=said.request,
+        request_restated=placement.restated, users=said.users,
         constraints=merged_constraints(previous.constraints, said.constraints),
-        work=work,
-        errors=open_errors(tracker, still_open(previous.errors, events)),
-        decisions=decisions(assistant, previous.decisions, focus_words(focus)),
-        root=repository_root(files, cwds[-1] or base) or previous.root,
+    )  # fmt: skip
+    state = _status(state, previous, turns)
+    return replace(state, specs=_specs(said, previous, turns, head, state.work.items))
+
+
+@dataclass(frozen=True)
+class _Turns:
+    """The tool events and assistant texts one compaction reads."""
+
+    every: list[ToolEvent]
+    """The summarized turns' events, then the tail's."""
+    events: list[ToolEvent]
+    """Of ``every``, those after the call the previous handoff counted last."""
+    trail: list[ToolEvent]
+    """The head's events, then the summarized turns'."""
+    kept: list[ToolEvent]
+    """The tail's events."""
+    summarized_texts: list[tuple[int, str]]
+    assistant: list[tuple[int, str]]
+    """The summarized turns' assistant texts, then the tail's."""
+
+
+def _turns(
+    analysis: Analysis, tail: Analysis | None, head: Analysis | None, covered: str
+) -> _Turns:
+    summarized = _events(analysis)
+    kept = _events(tail, len(analysis.facts))
+    head_events = _events(head) if head is not None else []
+    texts = _assistant_texts(analysis)
+    return _Turns(
+        [*summarized, *kept], _after([*summarized, *kept], covered),
+        [*head_events, *summarized], kept, texts,
+        [*texts, *_assistant_texts(tail, len(analysis.facts))],
+    )  # fmt: skip
+
+
+def _trail_state(
+    previous: HandoffState, turns: _Turns, user_texts: list[str], focus: str | None
+) -> HandoffState:
+    """The trail of the summarized turns merged with the previous one: files (the tail's
+    too), root, values, commands, error lines, environment, decisions."""
+    trail = turns.trail
+    cwds = working_directories(trail, dict(previous.environment).get("Working directory"))
+    files, base = _file_map(previous, trail, turns.kept, cwds)
+    listed, counts = commands_of(trail)
+    texts = [t for _, t in turns.summarized_texts]
+    return HandoffState(
+        decisions=decisions(turns.summarized_texts, previous.decisions, focus_words(focus)),
+        root=_root(repository_root(files, cwds[-1] or base), previous.root),
         files=files,
-        values=merged_values(
-            previous.values, values_of(trail, said.texts, [t for _, t in assistant])
-        ),
-        next_step=next_step(assistant, events, previous.next_step),
+        unlisted=previous.unlisted,
+        values=merged_values(previous.values, values_of(trail, user_texts, texts)),
         commands=merged_commands(previous.commands, listed),
         read_only=merged_counts(previous.read_only, counts),
-        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, said.texts)),
+        error_lines=merged_error_lines(previous.error_lines, error_lines_of(trail, user_texts)),
         earlier_commands=previous.earlier_commands,
         environment=environment_of(trail, cwds[-1], previous.environment),
         notes=previous.notes,
     )
 
 
-def _events(analysis: Analysis | None) -> list[ToolEvent]:
-    return [e for e in analysis.events() if not e.orphan] if analysis is not None else []
+def _status(state: HandoffState, previous: HandoffState, turns: _Turns) -> HandoffState:
+    """``state`` with where the work stands at compaction time (the tail included)."""
+    events, assistant, root = turns.events, turns.assistant, state.root
+    work, tracker = work_state(events, assistant, previous.work)
+    carried, fixed = still_open(previous.errors, events)
+    errors = open_errors(tracker, carried)
+    work = replace(work, fixed=merged_fixed(work.fixed, fixed))
+    commits = merged_commits(previous.commits, commits_of(events))
+    last = relative_text(last_action(events, assistant), root) or previous.last_action
+    step = next_step(assistant, events, work.items, previous.next_step, errors, work.pending)
+    return replace(
+        state, work=relative(work, root), errors=errors, commits=commits, next_step=step,
+        last_action=last, values=grouped_values(state.values, commits, (i.id for i in work.items)),
+        error_lines=_unshown(state.error_lines, errors),
+        covered=next((e.call_id for e in reversed(turns.every) if e.result is not None), "")
+        or previous.covered,
+    )  # fmt: skip
 
 
 def _specs(
     said: _Said,
     previous: HandoffState,
-    trail: list[ToolEvent],
+    turns: _Turns,
     head: Analysis | None,
-    tail: Analysis | None,
+    items: Sequence[WorkItem],
 ) -> tuple[Spec, ...]:
     """The specs after these turns: the user's words (quoted, summarized, in the head)
-    say which is the task's; the tail's commands, which item was named last."""
+    say which is the task's; the work items' status and the tail's commands, which
+    item's spec is shown (the one in progress, else the one named last not closed)."""
     quotes = [*([said.task] if said.task else []), *said.users, *previous.users]
     head_turns = user_turns(head.facts) if head is not None else []
     texts = [*(q.text for q in quotes), *said.texts, *(t.text for t in head_turns)]
     named = NamedLater(lambda: texts)  # scanned only if a document read asks
-    return specs_of(trail, texts, named, previous.specs, _events(tail))
+    closed = {i.id for i in items if is_closed(i)}
+    working = {i.id for i in items} - closed
+    return specs_of(turns.trail, texts, named, previous.specs, turns.kept, working, closed)
 
 
 def _file_map(
-    previous: HandoffState, trail: list[ToolEvent], tail: Analysis | None, cwds: list[str | None]
+    previous: HandoffState,
+    trail: list[ToolEvent],
+    kept: list[ToolEvent],
+    cwds: list[str | None],
 ) -> tuple[tuple[tuple[str, str], ...], str | None]:
-    """The merged file map, anchored at the newest working directory (and that base); it
-    covers the turns kept verbatim after the handoff too."""
-    kept_events = _events(tail)
-    every = [*trail, *kept_events]
-    touches = session_touches(every, [*cwds[:-1], *working_directories(kept_events, cwds[-1])])
-    return anchored(merged_files(previous.files, touches), cwds[-1])
+    """The merged file map (the turns kept verbatim after the handoff included), with
+    relative paths anchored, and the directory they were anchored at."""
+    touches = session_touches([*trail, *kept], [*cwds[:-1], *working_directories(kept, cwds[-1])])
+    return anchored(merged_files(previous.files, touches))
+
+
+def _events(analysis: Analysis | None, offset: int = 0) -> list[ToolEvent]:
+    """The tool events of ``analysis`` (orphans left out), positions shifted by
+    ``offset`` (the tail's come after the summarized turns)."""
+    if analysis is None:
+        return []
+    found = [e for e in analysis.events() if not e.orphan]
+    return [replace(e, position=e.position + offset) for e in found] if offset else found
+
+
+def _after(events: list[ToolEvent], covered: str) -> list[ToolEvent]:
+    """The events after the one the previous handoff counted last (all of them when it
+    is not found: an older handoff, or a history that lost it)."""
+    if covered:
+        for index, event in enumerate(events):
+            if event.call_id == covered:
+                return events[index + 1 :]
+    return events
+
+
+def _root(found: str, previous: str) -> str:
+    """The repository root: the one found, unless it lies inside a source directory of
+    the previous one (``lib/``, ``src/``: the root does not narrow to where the newest
+    files are; the work state names files relative to it)."""
+    if not found:
+        return previous
+    if previous and found.startswith(previous):
+        inner = found[len(previous) :].split("/", 1)[0]
+        return previous if inner in SOURCE_DIRS else found
+    return found
+
+
+def _unshown(lines: tuple[str, ...], errors: tuple[OpenError, ...]) -> tuple[str, ...]:
+    """The error lines the open errors do not already quote (the fixed ones' lines stay:
+    a short render may leave those entries out)."""
+    shown = {line for error in errors for line in error.lines}
+    return tuple(line for line in lines if line not in shown)
+
+
+def _opening(head: Analysis | None) -> str:
+    """An excerpt of the task the head keeps verbatim (for the handoff read alone)."""
+    turns = user_turns(head.facts) if head is not None else []
+    if not turns:
+        return ""
+    text = turns[0].text.strip()
+    return text if len(text) <= OPENING_CHARS else text[: OPENING_CHARS - 1].rstrip() + " […]"
 
 
 @dataclass(frozen=True)
@@ -218,9 +333,11 @@ def _deduped(users: Sequence[Quote]) -> tuple[Quote, ...]:
     return tuple(kept)
 
 
-def _assistant_texts(analysis: Analysis) -> list[tuple[int, str]]:
+def _assistant_texts(analysis: Analysis | None, offset: int = 0) -> list[tuple[int, str]]:
+    if analysis is None:
+        return []
     return [
-        (position, record.text)
+        (position + offset, record.text)
         for position, record in enumerate(analysis.facts)
         if record.role == "assistant" and not record.handoff and record.text.strip()
     ]

@@ -25,24 +25,26 @@ _KNOBS = {
     "Task Spec": ("spec_chars",),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars",),
-    "Work State": ("done",),
+    "Work State": ("done", "evidence", "fixed"),
     "Open Errors": ("errors", "error_lines_each"),
     "Key Decisions": ("decisions", "decision_chars"),
     "Files": ("files", "files_read"),
     "Critical Values": ("values",),
-    "Next Step": (),
+    "Next Step": ("last_chars",),
     "State Ledger": ("commands", "error_lines"),
     "Notes": (),
 }
 LADDER: tuple[tuple[str, int], ...] = (
     ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24), ("spec_chars", 1_000),
     ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
-    ("commands", 0), ("files_read", 0), ("error_lines_each", 3), ("users_full", 6),
-    ("values", 8), ("spec_chars", 700), ("files", 24), ("decisions", 3), ("done", 4),
-    ("user_line_chars", 120), ("users_full", 2), ("values", 0), ("decisions", 0),
-    ("files", 6), ("done", 0), ("users_full", 0), ("spec_chars", 400), ("user_line_chars", 60),
-    ("task_chars", 1_500), ("errors", 2),
-    ("error_lines_each", 1), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
+    ("commands", 0), ("evidence", 6), ("fixed", 5), ("files_read", 12),
+    ("values", 12), ("files_read", 0), ("error_lines_each", 3), ("done", 4), ("users_full", 6),
+    ("values", 8), ("done", 0), ("evidence", 3), ("fixed", 3), ("decisions", 3),
+    ("spec_chars", 700), ("files", 24), ("user_line_chars", 120), ("users_full", 2),
+    ("values", 0), ("decisions", 0), ("fixed", 1), ("last_chars", 160), ("files", 6),
+    ("evidence", 1), ("fixed", 0), ("users_full", 0), ("spec_chars", 400),
+    ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2), ("error_lines_each", 1),
+    ("last_chars", 80), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
 )  # fmt: skip
 
 
@@ -94,19 +96,12 @@ def _useful_max(state: HandoffState, knob: str) -> int:
         "decisions": len(state.decisions), "errors": len(state.errors),
         "files": len(state.files), "files_read": len(state.files), "values": len(state.values),
         "commands": len(state.commands), "error_lines": len(state.error_lines),
+        "evidence": max((len(i.evidence) for i in state.work.items), default=0),
+        "fixed": len(state.work.fixed),
     }  # fmt: skip
-    if knob in counts:
-        return counts[knob]
-    if knob == "task_chars":
-        return len(state.task.text) if state.task else 0
-    if knob == "spec_chars":
-        return max((len(spec.text) for spec in state.specs), default=0)
-    return (
-        ALL
-        if knob not in ("user_line_chars", "decision_chars", "constraint_chars")
-        else {
-            "user_line_chars": 240,
-            "decision_chars": 300,
-            "constraint_chars": 600,
-        }[knob]
-    )
+    lengths = {
+        "task_chars": len(state.task.text) if state.task else 0, "user_line_chars": 240,
+        "decision_chars": 300, "constraint_chars": 600, "last_chars": len(state.last_action),
+        "spec_chars": max((len(spec.text) for spec in state.specs), default=0),
+    }  # fmt: skip
+    return counts.get(knob, lengths.get(knob, ALL))

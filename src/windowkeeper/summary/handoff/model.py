@@ -10,6 +10,7 @@ of compactions; items that no longer fit are shortened, never silently dropped (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 
 @dataclass(frozen=True)
@@ -25,20 +26,39 @@ class Quote:
     shortened: bool = False
 
 
+class SpecRole(Enum):
+    """Why a spec is in the handoff: the task's (pinned), the one shown besides it and
+    why it was chosen, or one referred to by its handle only."""
+
+    TASK = "task"
+    """The user named its item or document: it defines the task."""
+    IN_PROGRESS = "in progress"
+    """Of the work item in progress named last."""
+    NEWEST = "newest"
+    """Of the item named last (no item is in progress)."""
+    NOT_CLOSED = "not closed"
+    """Of the item named last that is not closed (a closed one was named after it)."""
+    REFERRED = "referred"
+
+
 @dataclass(frozen=True)
 class Spec:
     """An output that defines the work (SPEC §6 v3 "task spec"): a tracker look-up, an
     issue, a spec or plan document. ``text`` is its excerpt (verbatim unless
     ``shortened``); ``handle`` recalls the whole output; ``item`` is the work item it
-    shows (``""`` when it names none); ``task``: the user named that item or document,
-    so it defines the task."""
+    shows (``""`` when it names none); ``role``: why it is in the handoff."""
 
     source: str
     text: str
     handle: str = ""
     item: str = ""
     shortened: bool = False
-    task: bool = False
+    role: SpecRole = SpecRole.REFERRED
+
+    @property
+    def task(self) -> bool:
+        """The user named this spec's item or document: it defines the task."""
+        return self.role is SpecRole.TASK
 
 
 @dataclass(frozen=True)
@@ -64,15 +84,34 @@ class Command:
 
 
 @dataclass(frozen=True)
+class WorkItem:
+    """A work item the agent acted on (a tracker id, an issue or pull request number):
+    its title from the output that showed it, and the evidence of what happened to it,
+    oldest first (``claimed``, ``edited a.ex ×2``, ``tests passed: …``, ``closed``,
+    ``committed 1a2b3c4``, ``pushed``)."""
+
+    id: str
+    title: str = ""
+    evidence: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class WorkState:
     """Subtasks by state. ``done`` items carry their evidence; ``unverified`` are claims
-    without evidence; ``earlier`` counts done work condensed out of the list."""
+    without evidence; ``earlier`` counts done work condensed out of the list.
+
+    ``items`` are the work items (grouped evidence); ``latest`` the newest result of each
+    test / lint / build target (newest last); ``fixed`` the errors a later result
+    resolved, each with its fix (what defines the work is :attr:`HandoffState.specs`)."""
 
     done: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
     in_progress: tuple[str, ...] = ()
     pending: tuple[str, ...] = ()
     earlier: tuple[tuple[str, int], ...] = ()
+    items: tuple[WorkItem, ...] = ()
+    latest: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,8 +136,14 @@ class HandoffState:
     root: str = ""
     files: tuple[tuple[str, str], ...] = ()
     """(path, status) with status ``created``, ``modified``, ``deleted`` or ``read``."""
+    unlisted: tuple[tuple[str, int], ...] = ()
+    """(status, count) of files an earlier handoff no longer listed for space."""
     values: tuple[str, ...] = ()
+    commits: tuple[tuple[str, str], ...] = ()
+    """(SHA, message) of the commits the agent made, oldest first."""
     next_step: str = ""
+    last_action: str = ""
+    """The newest call at compaction time and the agent's words that led to it."""
     commands: tuple[Command, ...] = ()
     read_only: tuple[tuple[str, int], ...] = ()
     """Read-only commands by program, counted instead of listed."""
@@ -106,6 +151,12 @@ class HandoffState:
     """Commands that ran before the listed ones (counted, not listed)."""
     environment: tuple[tuple[str, str], ...] = ()
     """Working directory, git branch, background processes (label, value)."""
+    covered: str = ""
+    """The id of the newest tool call this state already counts (the turns kept verbatim
+    after the handoff included): the next compaction counts only the calls after it."""
+    task_opening: str = ""
+    """An excerpt of the task when the task itself is kept verbatim in the head (so the
+    handoff read alone still says what the work is); recomputed, never carried."""
     error_lines: tuple[str, ...] = ()
     notes: str = ""
     """An earlier summary in a form this state does not know (another summarizer's)."""

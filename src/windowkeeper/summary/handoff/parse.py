@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .model import Command, HandoffState, OpenError, Quote, WorkState
 from .paths import parse_paths
@@ -16,22 +17,21 @@ from .quoting import parse_list, read_fence, unquote
 from .specs import parse_specs
 from .text import (
     COMMANDS,
-    DONE,
-    EARLIER,
+    COVERED,
     EARLIER_COMMANDS,
     ENVIRONMENT_LABELS,
     ERROR_LINES,
-    IN_PROGRESS,
+    LAST_ACTION,
     NONE,
     OPEN,
     ORIGINAL,
     ORIGINAL_IN_HEAD,
-    PENDING,
     READ_ONLY,
     STATUSES,
     TITLES,
-    UNVERIFIED,
 )
+from .valuetext import parse_values
+from .worktext import AS_OF, parse_work
 
 _COMMAND_LINE = re.compile(r"- (.*?)(?: -> exit (-?\d+))?", re.DOTALL)
 _COUNT = re.compile(r"([^,]+?) (\d+)(?:, |$)")
@@ -68,14 +68,16 @@ def parse_state(text: str) -> HandoffState | None:
     if "Task" not in sections and "State Ledger" not in sections:
         return None
     task, in_head, request = _parse_task(sections.get("Task", []))
-    root, files = _parse_files(sections.get("Files", []))
-    commands, counts, error_lines, earlier = _parse_ledger(sections.get("State Ledger", []))
+    root, files, unlisted = _parse_files(sections.get("Files", []))
+    ledger = _parse_ledger(sections.get("State Ledger", []))
     notes = read_fence(sections.get("Notes", []), 0)
     work_lines = sections.get("Work State", [])
-    work = _parse_work(work_lines)
+    work = parse_work(work_lines)
+    values, commits = parse_values(_plain(sections.get("Critical Values", [])))
+    last_action, next_step = _parse_next(_plain(sections.get("Next Step", [])))
     # A work state written in a summary model's own words is carried as it was.
     written: tuple[tuple[str, str], ...] = ()
-    if work == WorkState() and _plain(work_lines):
+    if work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
         written = (("Work State", "\n".join(work_lines).strip()),)
     return HandoffState(
         task=task,
@@ -90,17 +92,24 @@ def parse_state(text: str) -> HandoffState | None:
         decisions=tuple(_items(sections.get("Key Decisions", []))),
         root=root,
         files=files,
-        values=tuple(
-            v for v, _ in parse_list(" ".join(_plain(sections.get("Critical Values", []))))
-        ),
-        next_step="\n".join(_plain(sections.get("Next Step", []))).strip(),
-        commands=commands,
-        read_only=counts,
-        earlier_commands=earlier,
+        unlisted=unlisted,
+        values=values,
+        commits=commits,
+        next_step=next_step,
+        last_action=last_action,
+        commands=ledger.commands,
+        read_only=ledger.counts,
+        earlier_commands=ledger.earlier,
         environment=_parse_environment(work_lines),
-        error_lines=error_lines,
+        error_lines=ledger.error_lines,
+        covered=ledger.covered,
         notes=notes[0] if notes else "",
     )
+
+
+def _framing(line: str) -> bool:
+    """A line the extractive Work State writes around the state (not a model's text)."""
+    return line == AS_OF or line.partition(": ")[0] in ENVIRONMENT_LABELS
 
 
 def _plain(lines: Sequence[str]) -> list[str]:
@@ -124,11 +133,11 @@ def _parse_task(lines: Sequence[str]) -> tuple[Quote | None, bool, Quote | None]
             in_head = True
         head = _QUOTE_HEAD.fullmatch(line)
         fenced = read_fence(lines, index + 1) if head else None
-        if head and fenced and head.group(1) in (ORIGINAL, OPEN):
+        if head and fenced:  # another fenced part (the task's opening) is skipped
             quoted = Quote(fenced[0], head.group(3) or "", bool(head.group(2)))
             if head.group(1) == ORIGINAL:
                 task = quoted
-            else:
+            elif head.group(1) == OPEN:
                 request = quoted
             index = fenced[1]
             continue
@@ -167,23 +176,6 @@ def _parse_environment(lines: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-def _parse_work(lines: Sequence[str]) -> WorkState:
-    groups: dict[str, list[str]] = {}
-    earlier: tuple[tuple[str, int], ...] = ()
-    current: list[str] | None = None
-    for line in lines:
-        if line.startswith(EARLIER):
-            earlier = tuple((k.strip(), int(n)) for k, n in _COUNT.findall(line[len(EARLIER) :]))
-        elif line in (DONE, UNVERIFIED, IN_PROGRESS, PENDING):
-            current = groups.setdefault(line, [])
-        elif line.startswith("- ") and current is not None:
-            current.append(unquote(line[2:]))
-    return WorkState(
-        tuple(groups.get(DONE, ())), tuple(groups.get(UNVERIFIED, ())),
-        tuple(groups.get(IN_PROGRESS, ())), tuple(groups.get(PENDING, ())), earlier,
-    )  # fmt: skip
-
-
 _ERROR_HEAD = re.compile(r"- (.*?)(?: -> exit (-?\d+)| failed)")
 
 
@@ -211,9 +203,16 @@ def _command_of(what: str) -> str | None:
     return None
 
 
-def _parse_files(lines: Sequence[str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+_UNLISTED = re.compile(r"(?:^| )\(and (\d+) more\)$")
+
+
+def _parse_files(
+    lines: Sequence[str],
+) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, int], ...]]:
+    """The root, the files and the counts of files not listed of a Files section."""
     root = ""
     files: list[tuple[str, str]] = []
+    unlisted: list[tuple[str, int]] = []
     for line in lines:
         if line.startswith("Root: "):
             root = unquote(line[len("Root: ") :])
@@ -221,27 +220,44 @@ def _parse_files(lines: Sequence[str]) -> tuple[str, tuple[tuple[str, str], ...]
         label, _, rest = line.partition(": ")
         status = label.lower()
         if status in STATUSES:
-            rest = re.sub(r" \(and \d+ more\)$", "", rest)
+            more = _UNLISTED.search(rest)
+            if more:
+                unlisted.append((status, int(more.group(1))))
+                rest = rest[: more.start()]
             files.extend((path, status) for path in parse_paths(parse_list(rest), root))
-    return root, tuple(files)
+    return root, tuple(files), tuple(unlisted)
 
 
-def _parse_ledger(
-    lines: Sequence[str],
-) -> tuple[tuple[Command, ...], tuple[tuple[str, int], ...], tuple[str, ...], int]:
+@dataclass(frozen=True)
+class _Ledger:
+    commands: tuple[Command, ...] = ()
+    counts: tuple[tuple[str, int], ...] = ()
+    error_lines: tuple[str, ...] = ()
+    earlier: int = 0
+    covered: str = ""
+
+
+_OLD_ERROR_LINES = "Error lines:"
+
+
+def _parse_ledger(lines: Sequence[str]) -> _Ledger:
     commands: list[Command] = []
     errors: list[str] = []
     counts: tuple[tuple[str, int], ...] = ()
     earlier = 0
+    covered = ""
     block = ""
     for line in lines:
-        if line in (COMMANDS, ERROR_LINES):
+        if line in (COMMANDS, ERROR_LINES, _OLD_ERROR_LINES):
             block = line
         elif line.startswith(EARLIER_COMMANDS):
             earlier = int(line[len(EARLIER_COMMANDS) :].strip() or 0)
             block = ""
         elif line.startswith(READ_ONLY):
             counts = tuple((k.strip(), int(n)) for k, n in _COUNT.findall(line[len(READ_ONLY) :]))
+            block = ""
+        elif line.startswith(COVERED + " "):
+            covered = unquote(line[len(COVERED) + 1 :])
             block = ""
         elif line.startswith("- ") and block == COMMANDS:
             match = _COMMAND_LINE.fullmatch(line)
@@ -250,6 +266,13 @@ def _parse_ledger(
                 command = shown[1:-1] if shown[:1] == "`" == shown[-1:] else unquote(shown)
                 code = int(match.group(2)) if match.group(2) is not None else None
                 commands.append(Command(command, code))
-        elif line.startswith("- ") and block == ERROR_LINES:
+        elif line.startswith("- ") and block:
             errors.append(unquote(line[2:]))
-    return tuple(commands), counts, tuple(errors), earlier
+    return _Ledger(tuple(commands), counts, tuple(errors), earlier, covered)
+
+
+def _parse_next(lines: Sequence[str]) -> tuple[str, str]:
+    """The last action and the next step of a Next Step section."""
+    if lines and lines[0].startswith(LAST_ACTION + " "):
+        return unquote(lines[0][len(LAST_ACTION) + 1 :]), "\n".join(lines[1:]).strip()
+    return "", "\n".join(lines).strip()

@@ -54,12 +54,17 @@ def list_item(text: str) -> str:
     return quote(text) if needs_quote(text) or "," in text else text
 
 
-def inline_list(items: Sequence[str]) -> str:
-    return ", ".join(map(list_item, items))
+def inline_list(items: Sequence[str], sep: str = ", ") -> str:
+    """``items`` joined by ``sep``, each bare unless it could be misread (it holds the
+    separator's first character, or see :func:`needs_quote`)."""
+    if sep == ", ":
+        return sep.join(map(list_item, items))
+    mark = sep.strip()[:1] or sep[:1]
+    return sep.join(quote(i) if needs_quote(i) or mark in i else i for i in items)
 
 
-def parse_list(text: str) -> list[tuple[str, bool]]:
-    """Inline items separated by ``", "``, each with whether it was quoted."""
+def parse_list(text: str, sep: str = ", ") -> list[tuple[str, bool]]:
+    """Inline items separated by ``sep``, each with whether it was quoted."""
     items: list[tuple[str, bool]] = []
     decoder = json.JSONDecoder()
     index = 0
@@ -72,13 +77,13 @@ def parse_list(text: str) -> list[tuple[str, bool]]:
                 break
             items.append((str(value), True))
         else:
-            end = text.find(", ", index)
+            end = text.find(sep, index)
             end = len(text) if end < 0 else end
             items.append((text[index:end], False))
             index = end
-        if not text.startswith(", ", index):
+        if not text.startswith(sep, index):
             break
-        index += 2
+        index += len(sep)
     return [(value, quoted) for value, quoted in items if value or quoted]
 
 

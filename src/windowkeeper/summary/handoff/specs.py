@@ -4,9 +4,10 @@ task and its work items, as excerpts with their archive handles.
 Which outputs are specs, and their excerpts, is :mod:`~windowkeeper.analysis.specs`'
 business; here they are chosen, merged with the previous handoff's, rendered and read
 back. The spec of the item or document the user named defines the task and is pinned;
-the newest other one (the work item looked up last, typically the one in progress) is
-shown too; the others are referred to by their source and handle, so nothing is dropped
-without a trace.
+one other is shown too: that of the work item in progress named last (the work items'
+evidence says which are in progress and which closed), else of the item named last that
+is not closed, else of the item named last; the others are referred to by their source
+and handle, so nothing is dropped without a trace.
 """
 
 from __future__ import annotations
@@ -29,13 +30,17 @@ from ...analysis.specs import (
 )
 from ...analysis.toolshapes import ToolKind
 from ...compaction.prune import make_handle
-from .model import Spec
+from .model import Spec, SpecRole
 from .quoting import fence, quote, read_fence, unquote
 
 MAX_REFERRED = 6
 """Earlier specs referred to by their handle (the newest ones)."""
-TASK_LABEL = "Spec of the task:"
-NEWEST_LABEL = "Spec of the item named last:"
+LABELS = {
+    SpecRole.TASK: "Spec of the task:",
+    SpecRole.IN_PROGRESS: "Spec of the item in progress:",
+    SpecRole.NEWEST: "Spec of the item named last:",
+    SpecRole.NOT_CLOSED: "Spec of the newest item not closed:",
+}
 REFERRED = "Also looked up (recall for the text):"
 REFERRED_SOURCE = 48
 _SEP = " · "
@@ -47,16 +52,19 @@ def specs_of(
     named: Collection[str],
     previous: Sequence[Spec],
     later: Sequence[ToolEvent] = (),
+    working: Collection[str] = (),
+    closed: Collection[str] = (),
 ) -> tuple[Spec, ...]:
-    """The specs after these events, merged with the previous ones: the task's first
-    (the first spec of an item or document the user named in ``said``, pinned once
-    found), then the others by their newest look-up or mention (``later``: the events
-    kept verbatim after the handoff, which only name items), only the newest with its
-    text."""
+    """The specs after these events (oldest first), merged with the previous ones: the
+    task's first (the first spec of an item or document the user named in ``said``,
+    pinned once found), then the others by their newest look-up or mention (``later``:
+    the events kept verbatim after the handoff, which only name items), one of them with
+    its text (see the module docstring: ``working`` and ``closed`` are the work items in
+    progress and closed)."""
     found: dict[str, Spec] = {}
     sizes: dict[str, int] = {}
     last: dict[str, int] = {}
-    for event in events:
+    for index, event in enumerate(events):
         if event.result is None or not is_spec(event, named):
             continue
         for spec, size in _specs(event):
@@ -64,10 +72,10 @@ def specs_of(
             if size >= sizes.get(key, 0):  # the fullest output of an item (not a `| head`)
                 sizes[key] = size
                 found[key] = spec
-            last[key] = event.position
+            last[key] = index
     items = [*found, *(s.item for s in previous if s.item)]
     _mentioned(events, items, last)
-    _mentioned(later, items, last, offset=1 + max((e.position for e in events), default=0))
+    _mentioned(later, items, last, start=len(events) + 1)
     merged = {_key(s): s for s in previous}
     task = next((k for k, s in merged.items() if s.task), None)
     for key, spec in found.items():
@@ -76,12 +84,39 @@ def specs_of(
             spec = known  # the fuller text of the two
         if task is None and _named(spec, said, named):
             task = key
-        merged[key] = replace(spec, task=key == task)
+        merged[key] = replace(spec, role=SpecRole.TASK if key == task else SpecRole.REFERRED)
     pinned = [merged.pop(task)] if task is not None else []
     # By the newest look-up or mention (a carried spec named again moves up, too).
     others = sorted(merged.values(), key=lambda spec: last.get(_key(spec), -1))
-    referred = [Spec(s.source, "", s.handle, s.item) for s in others[:-1]][-MAX_REFERRED:]
-    return (*map(_excerpted, pinned), *referred, *map(_excerpted, others[-1:]))
+    shown = _shown(others, working, closed)
+    keys = {_key(s) for s in shown}
+    referred = [Spec(s.source, "", s.handle, s.item) for s in others if _key(s) not in keys]
+    return (*map(_excerpted, pinned), *referred[-MAX_REFERRED:], *map(_excerpted, shown))
+
+
+def _shown(specs: Sequence[Spec], working: Collection[str], closed: Collection[str]) -> list[Spec]:
+    """The spec shown besides the task's (``specs`` oldest named first), with its role:
+    of the work item in progress named last, else of the item named last that is not
+    closed, else of the item named last; none when the chosen one's text is gone (an
+    earlier handoff referred to it by its handle only)."""
+    mine = {_id(i) for i in working}
+    done = {_id(i) for i in closed}
+    for role, wanted in (
+        (SpecRole.IN_PROGRESS, [s for s in specs if s.item and _id(s.item) in mine]),
+        (SpecRole.NOT_CLOSED, [s for s in specs if _id(s.item) not in done]),
+        (SpecRole.NEWEST, specs),
+    ):
+        if wanted:
+            chosen = wanted[-1]
+            if role is not SpecRole.IN_PROGRESS and chosen is specs[-1]:
+                role = SpecRole.NEWEST
+            return [replace(chosen, role=role)] if chosen.text else []
+    return []
+
+
+def _id(item: str) -> str:
+    """An item id as both trackers and commands write it (``#12`` and ``12`` alike)."""
+    return item.lstrip("#")
 
 
 def _excerpted(spec: Spec) -> Spec:
@@ -91,19 +126,20 @@ def _excerpted(spec: Spec) -> Spec:
 
 
 def _mentioned(
-    events: Sequence[ToolEvent], items: Sequence[str], last: dict[str, int], offset: int = 0
+    events: Sequence[ToolEvent], items: Sequence[str], last: dict[str, int], start: int = 0
 ) -> None:
-    """Record in ``last`` where each item was last named (``offset`` + position) by a
+    """Record in ``last`` where each item was last named (``start`` + its index) by a
     command (a claim, a commit, a look-up): the item worked on last is the newest, even
-    when one look-up showed several items."""
+    when one look-up showed several items. ``start`` > 0: the events kept after the
+    handoff, whose look-ups are read only as mentions."""
     wanted = [i for i in dict.fromkeys(items) if i]
-    for event in events:
+    for index, event in enumerate(events):
         command = event.action.command if event.action.kind is ToolKind.SHELL else None
-        if not command or (look_up_item(event) is not None and not offset):
+        if not command or (look_up_item(event) is not None and not start):
             continue  # a look-up's own items were placed when it was read
         for item in wanted:
             if item in command and _names(item, command):
-                last[item] = max(last.get(item, -1), offset + event.position)
+                last[item] = max(last.get(item, -1), start + index)
 
 
 def _names(item: str, text: str) -> bool:
@@ -177,7 +213,7 @@ def render_specs(specs: Sequence[Spec], chars: int) -> str:
             lines.append(f"- {_head(spec, False, REFERRED_SOURCE)}")
             continue
         text, cut = spec_excerpt(spec.text, chars) if len(spec.text) > chars else (spec.text, False)
-        label = TASK_LABEL if spec.task else NEWEST_LABEL
+        label = LABELS.get(spec.role, LABELS[SpecRole.NEWEST])
         lines += [f"{label} {_head(spec, spec.shortened or cut)}", fence(text)]
     return "\n".join(lines)
 
@@ -210,12 +246,11 @@ def parse_specs(lines: Sequence[str]) -> tuple[Spec, ...]:
     while index < len(lines):
         line = lines[index]
         index += 1
-        for label in (TASK_LABEL, NEWEST_LABEL):
+        for role, label in LABELS.items():
             if line.startswith(label + " "):
                 fenced = read_fence(lines, index)
                 text, index = fenced if fenced is not None else ("", index)
-                spec = _parsed(line[len(label) + 1 :], text)
-                specs.append(replace(spec, task=label == TASK_LABEL))
+                specs.append(replace(_parsed(line[len(label) + 1 :], text), role=role))
         if line.startswith("- "):
             specs.append(_parsed(line[2:], ""))
     return tuple(specs)

@@ -10,13 +10,15 @@ of each part a render shows; :mod:`.fit` chooses it to meet the budget.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .model import Command, HandoffState, Quote
 from .paths import choose_root, render_paths
-from .quoting import fence, inline_list, item, list_item, quote
+from .quoting import fence, item, list_item, quote
 from .specs import render_specs
+from .valuetext import render_values
+from .worktext import render_work
 
 TITLES = (
     "Task", "Task Spec", "User Messages", "Constraints & Preferences", "Work State", "Open Errors",
@@ -28,13 +30,16 @@ T = TypeVar("T")
 
 ORIGINAL = "Original request, verbatim"
 ORIGINAL_IN_HEAD = "Original request: the first user message above, kept verbatim."
+OPENING = "It opens:"
 OPEN = "Newest request, may still be open, verbatim"
 RESTATED = "Newest request: restated verbatim right after this handoff, still in progress."
-DONE, UNVERIFIED = "Done (with evidence):", "Claimed, not verified:"
-IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (condensed):"
 STATUSES = ("created", "modified", "deleted", "read")
-COMMANDS, READ_ONLY, ERROR_LINES = "Commands:", "Read-only commands (counted):", "Error lines:"
+COMMANDS, READ_ONLY = "Commands:", "Read-only commands (counted):"
+ERROR_LINES = "Error lines seen (each resolved unless it is under Open Errors):"
 EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
+COVERED = "Counted through tool call:"
+LAST_ACTION = "Last action:"
+NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the way)."
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
 
@@ -50,6 +55,11 @@ class Shown:
     user_line_chars: int = 240
     constraint_chars: int = 600
     done: int = ALL
+    evidence: int = ALL
+    """The newest this many evidence entries of each work item."""
+    fixed: int = ALL
+    last_chars: int = ALL
+    """Characters of the last action (the agent's words that led to it go first)."""
     decisions: int = ALL
     decision_chars: int = 300
     errors: int = ALL
@@ -83,6 +93,8 @@ def _task(state: HandoffState, shown: Shown) -> str:
     lines: list[str] = []
     if state.task_in_head:
         lines.append(ORIGINAL_IN_HEAD)
+        if state.task_opening:
+            lines += [OPENING, fence(state.task_opening)]
     elif state.task is not None:
         task = head_tail(state.task, shown.task_chars)
         lines += [_quote_head(ORIGINAL, task), fence(task.text)]
@@ -147,25 +159,14 @@ def _constraints(state: HandoffState, shown: Shown) -> str:
 
 
 def _work(state: HandoffState, shown: Shown) -> str:
-    work = state.work
-    done = work.done[len(work.done) - min(shown.done, len(work.done)) :]
-    earlier = dict(work.earlier)
-    for dropped in work.done[: len(work.done) - len(done)]:
-        verb = dropped.split(" ", 1)[0].lower()
-        earlier[verb] = earlier.get(verb, 0) + 1
-    lines = [f"{label}: {item(value)}" for label, value in state.environment]
-    if earlier:
-        counts = ", ".join(f"{verb} {count}" for verb, count in earlier.items())
-        lines.append(f"{EARLIER} {counts}")
-    for label, items in ((DONE, done), (UNVERIFIED, work.unverified),
-                         (IN_PROGRESS, work.in_progress), (PENDING, work.pending)):  # fmt: skip
-        if items:
-            lines.append(label)
-            lines.extend(f"- {item(entry)}" for entry in items)
-    return "\n".join(lines)
+    work = replace(state.work, fixed=_newest(state.work.fixed, shown.fixed))
+    env = [f"{label}: {item(value)}" for label, value in state.environment]
+    return "\n".join(render_work(work, shown.done, shown.evidence, bool(state.covered), env))
 
 
 def _errors(state: HandoffState, shown: Shown) -> str:
+    if not state.errors and state.work.fixed:
+        return NO_ERRORS
     lines: list[str] = []
     # Newest first (the state holds them oldest first, as they happened).
     for error in reversed(_newest(state.errors, shown.errors)):
@@ -193,13 +194,14 @@ def _files(state: HandoffState, shown: Shown) -> str:
     paths = [path for path, _ in state.files]
     root = state.root or choose_root(paths)
     lines = [f"Root: {item(root)}"] if root else []
+    unlisted = dict(state.unlisted)
     for status in STATUSES:
         group = tuple(p for p, how in state.files if how == status)
         limit = shown.files_read if status == "read" else shown.files
-        if not group:
+        if not group and not unlisted.get(status):
             continue
         listed = group[len(group) - min(limit, len(group)) :]
-        more = len(group) - len(listed)
+        more = len(group) - len(listed) + unlisted.get(status, 0)
         text = render_paths(listed, root, list_item, quote) if listed else ""
         suffix = f" (and {more} more)" if more else ""
         lines.append(f"{status.capitalize()}: {text}{suffix}".replace(":  (", ": ("))
@@ -208,11 +210,14 @@ def _files(state: HandoffState, shown: Shown) -> str:
 
 def _values(state: HandoffState, shown: Shown) -> str:
     values = state.values[len(state.values) - min(shown.values, len(state.values)) :]
-    return inline_list(values)
+    return render_values(values, state.commits)
 
 
 def _next(state: HandoffState, shown: Shown) -> str:
-    return state.next_step
+    if not state.last_action:
+        return state.next_step
+    last = _cut(state.last_action, shown.last_chars)
+    return "\n".join(x for x in (f"{LAST_ACTION} {item(last)}", state.next_step) if x)
 
 
 def _ledger(state: HandoffState, shown: Shown) -> str:
@@ -230,6 +235,8 @@ def _ledger(state: HandoffState, shown: Shown) -> str:
     if kept:
         lines.append(ERROR_LINES)
         lines.extend(f"- {item(line)}" for line in kept)
+    if state.covered:
+        lines.append(f"{COVERED} {item(state.covered)}")
     return "\n".join(lines)
 
 
@@ -258,4 +265,5 @@ _RENDERERS: dict[str, Callable[[HandoffState, Shown], str]] = dict(
         strict=True,
     )
 )  # fmt: skip
-_ALWAYS = frozenset({"Task", "Work State"})
+# Said even when empty: "no open error" is an answer a reader needs.
+_ALWAYS = frozenset({"Task", "Work State", "Open Errors"})

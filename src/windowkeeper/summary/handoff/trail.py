@@ -11,6 +11,7 @@ session behind it is.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from ...analysis.commands import (
@@ -22,7 +23,7 @@ from ...analysis.commands import (
     written_patches,
 )
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import dedupe
+from ...analysis.facts import collapse, dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
 from ...analysis.patches import applied_patches, written_by_tool
@@ -184,6 +185,8 @@ def merged_files(
             files[path] = status
         elif old == "deleted" and status in ("created", "modified"):
             files[path] = "created"
+        elif old == "read" and status == "created":
+            files[path] = "modified"  # it existed: the session read it before writing it
         elif _RANK[status] > _RANK[old] and not (old == "created" and status == "modified"):
             files[path] = status
     kept = list(files.items())
@@ -197,14 +200,13 @@ def merged_files(
 
 
 def anchored(
-    files: tuple[tuple[str, str], ...], cwd: str | None
+    files: tuple[tuple[str, str], ...],
 ) -> tuple[tuple[tuple[str, str], ...], str | None]:
     """``files`` with the relative paths a tool printed (``git status`` lists paths
-    relative to where it ran) joined to that directory when the working directory was
-    never seen: the directory that turns them into paths the session also used
-    absolute. Returns the files and that directory (``None`` when not found)."""
-    if cwd and cwd.startswith("/"):
-        return files, None
+    relative to where it ran) or a command named before the working directory was
+    seen, joined to the directory that turns them into paths the session also used
+    absolute. Returns the files and that directory (``None`` when not found; the newest
+    working directory is no evidence: the paths may predate it)."""
     relative = [p for p, _ in files if not p.startswith("/") and not p.startswith("~")]
     if not relative:
         return files, None
@@ -232,7 +234,7 @@ def anchored(
 
 
 # A repository's source and test directories: the root is their parent.
-_SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "app", "pkg", "cmd", "internal"})
+SOURCE_DIRS = frozenset({"src", "lib", "test", "tests", "app", "pkg", "cmd", "internal"})
 
 
 def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
@@ -256,7 +258,7 @@ def repository_root(files: Sequence[tuple[str, str]], cwd: str | None) -> str:
         return here
     fitting = [d for d, n in counts.items() if n * 10 >= total * 6 and d.count("/") > 1]
     root = max(fitting, key=lambda d: (d.count("/"), d), default="")
-    while root.count("/") > 2 and root.rstrip("/").rsplit("/", 1)[-1] in _SOURCE_DIRS:
+    while root.count("/") > 2 and root.rstrip("/").rsplit("/", 1)[-1] in SOURCE_DIRS:
         root = root[: root.rstrip("/").rfind("/") + 1]
     return root
 
@@ -347,3 +349,22 @@ def error_lines_of(events: Sequence[ToolEvent], user_texts: Sequence[str]) -> li
 
 def merged_error_lines(previous: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
     return tuple(dedupe([*previous, *new], keep_last=True)[-MAX_ERROR_LINES:])
+
+
+_COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
+
+
+def commit_made(event: ToolEvent) -> tuple[str, str] | None:
+    """(SHA, message) of the commit a successful command made (git prints
+    ``[branch 1a2b3c4] message``), else ``None``."""
+    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    if not command or "commit" not in command or not event.result or event.failed:
+        return None
+    match = _COMMIT.search(event.result[:3_000])
+    return (match.group(1), match.group(2)) if match else None
+
+
+def commits_of(events: Sequence[ToolEvent]) -> list[tuple[str, str]]:
+    """(SHA, message) of each commit a successful command made, in order."""
+    made = [commit for event in events if (commit := commit_made(event))]
+    return [(sha, collapse(message, 120)) for sha, message in made]

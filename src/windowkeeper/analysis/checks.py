@@ -1,0 +1,150 @@
+"""Checks: shell commands that test, lint or build the work, and what their output says.
+
+A reader of a handoff asks "what is the latest test / lint / build state?": the answer is
+the newest run of each check target with its result line. A target is the command as the
+agent would run it again: the steps that run a check, without ``cd`` prefixes, output
+redirections and the pipes that only trim the output (``mix test 2>&1 | tail -5`` is the
+target ``mix test``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .events import ToolEvent, remembered
+from .facts import collapse
+from .gist import is_stub
+from .installs import missing_names
+from .outputs import error_lines, is_test_command, last_line, test_summary
+from .resolution import segments
+from .toolshapes import ToolKind
+
+# Linters and formatters in check mode, type checkers: the program (and subcommand).
+_LINT = re.compile(
+    r"(?:^|\s)(?:mix\s+(?:credo|format\s+--check-formatted|dialyzer)|ruff(?:\s+check)?"
+    r"|flake8|pylint|mypy|pyright|black\s+--check|isort\s+--check|eslint|prettier\s+--check"
+    r"|rubocop|golangci-lint|go\s+vet|cargo\s+clippy|cargo\s+fmt\s+--check|shellcheck"
+    r"|tsc\s+--noEmit|stylelint|hadolint|biome\s+(?:check|lint))(?:\s|$)"
+)
+_BUILD = re.compile(
+    r"(?:^|\s)(?:mix\s+compile|cargo\s+(?:build|check)|go\s+build|make(?:\s+[\w.-]+)?|tsc"
+    r"|npm\s+run\s+build|yarn\s+(?:run\s+)?build|pnpm\s+(?:run\s+)?build|mvn\s+\w*\s*package"
+    r"|gradlew?\s+build|dotnet\s+build|cmake\s+--build|python\s+-m\s+build|vite\s+build"
+    r"|webpack|next\s+build)(?:\s|$)"
+)
+_STARTED = re.compile(r"\s*Command running in background|\s*Started background", re.I)
+_MORE_TESTS = re.compile(r"-m\s+django\s+test\b|django-admin\s+test\b")
+_BACKGROUND = re.compile(r"&\s*$|\bnohup\b|run_in_background")
+# Pipes that only shorten or filter what the agent reads of the output.
+_TRIM = re.compile(r"\s*\|\s*(?:tail|head|grep|less|cat|tee|sed|awk|cut|sort|uniq)\b[^|]*")
+_REDIRECT = re.compile(r"\s+\d?>&\d|\s+\d?>>?\s*/dev/null|\s+2>&1")
+# The line a linter or build ends with that says how it went.
+_VERDICT = re.compile(
+    r"(?i)\b(?:no issues|found \d+|\d+ (?:errors?|warnings?|problems?|issues?|offenses?)"
+    r"|all checks passed|success(?:fully)?|compiled|generated|finished|no errors"
+    r"|everything is ok|0 errors)\b"
+)
+
+
+def check_kind(command: str) -> str | None:
+    """``"tests"``, ``"lint"`` or ``"build"`` for a command that runs that check (the
+    newest such step decides), else ``None``."""
+    head = command[:2_000]
+    if _BACKGROUND.search(head):
+        return None  # its output is not its result
+    if is_test_command(head) or _MORE_TESTS.search(head):
+        return "tests"
+    steps = [_strip(s) for s in segments(head)]
+    for step in reversed(steps):
+        if _LINT.search(" " + step):
+            return "lint"
+        if _BUILD.search(" " + step) and not step.startswith(("make -n", "make --dry")):
+            return "build"
+    return None
+
+
+def check_target(command: str) -> str:
+    """The check as it would be run again: its steps without ``cd``, redirections and
+    trimming pipes, joined by ``&&`` (at most 120 characters)."""
+    steps = [_strip(s) for s in segments(command[:2_000])]
+    kept = [s for s in steps if s and not s.startswith(("cd ", "echo ", "export "))]
+    return collapse(" && ".join(kept) or command, 90)
+
+
+def _strip(step: str) -> str:
+    return " ".join(_REDIRECT.sub("", _TRIM.sub("", step)).split())
+
+
+def is_check_run(event: ToolEvent) -> str | None:
+    """The check a finished shell call ran (``None``: none, or it runs in the
+    background and its output is not its result), computed once per event."""
+    found: str | None = remembered(event, "check_run", _check_run)
+    return found
+
+
+def _check_run(event: ToolEvent) -> str | None:
+    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    if not command or event.result is None or event.args.get("run_in_background") is True:
+        return None
+    if _STARTED.match(event.result[:200]):
+        return None
+    return check_kind(command)
+
+
+def check_result(event: ToolEvent) -> str:
+    """``passed (…)`` / ``failed (exit N: …)`` for a check run, with the line that says how
+    it went (a test summary, a linter's verdict, the last line). A run whose exit code a
+    pipe hides (``pytest | head``) failed when its output says the runner or a module is
+    missing, or ends in an error with no test summary."""
+    result = event.result or ""
+    # Of a pruned result, what its stub kept.
+    summary = _stub_gist(result) if is_stub(result) else test_summary(result) or _verdict(result)
+    if event.failed:
+        code = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
+        return f"failed ({code}{': ' + summary if summary else ''})"
+    hidden = _hidden_failure(event, result, summary)
+    if hidden:
+        return f"failed (the exit code was piped away: {hidden})"
+    return f"passed ({summary})" if summary else "passed"
+
+
+def _stub_gist(stub: str) -> str:
+    """The test summary or error lines a stub kept."""
+    for part in stub.rsplit(" (ref wk", 1)[0].split("; ")[1:]:
+        label, _, value = part.partition(": ")
+        if label in ("tests", "error"):
+            return collapse(value, 120)
+    return ""
+
+
+def check_passed(event: ToolEvent) -> bool:
+    return check_result(event).startswith("passed")
+
+
+def hidden_failure(event: ToolEvent) -> str:
+    """The error line of a piped command that failed although it exited 0 (``""``: it
+    did not, as far as its output says)."""
+    result = event.result or ""
+    return _hidden_failure(event, result, test_summary(result) or "")
+
+
+def _hidden_failure(event: ToolEvent, result: str, summary: str) -> str:
+    """The error line of a piped check run that failed although it exited 0."""
+    if event.failed or "|" not in (event.action.command or "") or is_stub(result):
+        return ""
+    if test_summary(result):
+        return ""
+    if missing_names(result):
+        errors = error_lines(result, failed=True)
+        return collapse(errors[-1], 160) if errors else collapse(last_line(result), 160)
+    errors = error_lines(result[-2_000:], failed=False)
+    return collapse(errors[-1], 160) if errors and not summary else ""
+
+
+def _verdict(result: str) -> str:
+    lines = [line for line in result[-3_000:].splitlines() if line.strip()]
+    for line in reversed(lines[-12:]):
+        if _VERDICT.search(line) and "explain" not in line:
+            return collapse(line, 120)
+    tail = last_line(result, 120)
+    return "" if tail == "(no output)" else tail

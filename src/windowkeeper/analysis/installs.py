@@ -1,0 +1,81 @@
+"""Missing dependencies and the commands that install them.
+
+A run that failed because a module, package or program is missing is fixed once the agent
+installs it: ``ModuleNotFoundError: No module named 'pytz'`` then ``pip install pytz``.
+Names are compared loosely (case, ``-`` / ``_``, a package named after the module with a
+prefix or suffix such as ``pyyaml`` for ``yaml``); an install of everything a project
+declares (``pip install -r requirements.txt``, ``pip install -e .``, ``npm install``,
+``mix deps.get``) fixes any missing dependency.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MISSING = re.compile(
+    r"No module named ['\"]?([\w.]+)"
+    r"|Cannot find module ['\"]([@\w./-]+)['\"]"
+    r"|(?:^|\s)([\w.+-]+): (?:command )?not found"
+    r"|command not found: ([\w.+-]+)"
+    r"|(?:could not find|unknown|missing) (?:package|dependency|module) ['\"`]?([\w.@/-]+)"
+    r"|Package ['\"]?([\w.-]+)['\"]? (?:was )?not found"
+    r"|requires ([\w-]+) as a (?:test )?dependency"
+    r"|cannot load such file -- ([\w/.-]+)",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Installers: the program and the subcommand that installs (``None``: the program alone).
+_INSTALLERS = {
+    "pip": "install", "pip3": "install", "uv": "add", "poetry": "add", "pipenv": "install",
+    "conda": "install", "mamba": "install", "apt": "install", "apt-get": "install",
+    "brew": "install", "npm": "install", "yarn": "add", "pnpm": "add", "bun": "add",
+    "gem": "install", "cargo": "add", "go": "get", "composer": "require", "apk": "add",
+    "dnf": "install", "yum": "install", "easy_install": None,
+}  # fmt: skip
+# Installing a project's declared dependencies (no names): fixes any missing one.
+_WHOLE = re.compile(
+    r"^(?:npm (?:install|i|ci)|yarn(?: install)?|pnpm install|bun install|mix deps\.get"
+    r"|bundle(?: install)?|poetry install|pipenv install|uv sync|composer install"
+    r"|go mod (?:download|tidy)|cargo fetch)$"
+)
+_SCAN = 3_000
+
+
+def missing_names(text: str) -> tuple[str, ...]:
+    """The modules, packages or programs an output says are missing (lower case)."""
+    found: list[str] = []
+    for part in (text[:_SCAN], text[-_SCAN:] if len(text) > _SCAN else ""):
+        for match in _MISSING.finditer(part):
+            name = next(g for g in match.groups() if g)
+            found.append(name.split(".")[0].split("/")[0].lower())
+    return tuple(dict.fromkeys(n for n in found if n and n not in {"the", "a", "it"}))
+
+
+def installed(step: str) -> tuple[str, ...] | None:
+    """What an install step installs: the names (lower case), ``()`` for everything a
+    project declares, ``None`` when the step installs nothing."""
+    words = step.split()
+    if words[:2] in (["python", "-m"], ["python3", "-m"]) and len(words) > 2:
+        words = words[2:]
+    if words[:2] == ["uv", "pip"]:
+        words = ["pip", *words[2:]]
+    if _WHOLE.match(" ".join(words)):
+        return ()
+    if not words or words[0] not in _INSTALLERS:
+        return None
+    program, args = words[0], [w for w in words[1:] if not w.startswith("-")]
+    verb = _INSTALLERS[program]
+    if verb is not None and (not args or args[0] != verb):
+        return None
+    names = args[1:] if verb is not None else args
+    flags = set(words)
+    if not names or flags & {"-r", "--requirement", "-e", "--editable"}:
+        return ()
+    return tuple(re.split(r"[=<>\[@!~;]", n, maxsplit=1)[0].lower() for n in names)
+
+
+def covers(names: tuple[str, ...], missing: str) -> bool:
+    """Whether installing ``names`` (``()``: everything declared) installs ``missing``."""
+    if not names:
+        return True
+    wanted = missing.replace("-", "_")
+    return any(wanted in n.replace("-", "_") for n in names)

@@ -1,0 +1,37 @@
+"""Inline code an agent runs to look at something (``python3 -c '…'``, ``node -e``,
+``head f | python3 -``): an exploration whose failure the agent moves past once it
+changes something, and no work done when it succeeds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .commands import is_read_only
+from .events import ToolEvent
+from .outputs import is_test_command
+from .toolshapes import ToolKind
+
+# Inline code run by an interpreter (``python3 -c '…'``, ``node -e``, ``python3 - <<EOF``).
+_INLINE = re.compile(r"(?:^|[\s|;&(])(?:python[\d.]*|node|ruby|perl|php)\s+(?:-c|-e|-)(?:\s|$)")
+
+
+def is_probe(command: str) -> bool:
+    """Inline code that only looks (nothing redirected into a file, no test run): an
+    exploration whose failure the agent moves past."""
+    head = command[:2_000]
+    if not _INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
+        return False
+    return "open(" not in head or ("'w'" not in head and '"w"' not in head)
+
+
+def changes_something(event: ToolEvent) -> bool:
+    """A successful call that changed something (a write, an edit, a command that is not
+    only a look)."""
+    if event.failed or event.result is None:
+        return False
+    kind = event.action.kind
+    if kind in (ToolKind.WRITE, ToolKind.EDIT):
+        return True
+    command = event.action.command if kind is ToolKind.SHELL else None
+    return bool(command) and not is_read_only(command or "") and not is_probe(command or "")

@@ -1,0 +1,230 @@
+"""Running one compaction for :class:`~windowkeeper.loop.manager.ContextManager`: in the
+foreground, or by applying one prepared in the background (design §4).
+
+Both end the same way: hooks before and after, the live state, the book-keeping that
+defers the next estimate, the events and the receipt stating how long the agent waited.
+A step that may wait for a background job is a generator yielding
+:class:`~windowkeeper.loop.steps.Wait` (the turn machine's drivers wait their own way;
+:func:`~windowkeeper.loop.steps.settle` runs one without background, which never waits).
+
+At the trigger (and at a preflight over the window), a job of the session is waited for
+when it is already running (what is left of it is less than a foreground compaction
+would take), then applied if it still stands for the head of the history; any other
+outcome is discarded with its reason (in the event and in the foreground compaction's
+report). Overflow recovery and a manual compaction never wait: they compact in the
+foreground and supersede the job.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..core.config import coerce_positive_int
+from ..core.messages import Message, conversation_warnings
+from ..core.report import Background, CompressionResult, DiscardReason, Receipt, Tier
+from ..engine.base import ContextEngine
+from ..engine.compressor import ContextCompressor
+from ..engine.prepared import PreparedCompaction
+from .background import SessionBackground
+from .events import Reporter, Trigger
+from .hooks import HookRunner, budget_blocks, insert_live_state
+from .steps import Wait, Waits
+
+__all__ = ("Compacting",)
+
+Applied = tuple[PreparedCompaction, CompressionResult]
+Found = Applied | DiscardReason | None
+
+
+class Compacting(abc.ABC):
+    """The compaction part of the manager; the attributes are the manager's own."""
+
+    _compressor: ContextCompressor | None
+    hooks: HookRunner
+    events: Reporter
+    clock: Callable[[], float]
+    background: SessionBackground
+    awaiting_real_usage: bool
+    last_prompt_tokens: int
+    last_receipt: Receipt | None
+    compactions: int
+
+    @property
+    @abc.abstractmethod
+    def engine(self) -> ContextEngine: ...
+
+    @property
+    @abc.abstractmethod
+    def threshold(self) -> int: ...
+
+    # --- background ------------------------------------------------------------------
+
+    def _soft_mark(self, messages: list[Message], tokens: int) -> None:
+        """Under the trigger: start preparing a compaction once past the soft mark."""
+        compressor = self._compressor
+        self._finished_jobs()
+        if compressor is None or self.background.job is not None:
+            return
+        if tokens < compressor.soft_mark or not compressor.may_prepare():
+            return
+        if self.background.start(compressor, messages, self.compactions, tokens):
+            self.events.background_started(tokens, compressor.soft_mark, len(messages))
+
+    def _finished_jobs(self) -> None:
+        """Report a job that finished with a compaction ready (discards are reported
+        when they are decided, at the trigger)."""
+        done = self.background.finished()
+        if isinstance(done, PreparedCompaction):
+            report = done.report
+            self.events.background_prepared(
+                report.tier, report.before_tokens, report.after_tokens, done.prepared_ms
+            )
+
+    def _from_background(
+        self, messages: list[Message], tokens: int, trigger: Trigger
+    ) -> Waits[Found]:
+        """At the trigger: the session's prepared compaction applied to ``messages``, or
+        why it was not (``claimed``: another process is preparing it), or ``None``."""
+        compressor = self._compressor
+        if compressor is None:
+            return None
+        future = self.background.pending(len(messages))
+        if future is not None:
+            yield Wait(future)
+        self._finished_jobs()
+        found = self.background.take(len(messages))
+        if found is None or found is DiscardReason.CLAIMED:
+            return found
+        if isinstance(found, PreparedCompaction):
+            adopted = compressor.adopt(found, messages, current_tokens=tokens)
+            reason = adopted if isinstance(adopted, DiscardReason) else None
+            if self.background.sharing is not None:
+                self.background.sharing.settled(found, reason)
+            if not isinstance(adopted, DiscardReason):
+                return found, adopted
+            found = adopted
+        self.events.background_discarded(found.value, trigger)
+        return found
+
+    # --- one compaction --------------------------------------------------------------
+
+    def _compaction(
+        self,
+        messages: list[Message],
+        trigger: Trigger,
+        tokens: int,
+        *,
+        force: bool = False,
+        focus: str | None = None,
+        attempt: int | None = None,
+        background: bool = False,
+    ) -> Waits[list[Message]]:
+        started = self.clock()
+        found: Found = None
+        if background:
+            found = yield from self._from_background(messages, tokens, trigger)
+            if found is DiscardReason.CLAIMED:
+                if not force:  # another process prepares it; this request still fits
+                    self.events.claimed(trigger, tokens, len(messages))
+                    return messages
+                found = None  # it must fit now: compact here
+        try:  # a shared session's lease, taken for this compaction, goes back whatever happens
+            result = self._run(messages, trigger, tokens, found, force, focus, attempt)
+        finally:
+            self.background.release()
+        return self._finished(messages, result, trigger, started, attempt)
+
+    def _run(
+        self,
+        messages: list[Message],
+        trigger: Trigger,
+        tokens: int,
+        found: Found,
+        force: bool,
+        focus: str | None,
+        attempt: int | None,
+    ) -> CompressionResult:
+        """The compaction itself: the applied background result, or the engine's."""
+        self.events.started(
+            trigger, tokens, len(messages), threshold=self.threshold, attempt=attempt
+        )
+        for warning in conversation_warnings(messages):
+            self.events.input_defect(warning)
+        applied = found if isinstance(found, tuple) else None
+        if self.hooks.hooks:
+            self.hooks.pre_compress(self._to_drop(messages, applied[0] if applied else None))
+            self._report_hook_failures(trigger)
+        if applied is not None:
+            return applied[1]
+        result = self.engine.compress(
+            messages, current_tokens=tokens, focus_topic=focus, force=force
+        )
+        if isinstance(found, DiscardReason):
+            note = Background(False, found)
+            result = replace(result, report=replace(result.report, background=note))
+        return result
+
+    def _finished(
+        self,
+        messages: list[Message],
+        result: CompressionResult,
+        trigger: Trigger,
+        started: float,
+        attempt: int | None,
+    ) -> list[Message]:
+        """Everything after the engine's part: live state, book-keeping, events."""
+        done = result.report.compressed and result.messages is not messages
+        out = self._with_live_state(result.messages, result, trigger) if done else messages
+        if done:
+            self._after_compaction(trigger)
+        elapsed = (self.clock() - started) * 1000
+        receipt = getattr(result.report, "receipt", None) if done else None
+        if receipt is not None:
+            # The agent waited for all of it: hooks and a background job's rest included.
+            self.last_receipt = receipt = replace(receipt, waited_ms=elapsed)
+        self.events.result(
+            result.report, trigger, duration_ms=elapsed, attempt=attempt,
+            threshold=self.threshold, receipt=receipt,
+        )  # fmt: skip
+        count = coerce_positive_int(self.engine.get_status().get("compression_count")) or 0
+        if done and count >= 2:
+            self.events.many_times(count)
+        return out
+
+    def _to_drop(
+        self, messages: list[Message], prepared: PreparedCompaction | None
+    ) -> list[Message]:
+        """Exactly what the compaction summarizes; the whole list for other engines."""
+        if not self._compressor:
+            return list(messages)
+        if prepared is not None:
+            return messages[prepared.dropped[0] : prepared.dropped[1]]
+        plan = self._compressor.plan(messages)
+        return messages[plan.head_end : plan.tail_start] if plan.compressible else []
+
+    def _with_live_state(
+        self, messages: list[Message], result: Any, trigger: Trigger
+    ) -> list[Message]:
+        if not self.hooks.hooks or getattr(result.report, "tier", None) is Tier.PRUNE:
+            return messages  # live state goes with a handoff; pruning alone has none
+        blocks = self.hooks.post_compress(result)
+        self._report_hook_failures(trigger)
+        return insert_live_state(messages, budget_blocks(blocks, self.hooks.budget_tokens))
+
+    def _after_compaction(self, trigger: Trigger) -> None:
+        self.awaiting_real_usage = True
+        self.last_prompt_tokens = -1  # sentinel: read as 0 until real usage arrives
+        if self._compressor:
+            self._compressor.last_prompt_tokens = -1
+        self.compactions += 1
+        superseded = self.background.supersede(self.compactions)
+        if superseded is not None:
+            self.events.background_discarded(superseded.value, trigger)
+        self.events.reset()
+
+    def _report_hook_failures(self, trigger: Trigger) -> None:
+        for failure in self.hooks.take_failures():
+            self.events.hook_failed(failure.hook, failure.phase, failure.error_type, trigger)

@@ -1,0 +1,197 @@
+"""Fixed along the way (SPEC §6 v3 "resolution"): each error a later result resolved,
+with what fixed it — the changes the agent made between the failure and the success,
+named by what they did (``edited config/test.exs``, ``ran `pip install pytz` ``), and the
+success itself (``the re-run passed``, ``git push --set-upstream … ok``).
+
+A step that failed again with another error was fixed for the first error: that error is
+listed with the changes made before the next attempt, even while the newer error is still
+open.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from ...analysis.checks import check_result, is_check_run
+from ...analysis.commands import is_bookkeeping, is_read_only, short_command
+from ...analysis.events import ToolEvent, remembered
+from ...analysis.facts import collapse
+from ...analysis.gist import is_stub, stub_error
+from ...analysis.outputs import event_errors, last_line
+from ...analysis.resolution import OpenFailures, Reason
+from ...analysis.toolshapes import ToolKind
+from .text import shown_command
+
+MAX_FIXED = 6
+_SHOWN_CHANGES = 3
+
+
+# Lines that only wrap the error that caused them (a compiler's or runner's footer).
+_WRAPPER = re.compile(
+    r"(?i)cannot compile module|errors? have been logged|compilation failed|"
+    r"^\d+ (?:tests?|examples?|doctests?)\b|process completed with exit code|"
+    r"^error: command failed|^npm err! (?:a complete log|code)|^FAILED \("
+)
+
+
+_EXIT = re.compile(r"(?i)\[?(?:tool error\]\s*)?exit(?:ed)? (?:code|status):? -?\d+\]?")
+_FINDING = re.compile(r"[┃│| ]*\[[A-Z]\]\s+\S")
+_HINT = re.compile(r"(?i)(?:hint|note|help|tip):|\W*[\w ]{1,20}:\s*$")
+_TELLING = re.compile(
+    r"(?i)\b(?:error|fatal|fail|ignored|denied|not found|cannot|can't|unable|invalid|refused"
+    r"|conflict|missing|no such|unknown|exceed|did not appear|no replacement|not performed)"
+)
+
+
+def first_error(event: ToolEvent) -> str:
+    """The error a failure ends with, its wrapper lines aside (of a pruned result, the
+    one its stub kept)."""
+    if event.result and is_stub(event.result):
+        return collapse(stub_error(event.result).split(" | ")[-1], 160)
+    errors = event_errors(event)
+    causes = [e for e in errors if not _WRAPPER.search(e.lstrip("* ").lstrip("(").strip())]
+    chosen = (causes or errors)[-1] if errors else _telling_line(event.result or "")
+    return collapse(chosen, 160)
+
+
+def _telling_line(result: str) -> str:
+    """Of an output without error lines, the last line that says what went wrong (hints
+    aside), else its last line."""
+    lines = [line.strip() for line in result[-3_000:].splitlines() if line.strip()]
+    lines = [line for line in lines if not _HINT.match(line) and not _EXIT.fullmatch(line)]
+    finding = next((line for line in lines if _FINDING.match(line)), None)
+    if finding:  # a linter's first finding says what it objected to
+        return finding.lstrip("┃│| ")
+    for line in reversed(lines):
+        if _TELLING.search(line):
+            return line
+    return last_line("\n".join(lines)) if lines else last_line(result)
+
+
+def what_failed(event: ToolEvent, limit: int = 120) -> str:
+    """A failed call as the handoff names it: the command, or the tool and its target."""
+    action = event.action
+    if action.kind is ToolKind.SHELL and action.command:
+        return shown_command(short_command(action.command, limit))
+    label = action.name if action.kind is ToolKind.OTHER else action.kind.value
+    return f"{label} {collapse(action.path or action.target, limit)}"
+
+
+def change_of(event: ToolEvent) -> str | None:
+    """What a successful call changed, named for a fix (``None``: it changed nothing),
+    computed once per event."""
+    found: str | None = remembered(event, "change", _change_of)
+    return found
+
+
+def _change_of(event: ToolEvent) -> str | None:
+    if event.result is None or event.failed:
+        return None
+    action = event.action
+    if action.kind in (ToolKind.WRITE, ToolKind.EDIT) and action.path:
+        verb = "wrote" if action.kind is ToolKind.WRITE else "edited"
+        return f"{verb} {collapse(action.path, 100)}"
+    command = action.command if action.kind is ToolKind.SHELL else None
+    if not command or is_check_run(event) or is_read_only(command) or is_bookkeeping(command):
+        return None
+    return f"ran `{short_command(command, 60)}`"
+
+
+@dataclass
+class FixLog:
+    """Feed every event in order (:meth:`seen`), then ask :meth:`resolved` and
+    :meth:`replaced` about the failures the tracker reports; :attr:`fixed` holds the
+    entries, oldest first."""
+
+    tracker: OpenFailures
+    fixed: list[str] = field(default_factory=list)
+    _index: dict[int, int] = field(default_factory=dict)
+    _changes: list[tuple[int, str]] = field(default_factory=list)
+    _done: set[int] = field(default_factory=set)
+
+    def seen(self, index: int, event: ToolEvent) -> None:
+        self._index[id(event)] = index
+        change = change_of(event)
+        if change is not None:
+            self._changes.append((index, change))
+
+    def resolved(self, success: ToolEvent, failures: Sequence[ToolEvent]) -> None:
+        """Entries for the failures ``success`` resolved (each attempt with its own
+        error, then the last one with the success)."""
+        for failure in failures:
+            chain = [*self.tracker.replaced(failure), failure]
+            self._attempts(chain)
+            if id(failure) not in self._done:
+                self._done.add(id(failure))
+                self._add(failure, self._fix(failure, success))
+
+    def replaced(self, failure: ToolEvent) -> None:
+        """Entries for the earlier attempts of a step that failed again otherwise."""
+        self._attempts([*self.tracker.replaced(failure), failure])
+
+    def _attempts(self, chain: Sequence[ToolEvent]) -> None:
+        for older, newer in pairwise(chain):
+            if id(older) in self._done or first_error(older) == first_error(newer):
+                continue
+            self._done.add(id(older))
+            changes = self._between(older, newer)
+            fix = f"fixed by: {changes}; the next run failed otherwise" if changes else ""
+            self._add(older, fix or "the next run failed otherwise")
+
+    def _fix(self, failure: ToolEvent, success: ToolEvent) -> str:
+        how = self.tracker.how(failure)
+        changes = self._between(failure, success)
+        by = f"fixed by: {changes}; " if changes else ""
+        if how is Reason.MOVED_ON:
+            target = collapse(success.action.path or success.action.target, 100)
+            same = target == collapse(failure.action.path or failure.action.target, 100)
+            return f"{by}a later call on it succeeded" if same else f"moved on: {_did(success)}"
+        if success.action.kind is not ToolKind.SHELL:
+            return f"{by}{_did(success)}"
+        ran = shown_command(short_command(success.action.command or "", 70))
+        if how is Reason.INSTALLED:
+            return f"installed: {ran} ok"
+        if how is Reason.COMMIT:
+            return f"{by}committed with {ran}"
+        if how is Reason.OPERATION:
+            return f"done instead with {ran} ok"
+        if is_check_run(success):
+            return f"{by}{ran} then {check_result(success)}"
+        return f"{by}{ran} then ok"
+
+    def _between(self, older: ToolEvent, newer: ToolEvent) -> str:
+        start, end = self._index.get(id(older), -1), self._index.get(id(newer), -1)
+        if start < 0 or end <= start:
+            return ""
+        low = bisect.bisect_right(self._changes, (start, "\uffff"))
+        high = bisect.bisect_left(self._changes, (end, ""))
+        changes = list(dict.fromkeys(c for _, c in self._changes[low:high]))
+        if not changes:
+            return ""
+        more = len(changes) - _SHOWN_CHANGES
+        return ", ".join(changes[-_SHOWN_CHANGES:]) + (f" (+{more} earlier)" if more > 0 else "")
+
+    def _add(self, failure: ToolEvent, fix: str) -> None:
+        code = f"exit {failure.exit_code}" if failure.exit_code is not None else "failed"
+        error = collapse(first_error(failure), 140)
+        entry = f"{what_failed(failure, 80)} {code}: {error} → {fix}"
+        self.fixed[:] = [e for e in self.fixed if e != entry][-(MAX_FIXED * 2) :]
+        self.fixed.append(entry)
+
+
+def _did(event: ToolEvent) -> str:
+    action = event.action
+    verb = {ToolKind.WRITE: "wrote", ToolKind.EDIT: "edited", ToolKind.READ: "read"}.get(
+        action.kind, action.name
+    )
+    return f"{verb} {collapse(action.path or action.target, 100)} ok"
+
+
+def merged_fixed(previous: Sequence[str], new: Sequence[str]) -> tuple[str, ...]:
+    """The carried entries and the new ones, each once, the newest :data:`MAX_FIXED`."""
+    merged = list(dict.fromkeys([*previous, *new]))
+    return tuple(merged[-MAX_FIXED:])

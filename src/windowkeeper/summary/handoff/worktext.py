@@ -1,0 +1,154 @@
+"""The Work State section as text, and back: :func:`parse_work` reads exactly what
+:func:`render_work` wrote (the next compaction continues from it).
+
+A work item is one line, ``- <id> "<title>": <status> — <evidence>; <evidence>``: the
+status is derived from the evidence (so it is not read back), the title is a JSON string
+and an evidence entry holding ``;`` is one too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from .items import item_status
+from .model import WorkItem, WorkState
+from .quoting import inline_list, item, parse_list, quote, unquote
+
+AS_OF = "As of compaction time (the turns kept after this handoff included):"
+ITEMS = "Work items (state from tool results):"
+LATEST = "Latest results (the newest run of each check, newest first):"
+FIXED = "Fixed along the way (error → fix):"
+DONE, UNVERIFIED = "Done (with evidence):", "Claimed, not verified:"
+IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (condensed):"
+# An older handoff listed spec excerpts here; they are the Task Spec section's now, and
+# the lines under this heading are read as no part of the work state.
+_OLD_SPECS = "Specs (what the task and the open items ask for):"
+_BLOCKS = (ITEMS, LATEST, FIXED, DONE, UNVERIFIED, IN_PROGRESS, PENDING, _OLD_SPECS)
+_EVIDENCE_SEP = "; "
+_MORE = re.compile(r"\d+ more steps?")
+_DASH = " — "
+
+
+def render_work(
+    work: WorkState, done_shown: int, evidence_shown: int, covered: bool, env: Sequence[str]
+) -> list[str]:
+    """The section's lines: ``done_shown`` newest done items, ``evidence_shown`` newest
+    evidence entries per work item, the environment lines ``env``."""
+    lines = [AS_OF] if covered else []
+    lines += env
+    done = work.done[len(work.done) - min(done_shown, len(work.done)) :]
+    earlier = dict(work.earlier)
+    for dropped in work.done[: len(work.done) - len(done)]:
+        verb = dropped.split(" ", 1)[0].lower()
+        earlier[verb] = earlier.get(verb, 0) + 1
+    if work.items:
+        lines.append(ITEMS)
+        lines.extend(_item_line(i, evidence_shown) for i in work.items)
+    if work.latest:
+        lines.append(LATEST)
+        lines.extend(f"- {item(entry)}" for entry in reversed(work.latest))
+    if work.fixed:
+        lines.append(FIXED)
+        lines.extend(f"- {item(entry)}" for entry in work.fixed)
+    if earlier:
+        counts = ", ".join(f"{verb} {count}" for verb, count in earlier.items())
+        lines.append(f"{EARLIER} {counts}")
+    for label, items in ((DONE, done), (UNVERIFIED, work.unverified),
+                         (IN_PROGRESS, work.in_progress), (PENDING, work.pending)):  # fmt: skip
+        if items:
+            lines.append(label)
+            lines.extend(f"- {item(entry)}" for entry in items)
+    return lines
+
+
+# Which evidence a short render keeps first: how the item ended, the files it changed,
+# its test result, then the other checks, commands run and tracker steps.
+_RANK = {"committed": 0, "merged": 0, "pushed": 1, "closed": 1, "edited": 2, "wrote": 2,
+         "tests": 3, "lint": 4, "build": 4, "ran": 5}  # fmt: skip
+WORKING_EVIDENCE = 6
+"""Evidence entries an item in progress keeps at least (the one a reader continues)."""
+
+
+def _kept(evidence: tuple[str, ...], shown: int) -> tuple[tuple[str, ...], int]:
+    """The ``shown`` most telling entries, in their order, and how many steps are left
+    out (counting those an earlier render left out)."""
+    hidden = [e for e in evidence if _MORE.fullmatch(e)]
+    steps = tuple(e for e in evidence if e not in hidden)
+    earlier = sum(int(e.split(" ", 1)[0]) for e in hidden)
+    if shown >= len(steps):
+        return steps, earlier
+    ranked = sorted(range(len(steps)), key=lambda i: (_RANK.get(_verb(steps[i]), 5), -i))
+    keep = set(ranked[:shown])
+    return tuple(e for i, e in enumerate(steps) if i in keep), earlier + len(steps) - shown
+
+
+def _verb(entry: str) -> str:
+    return entry.split(" ", 1)[0]
+
+
+def _item_line(work_item: WorkItem, shown: int) -> str:
+    title = f" {quote(work_item.title)}" if work_item.title else ""
+    status = item_status(work_item)
+    if status.startswith("in progress"):
+        shown = max(shown, WORKING_EVIDENCE)
+    evidence, more = _kept(work_item.evidence, shown)
+    # The steps left out are counted as a step of their own (it reads back as written).
+    entries = (f"{more} more step{'s' if more > 1 else ''}", *evidence) if more else evidence
+    listed = inline_list(entries, _EVIDENCE_SEP)
+    return f"- {work_item.id}{title}: {status}{_DASH if listed else ''}{listed}"
+
+
+def parse_work(lines: Sequence[str]) -> WorkState:
+    """The work state of a Work State section's lines (see :func:`render_work`)."""
+    groups: dict[str, list[str]] = {}
+    earlier: tuple[tuple[str, int], ...] = ()
+    current: list[str] | None = None
+    items: list[WorkItem] = []
+    for line in lines:
+        if line.startswith(EARLIER):
+            earlier = tuple((k.strip(), int(n)) for k, n in _counts(line[len(EARLIER) :]))
+        elif line in _BLOCKS:
+            current = groups.setdefault(line, [])
+        elif line.startswith("- ") and current is groups.get(ITEMS) and current is not None:
+            parsed = parse_item(line[2:])
+            if parsed is not None:
+                items.append(parsed)
+        elif line.startswith("- ") and current is not None:
+            current.append(unquote(line[2:]))
+    return WorkState(
+        tuple(groups.get(DONE, ())), tuple(groups.get(UNVERIFIED, ())),
+        tuple(groups.get(IN_PROGRESS, ())), tuple(groups.get(PENDING, ())), earlier,
+        tuple(items), tuple(reversed(groups.get(LATEST, ()))), tuple(groups.get(FIXED, ())),
+    )  # fmt: skip
+
+
+def _counts(text: str) -> list[tuple[str, str]]:
+    found = []
+    for part in text.split(", "):
+        name, _, count = part.strip().rpartition(" ")
+        if name and count.isdigit():
+            found.append((name, count))
+    return found
+
+
+def parse_item(text: str) -> WorkItem | None:
+    """A work item line (without its ``- ``), or ``None`` when it is not one."""
+    ident, sep, rest = text.partition(" ")
+    title = ""
+    if ident.endswith(":"):
+        ident, rest = ident[:-1], rest
+    elif sep and rest.startswith('"'):
+        try:
+            value, end = json.JSONDecoder().raw_decode(rest)
+        except ValueError:
+            return None
+        title, rest = str(value), rest[end:].removeprefix(":").lstrip()
+    else:
+        return None
+    _, dash, listed = rest.partition(_DASH)
+    if not dash:
+        return WorkItem(ident, title, ())
+    evidence = tuple(value for value, _ in parse_list(listed, _EVIDENCE_SEP))
+    return WorkItem(ident, title, evidence)
