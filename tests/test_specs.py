@@ -15,13 +15,8 @@ from factories import assistant, call, system, tool, user
 from windowkeeper import CompressionConfig, ContextCompressor
 from windowkeeper.analysis.events import Analysis
 from windowkeeper.analysis.kinds import handoff_body
-from windowkeeper.analysis.specs import (
-    is_spec,
-    look_up_item,
-    named_documents,
-    spec_excerpt,
-    spec_text,
-)
+from windowkeeper.analysis.specexcerpt import spec_excerpt
+from windowkeeper.analysis.specs import is_spec, look_up_item, named_documents, spec_text
 from windowkeeper.core.messages import content_text
 from windowkeeper.core.report import Tier
 from windowkeeper.summary.handoff.model import SpecRole

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
+from ...analysis.specexcerpt import SPEC_CHARS
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
 from .decide import decisions, focus_words
@@ -87,6 +88,8 @@ def extract_state(
     focus: str | None = None,
     tail: Analysis | None = None,
     head: Analysis | None = None,
+    *,
+    spec_chars: int = SPEC_CHARS,
 ) -> HandoffState:
     """The handoff state after these turns (see the module docstring).
 
@@ -99,18 +102,24 @@ def extract_state(
     idempotent). The user's words in the tail stay there and are not quoted. ``head``:
     the protected head, whose tool output pruning has just replaced by stubs: its tool
     events count as the oldest of the trail (its user words stay verbatim there).
+    ``spec_chars``: the excerpt size of each spec shown (it grows with the budget).
     """
     said = _user_side(analysis, previous, placement)
     turns = _turns(analysis, tail, head, previous.covered)
     trail = _trail_state(previous, turns, said.texts, focus)
+    head_task = _head_task(head) if said.task_in_head else ""
+    # A task kept verbatim in the head is quoted here by its opening only: its rules go to
+    # the constraints, so the handoff read alone still carries them.
+    rules = [*constraints_of([head_task] if head_task else []), *said.constraints]
     state = replace(
         trail, task=said.task, task_in_head=said.task_in_head,
-        task_opening=_opening(head) if said.task_in_head else "", request=said.request,
+        task_opening=_opening(head_task), request=said.request,
         request_restated=placement.restated, users=said.users,
-        constraints=merged_constraints(previous.constraints, said.constraints),
+        constraints=merged_constraints(previous.constraints, rules),
     )  # fmt: skip
     state = _status(state, previous, turns)
-    return replace(state, specs=_specs(said, previous, turns, head, state.work.items))
+    specs = _specs(said, previous, turns, head, state.work.items, spec_chars)
+    return replace(state, specs=specs)
 
 
 @dataclass(frozen=True)
@@ -194,6 +203,7 @@ def _specs(
     turns: _Turns,
     head: Analysis | None,
     items: Sequence[WorkItem],
+    chars: int,
 ) -> tuple[Spec, ...]:
     """The specs after these turns: the user's words (quoted, summarized, in the head)
     say which is the task's; the work items' status and the tail's commands, which
@@ -204,7 +214,7 @@ def _specs(
     named = NamedLater(lambda: texts)  # scanned only if a document read asks
     closed = {i.id for i in items if is_closed(i)}
     working = {i.id for i in items} - closed
-    return specs_of(turns.trail, texts, named, previous.specs, turns.kept, working, closed)
+    return specs_of(turns.trail, texts, named, previous.specs, turns.kept, working, closed, chars)
 
 
 def _file_map(
@@ -257,12 +267,14 @@ def _unshown(lines: tuple[str, ...], errors: tuple[OpenError, ...]) -> tuple[str
     return tuple(line for line in lines if line not in shown)
 
 
-def _opening(head: Analysis | None) -> str:
-    """An excerpt of the task the head keeps verbatim (for the handoff read alone)."""
+def _head_task(head: Analysis | None) -> str:
+    """The task the head keeps verbatim: its first message a user wrote."""
     turns = user_turns(head.facts) if head is not None else []
-    if not turns:
-        return ""
-    text = turns[0].text.strip()
+    return turns[0].text.strip() if turns else ""
+
+
+def _opening(text: str) -> str:
+    """An excerpt of the task the head keeps verbatim (for the handoff read alone)."""
     return text if len(text) <= OPENING_CHARS else text[: OPENING_CHARS - 1].rstrip() + " […]"
 
 

@@ -17,7 +17,7 @@ from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, item_sentences, paragraphs, prose
 from ...analysis.resolution import counts_as_failure
 from ...analysis.todos import TodoItem, todo_items
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import ToolKind, change_verb
 from .fixes import what_failed
 from .items import evidence_key, item_status
 from .model import OpenError, WorkItem
@@ -92,8 +92,11 @@ def _did(event: ToolEvent) -> str:
     action = event.action
     if action.kind is ToolKind.SHELL:
         return f"ran {what_failed(event)}"
-    verb = {ToolKind.WRITE: "wrote", ToolKind.EDIT: "edited", ToolKind.READ: "read",
-            ToolKind.SEARCH: "searched"}.get(action.kind, f"called {action.name} on")  # fmt: skip
+    verb = {ToolKind.READ: "read", ToolKind.SEARCH: "searched"}.get(
+        action.kind, f"called {action.name} on"
+    )
+    if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+        verb = change_verb(action.kind, event.result)
     return f"{verb} {collapse(action.path or action.target, 120)}"
 
 

@@ -20,14 +20,8 @@ from dataclasses import replace
 from ...analysis.commands import short_command
 from ...analysis.events import ToolEvent
 from ...analysis.gist import is_stub
-from ...analysis.specs import (
-    SPEC_CHARS,
-    is_spec,
-    look_up_item,
-    look_up_parts,
-    spec_excerpt,
-    spec_text,
-)
+from ...analysis.specexcerpt import SPEC_CHARS, spec_excerpt
+from ...analysis.specs import is_spec, look_up_item, look_up_parts, spec_text
 from ...analysis.toolshapes import ToolKind
 from ...compaction.prune import make_handle
 from .model import Spec, SpecRole
@@ -54,13 +48,14 @@ def specs_of(
     later: Sequence[ToolEvent] = (),
     working: Collection[str] = (),
     closed: Collection[str] = (),
+    chars: int = SPEC_CHARS,
 ) -> tuple[Spec, ...]:
     """The specs after these events (oldest first), merged with the previous ones: the
     task's first (the first spec of an item or document the user named in ``said``,
     pinned once found), then the others by their newest look-up or mention (``later``:
     the events kept verbatim after the handoff, which only name items), one of them with
     its text (see the module docstring: ``working`` and ``closed`` are the work items in
-    progress and closed)."""
+    progress and closed; ``chars``: each shown spec's excerpt size)."""
     found: dict[str, Spec] = {}
     sizes: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -91,7 +86,8 @@ def specs_of(
     shown = _shown(others, working, closed)
     keys = {_key(s) for s in shown}
     referred = [Spec(s.source, "", s.handle, s.item) for s in others if _key(s) not in keys]
-    return (*map(_excerpted, pinned), *referred[-MAX_REFERRED:], *map(_excerpted, shown))
+    cut = [_excerpted(spec, chars) for spec in (*pinned, *shown)]
+    return (*cut[: len(pinned)], *referred[-MAX_REFERRED:], *cut[len(pinned) :])
 
 
 def _shown(specs: Sequence[Spec], working: Collection[str], closed: Collection[str]) -> list[Spec]:
@@ -119,9 +115,9 @@ def _id(item: str) -> str:
     return item.lstrip("#")
 
 
-def _excerpted(spec: Spec) -> Spec:
+def _excerpted(spec: Spec, chars: int) -> Spec:
     """``spec`` with its text cut to its excerpt (only the specs shown pay for it)."""
-    text, shortened = spec_excerpt(spec.text, SPEC_CHARS)
+    text, shortened = spec_excerpt(spec.text, chars)
     return replace(spec, text=text, shortened=spec.shortened or shortened)
 
 

@@ -25,7 +25,7 @@ from ...analysis.outputs import is_test_command, test_summary
 from ...analysis.probes import is_probe
 from ...analysis.resolution import OpenFailures, segments
 from ...analysis.todos import TodoItem
-from ...analysis.toolshapes import ToolAction, ToolKind
+from ...analysis.toolshapes import ToolAction, ToolKind, change_verb
 from .fixes import FixLog, change_of, merged_fixed, what_failed
 from .items import ItemTracker, evidence_key, is_closed
 from .model import WorkState
@@ -66,7 +66,7 @@ def _evidence(event: ToolEvent) -> str | None:
         return None
     action = event.action
     if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
-        verb = "Wrote" if action.kind is ToolKind.WRITE else "Edited"
+        verb = change_verb(action.kind, event.result).capitalize()
         return f"{verb} {_target(action)} ({action.name} ok)"
     if action.kind is not ToolKind.SHELL or not action.command:
         return None
