@@ -103,6 +103,23 @@ def test_a_long_spec_keeps_its_goal_constraint_and_acceptance_lines() -> None:
     )
 
 
+def test_a_lead_in_line_whose_list_was_left_out_is_left_out_too() -> None:
+    """ "Event behavior:" says nothing without the lines it introduces; a lead-in whose
+    lines fit stays with them."""
+    long = "x" * 400
+    text = "\n".join([
+        "○ app-7.3 · Emit the export events", "## Acceptance", "- Event behavior:",
+        f"    - emit export.started with {long}", f"    - emit export.failed with {long}",
+        "- Files:", "    - exporter.py", "- The exporter has tests.", "## Notes", long, long,
+    ])  # fmt: skip
+    excerpt, shortened = spec_excerpt(text, 200)
+    assert shortened
+    assert excerpt.split("\n") == [
+        "○ app-7.3 · Emit the export events", "## Acceptance", "- Files:", "    - exporter.py",
+        "- The exporter has tests.",
+    ]  # fmt: skip
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(max_size=300), max_size=80), st.integers(100, 3_000))
 def test_an_excerpt_fits_its_limit_and_keeps_its_lines_in_order(

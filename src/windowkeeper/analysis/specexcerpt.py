@@ -99,7 +99,8 @@ def spec_excerpt(text: str, limit: int = SPEC_CHARS) -> tuple[str, bool]:
         if used + cost <= limit:
             chosen.add(index)
             used += cost
-    # A heading whose lines were all left out says nothing.
+    # A heading or a list's lead-in line ("Event behavior:") whose lines were all left
+    # out says nothing.
     empty = {h for h, under in headings if under and h in chosen and not chosen & set(under)}
     return "\n".join(lines[i] for i in sorted(chosen - empty)), True
 
@@ -119,7 +120,22 @@ def _prepared(
         _indented(line, RULE_LINE_CHARS if _SECTION <= ranks[i] < _GOAL_REST else LINE_CHARS)
         for i, line in enumerate(lines)
     )
-    return "\n".join(lines), cut, tuple(order), headings
+    return "\n".join(lines), cut, tuple(order), (*headings, *_lead_ins(lines))
+
+
+def _lead_ins(lines: list[str]) -> list[tuple[int, tuple[int, ...]]]:
+    """Each line that ends with a colon and has more indented lines below it, with
+    them."""
+    found = []
+    depths = [len(line) - len(line.lstrip()) for line in lines]
+    for index, line in enumerate(lines):
+        if line.endswith(":"):
+            end = index + 1
+            while end < len(lines) and depths[end] > depths[index]:
+                end += 1
+            if end > index + 1:
+                found.append((index, tuple(range(index + 1, end))))
+    return found
 
 
 def _indented(line: str, limit: int) -> str:
