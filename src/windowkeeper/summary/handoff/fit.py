@@ -25,7 +25,7 @@ _KNOBS = {
     "Task Spec": ("spec_chars",),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars",),
-    "Work State": ("done", "evidence", "fixed"),
+    "Work State": ("done", "evidence", "fixed", "changes"),
     "Open Errors": ("errors", "error_lines_each"),
     "Key Decisions": ("decisions", "decision_chars"),
     "Files": ("files", "files_read"),
@@ -39,10 +39,11 @@ LADDER: tuple[tuple[str, int], ...] = (
     ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
     ("commands", 0), ("evidence", 6), ("fixed", 5), ("files_read", 12),
     ("values", 12), ("files_read", 0), ("error_lines_each", 3), ("done", 4), ("users_full", 6),
-    ("values", 8), ("done", 0), ("evidence", 3), ("fixed", 3), ("decisions", 3),
-    ("spec_chars", 700), ("files", 24), ("user_line_chars", 120), ("users_full", 2),
-    ("values", 0), ("decisions", 0), ("fixed", 1), ("last_chars", 160), ("files", 6),
-    ("evidence", 1), ("fixed", 0), ("users_full", 0), ("spec_chars", 400),
+    ("values", 8), ("done", 0), ("evidence", 3), ("fixed", 3), ("changes", 2),
+    ("decisions", 3), ("spec_chars", 700), ("files", 24), ("user_line_chars", 120),
+    ("users_full", 2), ("values", 0), ("decisions", 0), ("fixed", 1), ("changes", 1),
+    ("last_chars", 160), ("files", 6), ("evidence", 1), ("fixed", 0), ("changes", 0),
+    ("users_full", 0), ("spec_chars", 400),
     ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2), ("error_lines_each", 1),
     ("last_chars", 80), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
 )  # fmt: skip
@@ -97,7 +98,7 @@ def _useful_max(state: HandoffState, knob: str) -> int:
         "files": len(state.files), "files_read": len(state.files), "values": len(state.values),
         "commands": len(state.commands), "error_lines": len(state.error_lines),
         "evidence": max((len(i.evidence) for i in state.work.items), default=0),
-        "fixed": len(state.work.fixed),
+        "fixed": len(state.work.fixed), "changes": len(state.work.changes),
     }  # fmt: skip
     lengths = {
         "task_chars": len(state.task.text) if state.task else 0, "user_line_chars": 240,

@@ -112,6 +112,8 @@ class WorkState:
     items: tuple[WorkItem, ...] = ()
     latest: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    """The newest edits with their gist (``path: old → new``), newest last."""
 
 
 @dataclass(frozen=True)

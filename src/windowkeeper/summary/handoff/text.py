@@ -58,6 +58,8 @@ class Shown:
     evidence: int = ALL
     """The newest this many evidence entries of each work item."""
     fixed: int = ALL
+    changes: int = ALL
+    """The newest this many edits with what they changed."""
     last_chars: int = ALL
     """Characters of the last action (the agent's words that led to it go first)."""
     decisions: int = ALL
@@ -159,7 +161,10 @@ def _constraints(state: HandoffState, shown: Shown) -> str:
 
 
 def _work(state: HandoffState, shown: Shown) -> str:
-    work = replace(state.work, fixed=_newest(state.work.fixed, shown.fixed))
+    work = replace(
+        state.work, fixed=_newest(state.work.fixed, shown.fixed),
+        changes=_newest(state.work.changes, shown.changes),
+    )  # fmt: skip
     env = [f"{label}: {item(value)}" for label, value in state.environment]
     return "\n".join(render_work(work, shown.done, shown.evidence, bool(state.covered), env))
 

@@ -30,7 +30,7 @@ from .fixes import FixLog, change_of, merged_fixed, what_failed
 from .items import ItemTracker, evidence_key, is_closed
 from .model import WorkState
 from .plans import stated_plan
-from .progress import latest_results, newest_todos
+from .progress import latest_results, newest_changes, newest_todos
 from .trail import commit_made
 
 MAX_DONE, MAX_PLAN = 24, 6
@@ -139,6 +139,7 @@ def work_state(
     state = replace(
         state, items=found, latest=latest_results(events, previous.latest),
         fixed=merged_fixed(previous.fixed, fixes.fixed),
+        changes=newest_changes(events, previous.changes),
     )  # fmt: skip
     return state, tracker
 
