@@ -76,8 +76,21 @@ def prose(text: str) -> str:
 
 
 def item_sentences(item: str) -> list[str]:
-    """The sentences of one paragraph or list item (see :func:`paragraphs`)."""
-    return [part.strip() for part in _SENTENCE_END.split(item) if part.strip()]
+    """The sentences of one paragraph or list item (see :func:`paragraphs`). A sentence
+    end inside inline code (`` `ALTER TABLE ... ADD` ``) ends no sentence, when the
+    item's backticks pair up (a stray one would join the rest of the item)."""
+    parts = [part.strip() for part in _SENTENCE_END.split(item) if part.strip()]
+    if len(parts) < 2 or "`" not in item or item.count("`") % 2:
+        return parts
+    joined: list[str] = []
+    open_code = False
+    for part in parts:
+        if open_code:
+            joined[-1] += " " + part
+        else:
+            joined.append(part)
+        open_code ^= part.count("`") % 2 == 1
+    return joined
 
 
 def paragraphs(text: str) -> list[str]:
