@@ -264,3 +264,43 @@ def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_s
         ("app-7.2", True),
     ]
     assert state.specs[-1].text == parts[1] and state.specs[-1].role is SpecRole.IN_PROGRESS
+
+
+def test_the_next_step_carries_the_done_criteria_and_the_items_not_started() -> None:
+    """The reader asked "what is next?" and the spec's remaining requirements (the tests
+    it asks for, the next item looked up) were only in the Task Spec section."""
+    from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
+    from windowkeeper.summary.handoff.model import HandoffState
+    from windowkeeper.summary.handoff.text import render
+
+    parts = [
+        "○ app-7.2 · Close the session\nTechnical specs:\n- event `close_session`\n"
+        "Definition of Done:\n- Clicking Close closes every open note.\n"
+        "- LiveView tests cover N>0 and N=0.",
+        "○ app-7.3 · Export the notes\n## Acceptance\n- CSV has a header",
+    ]
+    command = 'bd show app-7.2; echo "==="; bd show app-7.3'
+    turns = [
+        user("Work on bead app-7."),
+        assistant(None, call("s", "bash", command=command)),
+        tool("s", "\n===\n".join(parts) + "\n" + OK),
+        assistant(None, call("u", "bash", command="bd update app-7.2 --status in_progress")),
+        tool("u", OK),
+        assistant(None, call("e", "Edit", file_path="/w/live.ex", old_string="a", new_string="b")),
+        tool("e", "ok"),
+    ]
+    where = Placement(user_in_tail=False)
+    state = extract_state(Analysis(turns), HandoffState(), where)
+    lines = state.next_step.split("\n")
+    assert lines[0].startswith("Next (derived at compaction time") and "app-7.2" in lines[0]
+    assert lines[1:] == [
+        "Before closing app-7.2, check the done criteria of its spec: Clicking Close closes "
+        "every open note; LiveView tests cover N>0 and N=0",
+        "Looked up, no work on it seen yet: app-7.3",
+    ]
+    body = render(state)
+    reread = parse_state(body)
+    assert reread is not None and reread.next_step == state.next_step
+    # A compaction with nothing new carries the step as it was (nothing said twice).
+    again = extract_state(Analysis([user("continue")]), previous_state(body), where)
+    assert again.next_step == state.next_step

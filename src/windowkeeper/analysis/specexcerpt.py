@@ -72,6 +72,7 @@ _RULE_LINE = re.compile(
     r"|don't|only|expected|given|when|then|no-go|definition of done|keep|avoid)\b",
     re.IGNORECASE,
 )
+_BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)]|\[[ xX]\])\s+")
 _RULER = re.compile(r"(?:-{3,}|\*{3,}|_{3,}|={3,})")
 _EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
 
@@ -103,6 +104,20 @@ def spec_excerpt(text: str, limit: int = SPEC_CHARS) -> tuple[str, bool]:
     # out says nothing.
     empty = {h for h, under in headings if under and h in chosen and not chosen & set(under)}
     return "\n".join(lines[i] for i in sorted(chosen - empty)), True
+
+
+def done_criteria(text: str) -> list[str]:
+    """The lines of a spec's done-criteria sections (acceptance, definition of done, the
+    tests asked for), in order, each without its bullet."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    ranks, headings = _priorities(tuple(lines))
+    heads = {h for h, _ in headings}
+    done = _SECTION + 1  # the second class of _CONSTRAINING
+    return [
+        _BULLET.sub("", lines[i].strip())
+        for i in range(len(lines))
+        if ranks[i] == done and i not in heads
+    ]
 
 
 @functools.lru_cache(maxsize=64)

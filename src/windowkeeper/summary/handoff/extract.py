@@ -22,7 +22,7 @@ from .items import is_closed
 from .model import HandoffState, OpenError, Quote, Spec, WorkItem
 from .parse import parse_state
 from .progress import last_action, next_step
-from .specs import specs_of
+from .specs import ahead_in_specs, specs_of
 from .trail import (
     SOURCE_DIRS,
     anchored,
@@ -119,7 +119,11 @@ def extract_state(
     )  # fmt: skip
     state = _status(state, previous, turns)
     specs = _specs(said, previous, turns, head, state.work.items, spec_chars)
-    return replace(state, specs=specs)
+    step = state.next_step
+    if step != previous.next_step:  # newly derived: what the specs say is ahead goes with it
+        ahead = ahead_in_specs(specs, {i.id for i in state.work.items})
+        step = "\n".join(x for x in (step, *ahead) if x)
+    return replace(state, specs=specs, next_step=step)
 
 
 @dataclass(frozen=True)

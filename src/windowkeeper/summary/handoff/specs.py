@@ -19,8 +19,9 @@ from dataclasses import replace
 
 from ...analysis.commands import short_command
 from ...analysis.events import ToolEvent
+from ...analysis.facts import dedupe
 from ...analysis.gist import is_stub
-from ...analysis.specexcerpt import SPEC_CHARS, spec_excerpt
+from ...analysis.specexcerpt import SPEC_CHARS, done_criteria, spec_excerpt
 from ...analysis.specs import is_spec, look_up_item, look_up_parts, spec_text
 from ...analysis.toolshapes import ToolKind
 from ...compaction.prune import make_handle
@@ -36,6 +37,8 @@ LABELS = {
     SpecRole.NOT_CLOSED: "Spec of the newest item not closed:",
 }
 REFERRED = "Also looked up (recall for the text):"
+CRITERIA_CHARS = 400
+"""Characters of done criteria the next step repeats (whole lines)."""
 REFERRED_SOURCE = 48
 _SEP = " · "
 
@@ -193,6 +196,34 @@ def _source(event: ToolEvent) -> str:
     if action.kind is ToolKind.READ:
         return action.path or action.target
     return f"{action.name} {action.target}".strip()[:100]
+
+
+def ahead_in_specs(specs: Sequence[Spec], worked: Collection[str]) -> list[str]:
+    """What the specs say is still ahead, for the next step: the done criteria of the
+    item in progress (to check before it is closed: whether each is met is not known) and
+    the items looked up that no work was seen on (``worked``: the work items' ids)."""
+    lines: list[str] = []
+    current = next((s for s in specs if s.role is SpecRole.IN_PROGRESS and s.text), None)
+    criteria = done_criteria(current.text) if current is not None else []
+    shown: list[str] = []
+    for line in criteria:
+        if sum(len(c) + 2 for c in shown) + len(line) > CRITERIA_CHARS:
+            break
+        shown.append(line.rstrip(".;"))
+    if current is not None and shown:
+        more = len(criteria) - len(shown)
+        rest = f" (+{more} more in its spec, Task Spec)" if more else ""
+        lines.append(
+            f"Before closing {current.item}, check the done criteria of its spec: "
+            + "; ".join(shown) + rest
+        )  # fmt: skip
+    untouched = dedupe(
+        s.item for s in specs
+        if s.item and not s.task and s.role is not SpecRole.IN_PROGRESS and s.item not in worked
+    )  # fmt: skip
+    if untouched:
+        lines.append("Looked up, no work on it seen yet: " + ", ".join(untouched))
+    return lines
 
 
 # --- text ---------------------------------------------------------------------------------
