@@ -53,6 +53,7 @@ CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 # look-behind follows the first whitespace character, so the engine skips ahead fast).
 _SENTENCE_END = re.compile(r"\s(?<=[.!?]\s)\s*(?=[A-Z\"'`(\[])")
 _BULLET = re.compile(r"^(?:[-*+>•]|#{1,6}|\d{1,3}[.)])\s+")
+_TAG_LINE = re.compile(r"</?[A-Za-z][\w-]*>")
 
 
 def sentences(text: str) -> list[str]:
@@ -100,8 +101,8 @@ def paragraphs(text: str) -> list[str]:
     fresh = True
     for raw in text.splitlines():
         line = raw.strip()
-        if not line:
-            fresh = True
+        if not line or (line[0] == "<" and _TAG_LINE.fullmatch(line)):
+            fresh = True  # a line that is only a tag (``</pr_description>``) is structure
             continue
         bullet = _BULLET.match(line)
         if bullet or fresh:
