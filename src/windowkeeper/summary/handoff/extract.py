@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
+from ...analysis.facts import dedupe
 from ...analysis.specexcerpt import SPEC_CHARS
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
@@ -40,7 +41,15 @@ from .trail import (
     values_of,
     working_directories,
 )
-from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
+from .users import (
+    UserTurn,
+    constraints_of,
+    merged_constraints,
+    quoted,
+    strongest_first,
+    task_quote,
+    user_turns,
+)
 from .valuetext import grouped_values, merged_commits
 from .work import work_state
 from .workpaths import relative, relative_text
@@ -108,14 +117,15 @@ def extract_state(
     turns = _turns(analysis, tail, head, previous.covered)
     trail = _trail_state(previous, turns, said.texts, focus)
     head_task = _head_task(head) if said.task_in_head else ""
-    # A task kept verbatim in the head is quoted here by its opening only: its rules go to
-    # the constraints, so the handoff read alone still carries them.
-    rules = [*constraints_of([head_task] if head_task else []), *said.constraints]
+    # A task kept verbatim in the head is quoted here by its opening only: its rules are
+    # listed, so the handoff read alone still carries them.
+    rules = strongest_first(constraints_of([head_task] if head_task else []))
     state = replace(
         trail, task=said.task, task_in_head=said.task_in_head,
         task_opening=_opening(head_task), request=said.request,
         request_restated=placement.restated, users=said.users,
-        constraints=merged_constraints(previous.constraints, rules),
+        constraints=merged_constraints(previous.constraints, said.constraints),
+        task_rules=tuple(dedupe([*previous.task_rules, *rules])),
     )  # fmt: skip
     state = _status(state, previous, turns)
     specs = _specs(said, previous, turns, head, state.work.items, spec_chars)

@@ -40,6 +40,7 @@ EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
 COVERED = "Counted through tool call:"
 LAST_ACTION = "Last action:"
 NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the way)."
+TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
 
@@ -54,6 +55,8 @@ class Shown:
     """The newest this many user messages in full; older ones by their first line."""
     user_line_chars: int = 240
     constraint_chars: int = 600
+    task_rules: int = ALL
+    """The first this many of the task's rules (the task is verbatim in the context)."""
     done: int = ALL
     evidence: int = ALL
     """The newest this many evidence entries of each work item."""
@@ -157,7 +160,12 @@ def first_line(quoted: Quote, limit: int) -> Quote:
 
 
 def _constraints(state: HandoffState, shown: Shown) -> str:
-    return "\n".join(f"- {item(_cut(c, shown.constraint_chars))}" for c in state.constraints)
+    lines = [f"- {item(_cut(c, shown.constraint_chars))}" for c in state.constraints]
+    rules = state.task_rules[: shown.task_rules]
+    if rules:
+        lines.append(TASK_RULES)
+        lines.extend(f"- {item(_cut(c, shown.constraint_chars))}" for c in rules)
+    return "\n".join(lines)
 
 
 def _work(state: HandoffState, shown: Shown) -> str:

@@ -201,7 +201,7 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
         candidates = [s for s in sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
         rules = [s for s in clued_items(candidates, _CLUES) if _states(_RULE.search, s)]
         values = [s for s in candidates if _states_value(s) and s not in rules]
-        chosen = dedupe(_strongest(rules) + values)
+        chosen = dedupe(strongest_first(rules) + values)
         if len(chosen) < MAX_PER_MESSAGE:  # the softer forms only fill the slots left
             rest = [s for s in candidates if s not in chosen]
             soft = [s for s in clued_items(rest, _SOFT_CLUES) if _states(_soft, s)]
@@ -212,7 +212,7 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
     return dedupe(found)
 
 
-def _strongest(rules: list[str]) -> list[str]:
+def strongest_first(rules: list[str]) -> list[str]:
     """``rules`` with the bans first, then the obligations, then the rest (each in the
     text's order): when a long message (a task with its instructions) states more rules
     than a message keeps, the ones a continuing agent must not break are kept."""
