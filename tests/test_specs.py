@@ -103,6 +103,35 @@ def test_a_long_spec_keeps_its_goal_constraint_and_acceptance_lines() -> None:
     )
 
 
+def test_the_sections_that_constrain_the_work_are_kept_whole_before_narrative() -> None:
+    """Readers lost points on the event name and the tests a spec asked for, cut while
+    its story was kept: rules, done criteria, technical specs and edge cases come first."""
+    story = [
+        f"Reviewers told us story number {n} about closing reviews by hand." for n in range(12)
+    ]
+    technical = [
+        f"- event `close_{n}` closes annotation kind {n} via action `:close`" for n in range(5)
+    ]
+    done = ["- LiveView tests cover close with N>0 and N=0 paths.", "- The flash shows the count."]
+    edge = ["- An empty project closes nothing and says so."]
+    text = "\n".join([
+        "○ app-9 · Close the review", "## Why", *story, "## Technical specs", *technical,
+        "## Definition of Done", *done, "## Edge cases", *edge,
+    ])  # fmt: skip
+    excerpt, shortened = spec_excerpt(text, 700)
+    assert shortened and len(excerpt) <= 700
+    for line in [*technical, *done, *edge, "## Technical specs", "## Definition of Done"]:
+        assert line in excerpt.split("\n"), line
+    assert story[5] not in excerpt
+
+
+def test_the_excerpt_grows_with_the_summary_budget() -> None:
+    from windowkeeper.analysis.specexcerpt import SPEC_CHARS, spec_chars
+
+    assert spec_chars(500) == spec_chars(2_000) == SPEC_CHARS
+    assert spec_chars(8_000) > spec_chars(4_000) > SPEC_CHARS
+
+
 def test_a_lead_in_line_whose_list_was_left_out_is_left_out_too() -> None:
     """ "Event behavior:" says nothing without the lines it introduces; a lead-in whose
     lines fit stays with them."""
