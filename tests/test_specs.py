@@ -273,19 +273,24 @@ def test_sessions_without_specs_have_no_task_spec_section() -> None:
     assert not any("## Task Spec" in content_text(m.get("content")) for m in result.messages)
 
 
-def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_shown() -> None:
-    from windowkeeper.summary.handoff.extract import Placement, extract_state
-    from windowkeeper.summary.handoff.model import HandoffState
-
-    parts = [f"○ app-7.{n} · Part {n}\n## Acceptance\n- part {n} has tests" for n in (1, 2, 3)]
-    command = 'bd show app-7.1; echo "==="; bd show app-7.2; echo "==="; bd show app-7.3'
-    turns = [
+def claimed_after_look_up(parts: list[str], items: tuple[str, ...]) -> list[Message]:
+    """One look-up of ``items`` (their outputs ``parts``), then app-7.2 claimed."""
+    command = '; echo "==="; '.join(f"bd show {item}" for item in items)
+    return [
         user("Work on bead app-7."),
         assistant(None, call("s", "bash", command=command)),
         tool("s", "\n===\n".join(parts) + "\n" + OK),
         assistant(None, call("u", "bash", command="bd update app-7.2 --status in_progress")),
         tool("u", OK),
     ]
+
+
+def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_shown() -> None:
+    from windowkeeper.summary.handoff.extract import Placement, extract_state
+    from windowkeeper.summary.handoff.model import HandoffState
+
+    parts = [f"○ app-7.{n} · Part {n}\n## Acceptance\n- part {n} has tests" for n in (1, 2, 3)]
+    turns = claimed_after_look_up(parts, ("app-7.1", "app-7.2", "app-7.3"))
     state = extract_state(Analysis(turns), HandoffState(), Placement(user_in_tail=False))
     assert [(s.item, bool(s.text)) for s in state.specs] == [
         ("app-7.1", False),
@@ -308,13 +313,8 @@ def test_the_next_step_carries_the_done_criteria_and_the_items_not_started() -> 
         "- LiveView tests cover N>0 and N=0.",
         "○ app-7.3 · Export the notes\n## Acceptance\n- CSV has a header",
     ]
-    command = 'bd show app-7.2; echo "==="; bd show app-7.3'
     turns = [
-        user("Work on bead app-7."),
-        assistant(None, call("s", "bash", command=command)),
-        tool("s", "\n===\n".join(parts) + "\n" + OK),
-        assistant(None, call("u", "bash", command="bd update app-7.2 --status in_progress")),
-        tool("u", OK),
+        *claimed_after_look_up(parts, ("app-7.2", "app-7.3")),
         assistant(None, call("e", "Edit", file_path="/w/live.ex", old_string="a", new_string="b")),
         tool("e", "ok"),
     ]
