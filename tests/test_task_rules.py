@@ -108,3 +108,24 @@ def test_a_line_that_is_only_a_tag_ends_a_paragraph() -> None:
     into the sentence after it."""
     text = "Rows are lost\n</pr_description>\nYour task is to fix it.\n<b>bold</b> stays."
     assert sentences(text) == ["Rows are lost", "Your task is to fix it. <b>bold</b> stays."]
+
+
+def test_the_newest_files_read_keep_their_names_until_the_modified_files_are_cut() -> None:
+    """ "Read: (and 10 more)" told a reader nothing: the newest three names stay."""
+    reads = [
+        m
+        for k in range(20)
+        for m in call(f"r{k}", "Read", {"file_path": f"/repo/src/reader_{k}.py"}, "x = 1")
+    ]
+    head = Analysis([{"role": "system", "content": "You are an agent."}, _user(TASK)])
+    state = extract_state(Analysis([*reads, *work(12)]), HandoffState(), HEAD, head=head)
+    seen_three = False
+    for budget in range(200, 1_400, 25):
+        shown = fitted(state, budget)
+        if shown.files_read == 0:
+            assert shown.files <= 24, budget  # the modified files were cut first
+        seen_three |= shown.files_read == 3
+        if shown.files_read == 3:
+            read = next(x for x in render(state, shown).split("\n") if x.startswith("Read: "))
+            assert read.startswith("Read: src/reader_17.py, src/reader_18.py, src/reader_19.py")
+    assert seen_three
