@@ -649,6 +649,7 @@ def test_render_then_parse_is_the_identity(
                      latest=tuple(lines), fixed=tuple(lines), changes=tuple(lines))  # fmt: skip
     state = HandoffState(
         task=task, users=tuple(users), constraints=tuple(constraints), work=work,
+        task_rules=tuple(reversed(constraints)),
         errors=tuple(OpenError(shown_command(c), (c,), 1, c) for c in commands[:2]),
         decisions=tuple(decisions), files=tuple(files),
         values=grouped_values(values, shas, (i.id for i in items)), commits=shas,
