@@ -144,3 +144,17 @@ def test_lower_case_patterns_over_folded_text_match_as_ignorecase_would(text: st
     for pattern in (users._SOFT, users._SETTING, users._BOUND):
         ignoring_case = re.compile(pattern.pattern, re.IGNORECASE)
         assert bool(pattern.search(folded(text))) == bool(ignoring_case.search(text))
+
+
+def test_a_rule_of_three_words_keeps_the_sentence_it_is_about() -> None:
+    """ "Do not modify." alone does not say what must not be modified."""
+    text = "* Git config (username and email) is pre-set. Do not modify.\n* Never push to main."
+    assert constraints_of([text]) == [
+        "Git config (username and email) is pre-set. Do not modify.",
+        "Never push to main.",
+    ]
+    # At the start of an item there is nothing before it to read it with.
+    assert constraints_of(["Never rebase.\n\nDo not force-push main."]) == [
+        "Never rebase.",
+        "Do not force-push main.",
+    ]

@@ -53,6 +53,8 @@ CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 # look-behind follows the first whitespace character, so the engine skips ahead fast).
 _SENTENCE_END = re.compile(r"\s(?<=[.!?]\s)\s*(?=[A-Z\"'`(\[])")
 _BULLET = re.compile(r"^(?:[-*+>•]|#{1,6}|\d{1,3}[.)])\s+")
+SHORT_WORDS = 3
+"""A sentence this short is read with the one before it (see :func:`rule_sentences`)."""
 _TAG_LINE = re.compile(r"</?[A-Za-z][\w-]*>")
 
 
@@ -69,6 +71,22 @@ def sentences(text: str) -> list[str]:
 def _sentences(text: str) -> tuple[str, ...]:
     """Remembered: the summarizer splits the same user texts for several sections."""
     return tuple(s for item in paragraphs(prose(text)) for s in item_sentences(item))
+
+
+@functools.lru_cache(maxsize=256)
+def rule_sentences(text: str) -> tuple[str, ...]:
+    """:func:`sentences`, except that a sentence of three words or fewer is read with the
+    one before it in its paragraph or list item ("Git config is pre-set. Do not modify."):
+    alone, it does not say what it is about."""
+    found: list[str] = []
+    for item in paragraphs(prose(text)):
+        start = len(found)
+        for sentence in item_sentences(item):
+            if len(found) > start and len(sentence.split()) <= SHORT_WORDS:
+                found[-1] += " " + sentence
+            else:
+                found.append(sentence)
+    return tuple(found)
 
 
 def prose(text: str) -> str:

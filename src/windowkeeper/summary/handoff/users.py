@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ...analysis.facts import clued_items, dedupe, folded, sentences, word_clues
+from ...analysis.facts import clued_items, dedupe, folded, rule_sentences, word_clues
 from ...analysis.instructions import excerpt
 from ...analysis.kinds import live_text, user_text
 from ...analysis.record import MessageFacts
@@ -198,7 +198,7 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
     for text in texts:
         if "```" in text or len(text) > 20_000:
             text = re.sub(r"```.*?(?:```|\Z)", "\n", text[:20_000], flags=re.DOTALL)
-        candidates = [s for s in sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
+        candidates = [s for s in rule_sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
         rules = [s for s in clued_items(candidates, _CLUES) if _states(_RULE.search, s)]
         values = [s for s in candidates if _states_value(s) and s not in rules]
         chosen = dedupe(strongest_first(rules) + values)
