@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from windowkeeper.analysis.changes import edit_gist, text_gist
+from windowkeeper.analysis.changes import edit_gist, sed_change, text_gist
 from windowkeeper.analysis.events import Analysis, ToolEvent
 from windowkeeper.core.tokens import estimate_tokens
 from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
@@ -156,3 +156,25 @@ def test_changes_are_trimmed_oldest_first_to_fit_the_budget() -> None:
         assert [line.split(":", 1)[0] for line in listed] == [
             f"- stage_{k}.py" for k in range(3, 3 - len(listed), -1)
         ]
+
+
+def test_an_in_place_sed_substitution_has_the_pattern_and_the_replacement() -> None:
+    assert sed_change("sed -i 's/tries = 3/tries = 5/g' src/retry.py") == (
+        "src/retry.py",
+        "sed `tries = 3` → `tries = 5`",
+    )
+    assert sed_change("cd /w && sed -i.bak -e 's|/old/path|/new/path|' conf.ini") == (
+        "conf.ini",
+        "sed `/old/path` → `/new/path`",
+    )
+    assert sed_change("sed -i '3s/x = 1//' f.py") == ("f.py", "sed `x = 1` → nothing")
+    assert sed_change("sed 's/a/b/' f.txt") is None  # prints, writes nothing
+    assert sed_change("sed -i '/^#/d' f.txt") is None  # no substitution
+    missing = "sed: can't read gone.py: No such file or directory\n<returncode>2</returncode>"
+    turns = [
+        user("Fix the regex."),
+        *call("s1", "bash", {"command": "cd /w && sed -i 's/re.M)/re.S)/' pkg/compiler.py"},
+              "<returncode>0</returncode>"),
+        *call("s2", "bash", {"command": "sed -i 's/a/b/' gone.py"}, missing),
+    ]  # fmt: skip
+    assert state_of(turns).work.changes == ("pkg/compiler.py: sed `re.M)` → `re.S)`",)

@@ -5,10 +5,11 @@ The gist of an edit call is its first changed line, old → new, from the call's
 arguments (an old and a new text, as string-replacement editors take them; the edits
 of a multi-edit call; an insert's new text): comment and blank lines aside, the first
 line it removed and the first two it added, each cut short, with a count of the other
-changed lines. A write of a whole file and an edit through the shell have no gist
-(their arguments are the file or the command, which other lines name). The edit's texts
-are masked before they are compared and cut: a secret cut short no longer looks like one,
-so masking the handoff's text afterwards would not find it.
+changed lines. An in-place ``sed`` substitution (``sed -i 's/old/new/' file``) has the
+pattern → the replacement. A write of a whole file and other edits through the shell
+have no gist (their arguments are the file or the command, which other lines name). The
+texts are masked before they are compared and cut: a secret cut short no longer looks
+like one, so masking the handoff's text afterwards would not find it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from typing import Any
 from ..core.secrets import redact
 from .events import ToolEvent, remembered
 from .facts import collapse
+from .shellwords import lines_of, steps_of
 from .toolshapes import ToolKind
+from .writers import in_place, in_place_files, unwrapped
 
 SIDE_CHARS = 70
 """Characters of each changed line shown."""
@@ -31,23 +34,69 @@ _NEW_KEYS = ("new_string", "new_str", "newText", "new_text", "new", "replace", "
 # Lines that say nothing about what the code does: blank, comments, lone brackets.
 _TRIVIAL = re.compile(r"\s*(?:$|#|//|/\*|\*|--|<!--|[)\]}>;,]+\s*$)")
 JOIN = " ⏎ "
+# A sed substitution: an optional address, ``s``, a delimiter, the pattern, the
+# replacement (either may hold an escaped delimiter), flags.
+_SED_SUB = re.compile(
+    r"(?:\d+(?:,\d+)?|\$|/(?:\\.|[^/])*/)?\s*s(?P<d>[^\w\s\\])"
+    r"(?P<old>(?:\\.|(?!(?P=d)).)*)(?P=d)(?P<new>(?:\\.|(?!(?P=d)).)*)(?P=d)[gipIM\d]*",
+    re.DOTALL,
+)
 
 
-def edit_gist(event: ToolEvent) -> str:
-    """The gist of a successful edit call (``""`` when it has none), computed once."""
-    found: str = remembered(event, "edit_gist", _edit_gist)
+def edit_change(event: ToolEvent) -> tuple[str, str] | None:
+    """The file and the gist of a successful edit call or in-place ``sed``
+    substitution (``None`` when it has none), computed once."""
+    found: tuple[str, str] | None = remembered(event, "edit_change", _edit_change)
     return found
 
 
-def _edit_gist(event: ToolEvent) -> str:
-    if event.result is None or event.failed or event.action.kind is not ToolKind.EDIT:
-        return ""
+def edit_gist(event: ToolEvent) -> str:
+    """The gist of :func:`edit_change` (``""`` when there is none)."""
+    change = edit_change(event)
+    return change[1] if change else ""
+
+
+def _edit_change(event: ToolEvent) -> tuple[str, str] | None:
+    if event.result is None or event.failed:
+        return None
+    action = event.action
+    if action.kind is ToolKind.SHELL and action.command and "sed" in action.command:
+        return sed_change(action.command)
+    if action.kind is not ToolKind.EDIT:
+        return None
     pairs = _pairs(event.args)
     gists = [g for old, new in pairs if (g := text_gist(redact(old), redact(new)))]
     if not gists:
-        return ""
+        return None
     more = len(gists) - 1
-    return gists[0] + (f" (+{more} more edit{'s' if more > 1 else ''})" if more else "")
+    edits = f" (+{more} more edit{'s' if more > 1 else ''})" if more else ""
+    return action.path or action.target, gists[0] + edits
+
+
+def sed_change(command: str) -> tuple[str, str] | None:
+    """The file and gist of the first in-place ``sed`` substitution of a command line
+    (``sed `pattern` → `replacement```), or ``None``."""
+    for line in lines_of(command)[0]:
+        for step in steps_of(line):
+            words = unwrapped(step)
+            if not words or words[0].rsplit("/", 1)[-1] != "sed":
+                continue
+            args = words[1:]
+            match = _SED_SUB.fullmatch(_sed_script(args).strip())
+            files = in_place_files(args)
+            if match and files and any(in_place(word, "sed") for word in args):
+                old, new = redact(match["old"]), redact(match["new"])
+                return files[0], f"sed {_code([old])} → {_code([new]) if new else 'nothing'}"
+    return None
+
+
+def _sed_script(args: Sequence[str]) -> str:
+    """The first script of a ``sed`` command's arguments (``-e``'s, else its first
+    operand)."""
+    for index, word in enumerate(args[:-1]):
+        if word in ("-e", "--expression"):
+            return args[index + 1]
+    return next((word for word in args if not word.startswith("-")), "")
 
 
 def _pairs(args: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from ...analysis.changes import edit_gist
+from ...analysis.changes import edit_change
 from ...analysis.checks import check_result, check_target, is_check_run
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, paragraphs, prose
@@ -52,13 +52,10 @@ def latest_results(events: Sequence[ToolEvent], previous: Sequence[str]) -> tupl
 
 def newest_changes(events: Sequence[ToolEvent], previous: Sequence[str]) -> tuple[str, ...]:
     """The newest edits with what they changed (``path: `old` → `new```, the gist of
-    :func:`~windowkeeper.analysis.changes.edit_gist`), the carried ones first; newest
+    :func:`~windowkeeper.analysis.changes.edit_change`), the carried ones first; newest
     last. A reader asks what the code does now, which "edited helpers.py" does not say."""
-    found = [
-        f"{collapse(e.action.path or e.action.target, 120)}: {gist}"
-        for e in events
-        if (gist := edit_gist(e))
-    ]
+    changes = filter(None, (edit_change(e) for e in events))
+    found = [f"{collapse(path, 120)}: {gist}" for path, gist in changes]
     return tuple(dedupe([*previous, *found], keep_last=True)[-MAX_CHANGES:])
 
 
