@@ -255,7 +255,7 @@ def test_the_report_of_a_foreground_compaction_names_the_discard() -> None:
     [report] = seen
     assert report.background == Background(False, DiscardReason.SESSION)
     assert report.to_dict()["background"] == {
-        "applied": False, "reason": "session", "prepared_ms": 0.0,
+        "applied": False, "reason": "session", "prepared_ms": 0.0, "pruned_on_apply": 0,
     }  # fmt: skip
 
 

@@ -14,6 +14,9 @@ holds:
   invariants;
 * the joined list is small enough: a prune-only result within tier 1's own target, a
   summary under the soft mark (at or over it, the next compaction would start at once).
+  When the messages added since have outgrown it, tier 1 runs over the joined list first
+  (old tool output outside its verbatim tail becomes stubs, as a foreground compaction's
+  first tier leaves it): milliseconds, where a discard costs a new summary.
 
 Otherwise it returns a :class:`~windowkeeper.core.report.DiscardReason` and the caller
 compacts in the foreground. Applying costs a digest of the history's prefix and the
@@ -30,6 +33,7 @@ from dataclasses import replace
 from ..analysis.record import Analyzer
 from ..compaction.media import strip_historical_media
 from ..compaction.plan import CompactionPlan
+from ..compaction.prune import PassResult
 from ..compaction.sanitize import sanitize_tool_pairs
 from ..core.cache import kept_prefix
 from ..core.config import CompressionConfig
@@ -47,7 +51,7 @@ from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer
 from .base import ContextEngine
 from .guard import GuardState, blocked, on_compaction, on_summary_failure, on_summary_success
-from .pipeline import receipt_of
+from .pipeline import make_job, prune_outside_tail, receipt_of
 from .prepared import PreparedCompaction, history_digest
 
 __all__ = ("BackgroundCompaction",)
@@ -181,21 +185,42 @@ class BackgroundCompaction(ContextEngine):
         before = current_tokens
         if before is None:
             before = extra + sum(f.tokens for f in analyzer.analyze(messages))
-        if after >= before or after > self._largest(prepared.report):
+        largest = self._largest(prepared.report)
+        trimmed = PassResult(joined)
+        if after > largest:
+            trimmed = self._trimmed(joined, extra)
+            joined = trimmed.messages
+            after = extra + sum(f.tokens for f in analyzer.analyze(joined))
+        if after >= before or after > largest:
             return DiscardReason.INSUFFICIENT
         if violations(joined):
             return DiscardReason.INVALID
-        report = self._moved_on(prepared, before, after, len(messages), len(joined))
+        report = self._moved_on(prepared, before, after, trimmed.changed)
+        report = replace(
+            report, before_messages=len(messages), after_messages=len(joined),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )  # fmt: skip
         costs = (analyzer.facts(m).tokens for m in messages)
         kept = extra + kept_prefix(messages, joined, costs)
-        report = replace(report, elapsed_ms=(time.perf_counter() - started) * 1000)
         made = receipt_of(self.config, self.provider, report, kept, background=True)
         analyzer.retain(joined)
+        archived = (*prepared.archived, *trimmed.archived)
         result = CompressionResult(
-            joined, replace(report, receipt=made), prepared.archived, prepared.summary
+            joined, replace(report, receipt=made), archived, prepared.summary
         )
         self.completed(messages, result)
         return result
+
+    def _trimmed(self, joined: list[Message], extra: int) -> PassResult:
+        """Tier 1 over ``joined``: every tool output and long call argument outside its own
+        verbatim tail (planned as for a compaction of it) pruned, the texts untouched.
+        Archived items index into ``joined``."""
+        facts = self.analyzer.analyze(joined)
+        job = make_job(
+            joined, facts, self.plan(joined), extra, 0, self.config, self.context_length,
+            force=False, focus=None,
+        )  # fmt: skip
+        return prune_outside_tail(job, self.config, self.analyzer)
 
     def _largest(self, report: CompressionReport) -> int:
         """The largest applied result worth having: tier 1's own target for a prune-only
@@ -205,15 +230,10 @@ class BackgroundCompaction(ContextEngine):
         return self.soft_mark - 1
 
     def _moved_on(
-        self,
-        prepared: PreparedCompaction,
-        before: int,
-        after: int,
-        messages_before: int,
-        messages_after: int,
+        self, prepared: PreparedCompaction, before: int, after: int, pruned: int
     ) -> CompressionReport:
         """The state after the compaction, as a foreground one leaves it; the report with
-        the figures of the history it was applied to."""
+        the figures of the history it was applied to (``pruned``: by tier 1 on applying)."""
         report = prepared.report
         guard = self.guard
         if report.tier is Tier.SUMMARY:
@@ -225,7 +245,6 @@ class BackgroundCompaction(ContextEngine):
         self.last_prompt_tokens = -1  # the sentinel, until real usage arrives
         return replace(
             report,
-            before_tokens=before, after_tokens=after,
-            before_messages=messages_before, after_messages=messages_after,
-            background=Background(True, None, prepared.prepared_ms),
+            before_tokens=before, after_tokens=after, pruned=report.pruned + pruned,
+            background=Background(True, None, prepared.prepared_ms, pruned),
         )  # fmt: skip

@@ -7,12 +7,14 @@ exits never waits for a summary nobody needs. Both drivers of the turn machine u
 same jobs: the sync one blocks on a job's future, the async one awaits it, and neither
 runs the job on its own thread or event loop.
 
-A job's life: started at the soft mark (the request goes out unchanged) → running →
-done with a :class:`~windowkeeper.engine.prepared.PreparedCompaction` or a
-:class:`~windowkeeper.core.report.DiscardReason` → taken at the trigger (applied or
-discarded by the manager) or dropped (a foreground compaction superseded it, the session
-was reset). A job still queued when the trigger is crossed is cancelled (``not_started``)
-rather than waited for behind other sessions' jobs.
+A job's life: started at the soft mark, or past the trigger when none was (the request
+goes out unchanged) → running → done with a
+:class:`~windowkeeper.engine.prepared.PreparedCompaction` or a
+:class:`~windowkeeper.core.report.DiscardReason` → taken at the first request that finds
+it done (applied or discarded by the manager) or dropped (a foreground compaction
+superseded it, the session was reset). A job still queued when a request must wait for
+it (at the hard mark) is cancelled (``not_started``) rather than waited for behind other
+sessions' jobs.
 
 With a :class:`Sharing` (the gateway's store) a job runs under the session's lease and
 publishes its result, a session without a job of its own may take one another process
@@ -151,13 +153,15 @@ class Sharing(Protocol):
 
 @dataclass
 class Job:
-    """One preparation: its future, the history length it was started on, when, and
-    the session's compaction count then (a later compaction supersedes it)."""
+    """One preparation: its future, the history length it was started on, when, the
+    session's compaction count then (a later compaction supersedes it) and the request
+    size it was started at (``None``: not known)."""
 
     future: Future[Outcome]
     length: int
     started: float
     compactions: int
+    tokens: int | None = None
     reported: bool = False
 
 
@@ -190,8 +194,9 @@ class SessionBackground:
         compactions: int,
         tokens: int | None = None,
     ) -> bool:
-        """Start preparing a compaction of ``messages`` as they stand (at the soft mark;
-        ``tokens``: their request size); False when a job exists or the pool is full."""
+        """Start preparing a compaction of ``messages`` as they stand (at the soft mark or
+        past the trigger; ``tokens``: their request size); False when a job exists or the
+        pool is full."""
         if self.job is not None:
             return False
         snapshot = list(messages)  # the caller keeps appending to its own list
@@ -211,7 +216,7 @@ class SessionBackground:
         if future is None:
             log.debug("background pool full; this session compacts in the foreground")
             return False
-        self.job = Job(future, len(snapshot), self.clock(), compactions)
+        self.job = Job(future, len(snapshot), self.clock(), compactions, tokens)
         if self.on_prepared is not None:
             future.add_done_callback(self._done)
         return True
@@ -235,6 +240,12 @@ class SessionBackground:
         job.reported = True
         return _outcome(job.future)
 
+    def running(self, length: int) -> bool:
+        """A job is under way (queued or running) on a history no longer than
+        ``length``: the request past the trigger can go out without it."""
+        job = self.job
+        return job is not None and not job.future.done() and job.length <= length
+
     def pending(self, length: int) -> Future[Outcome] | None:
         """The job the trigger should wait for: one started on a history no longer than
         ``length`` that is running or about to. A job queued while every worker runs
@@ -256,6 +267,7 @@ class SessionBackground:
             if job.future.cancelled():
                 return DiscardReason.NOT_STARTED
             if job.length > length:
+                job.future.cancel()  # a rewound history: a queued job need not run
                 return DiscardReason.EDITED
             outcome = _outcome(job.future)
             if outcome is not DiscardReason.CLAIMED:

@@ -7,7 +7,17 @@ A step that may wait for a background job is a generator yielding
 :class:`~windowkeeper.loop.steps.Wait` (the turn machine's drivers wait their own way;
 :func:`~windowkeeper.loop.steps.settle` runs one without background, which never waits).
 
-At the trigger (and at a preflight over the window), a job of the session is waited for
+Past the trigger, a prepared compaction that is ready and still stands for the head of
+the history is applied; when none is, the request goes out unchanged as long as it stays
+under the hard mark (``background_hard_ratio`` of the usable window, the estimate scaled
+by the margin real usage showed), and a job is started from the history as it stands (or
+the running one kept): the agent does not wait (SPEC §4 leaves a job that is not ready
+to the implementation). Each such request is a ``compaction_deferred`` event and counts
+in the receipt of the compaction that follows. A job that failed, or found nothing to
+compress in a history already past the trigger, is not restarted: the foreground runs
+now, as it would have (its own failure arms the cooldown, its no-op the backoff).
+
+At the hard mark (and at a preflight over the window), a job of the session is waited for
 when it is already running (what is left of it is less than a foreground compaction
 would take), then applied if it still stands for the head of the history; any other
 outcome is discarded with its reason (in the event and in the foreground compaction's
@@ -18,9 +28,11 @@ foreground and supersede the job.
 from __future__ import annotations
 
 import abc
+import enum
+import math
 from collections.abc import Callable
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from ..core.config import coerce_positive_int
 from ..core.messages import Message, conversation_warnings
@@ -33,10 +45,35 @@ from .events import Reporter, Trigger
 from .hooks import HookRunner, budget_blocks, insert_live_state
 from .steps import Wait, Waits
 
-__all__ = ("Compacting",)
+__all__ = ("Compacting", "Deferrals")
 
 Applied = tuple[PreparedCompaction, CompressionResult]
 Found = Applied | DiscardReason | None
+
+
+class _Step(enum.Enum):
+    DEFERRED = "deferred"
+
+
+Step = Found | Literal[_Step.DEFERRED]
+
+
+@dataclass
+class Deferrals:
+    """Requests that went out past the trigger since the last compaction: how many, and
+    the largest (real usage when it came, else the estimate)."""
+
+    requests: int = 0
+    peak_tokens: int = 0
+    _last: tuple[int, int] | None = None
+    """The request counted at its preflight (its real usage refines it, never recounts)."""
+
+    def note(self, messages: list[Message], tokens: int, trigger: Trigger) -> None:
+        key = (id(messages), len(messages))
+        if trigger is not Trigger.POST_RESPONSE or key != self._last:
+            self.requests += 1
+        self.peak_tokens = max(self.peak_tokens, tokens)
+        self._last = key
 
 
 class Compacting(abc.ABC):
@@ -51,6 +88,8 @@ class Compacting(abc.ABC):
     last_prompt_tokens: int
     last_receipt: Receipt | None
     compactions: int
+    deferrals: Deferrals
+    estimate_margin: float
 
     @property
     @abc.abstractmethod
@@ -59,6 +98,18 @@ class Compacting(abc.ABC):
     @property
     @abc.abstractmethod
     def threshold(self) -> int: ...
+
+    @property
+    @abc.abstractmethod
+    def window(self) -> int: ...
+
+    @property
+    def hard_mark(self) -> int:
+        """The request size past the trigger up to which a request goes out unchanged
+        while its compaction is prepared (see the module docstring)."""
+        compressor = self._compressor
+        ratio = compressor.config.background_hard_ratio if compressor else 1.0
+        return int(self.window * ratio)
 
     # --- background ------------------------------------------------------------------
 
@@ -83,17 +134,73 @@ class Compacting(abc.ABC):
                 report.tier, report.before_tokens, report.after_tokens, done.prepared_ms
             )
 
+    def _background_step(
+        self, messages: list[Message], tokens: int, trigger: Trigger, force: bool
+    ) -> Waits[Step]:
+        """Past the trigger: a prepared compaction applied now, or the request deferred;
+        at the hard mark or when forced, what waiting for the job gave."""
+        if force or not self._deferrable(tokens, trigger):
+            return (yield from self._from_background(messages, tokens, trigger))
+        if self.background.running(len(messages)):
+            self._defer(messages, tokens, trigger, "preparing")
+            return _Step.DEFERRED
+        job = self.background.job
+        found = self._take(messages, tokens, trigger)
+        if isinstance(found, tuple) or found is DiscardReason.FAILED:
+            return found  # applied, or the foreground runs (a failure again arms the cooldown)
+        late = job is not None and job.tokens is not None and job.tokens >= self.threshold
+        if found is DiscardReason.NOT_COMPRESSED and late:
+            return found  # the foreground's own no-op arms the backoff
+        self._defer(messages, tokens, trigger, self._restart(messages, tokens, found))
+        return _Step.DEFERRED
+
+    def _deferrable(self, tokens: int, trigger: Trigger) -> bool:
+        """Whether a request of ``tokens`` may go out unchanged past the trigger: real
+        usage as it is, an estimate scaled by the margin real usage showed."""
+        compressor = self._compressor
+        if compressor is None or not compressor.background_enabled():
+            return False
+        if trigger is not Trigger.POST_RESPONSE:
+            tokens = math.ceil(tokens * self.estimate_margin)
+        return tokens < self.hard_mark
+
+    def _restart(self, messages: list[Message], tokens: int, found: Found) -> str:
+        """A job from the history as it stands, unless another process prepares one;
+        what the deferral waits on."""
+        if found is DiscardReason.CLAIMED:
+            return "claimed"
+        self.background.release()  # the lease a shared take holds for a foreground run
+        compressor = self._compressor
+        assert compressor is not None
+        if self.background.start(compressor, messages, self.compactions, tokens):
+            self.events.background_started(tokens, compressor.soft_mark, len(messages))
+            return "started"
+        return "no_worker"
+
+    def _defer(self, messages: list[Message], tokens: int, trigger: Trigger, why: str) -> None:
+        self.deferrals.note(messages, tokens, trigger)
+        self.events.deferred_past_trigger(
+            trigger, tokens, self.threshold, self.hard_mark, self.deferrals.requests, why
+        )
+
     def _from_background(
         self, messages: list[Message], tokens: int, trigger: Trigger
     ) -> Waits[Found]:
-        """At the trigger: the session's prepared compaction applied to ``messages``, or
-        why it was not (``claimed``: another process is preparing it), or ``None``."""
-        compressor = self._compressor
-        if compressor is None:
+        """At the hard mark: the session's prepared compaction (a running job waited for)
+        applied to ``messages``, or why it was not (``claimed``: another process is
+        preparing it), or ``None``."""
+        if self._compressor is None:
             return None
         future = self.background.pending(len(messages))
         if future is not None:
             yield Wait(future)
+        return self._take(messages, tokens, trigger)
+
+    def _take(self, messages: list[Message], tokens: int, trigger: Trigger) -> Found:
+        """The session's finished job (or what the sharing holds) taken: applied to
+        ``messages``, or why not; ``None`` when nothing was prepared."""
+        compressor = self._compressor
+        assert compressor is not None
         self._finished_jobs()
         found = self.background.take(len(messages))
         if found is None or found is DiscardReason.CLAIMED:
@@ -125,7 +232,10 @@ class Compacting(abc.ABC):
         started = self.clock()
         found: Found = None
         if background:
-            found = yield from self._from_background(messages, tokens, trigger)
+            step = yield from self._background_step(messages, tokens, trigger, force)
+            if step is _Step.DEFERRED:
+                return messages
+            found = step
             if found is DiscardReason.CLAIMED:
                 if not force:  # another process prepares it; this request still fits
                     self.events.claimed(trigger, tokens, len(messages))
@@ -178,13 +288,17 @@ class Compacting(abc.ABC):
         """Everything after the engine's part: live state, book-keeping, events."""
         done = result.report.compressed and result.messages is not messages
         out = self._with_live_state(result.messages, result, trigger) if done else messages
+        deferred = self.deferrals
         if done:
             self._after_compaction(trigger)
         elapsed = (self.clock() - started) * 1000
         receipt = getattr(result.report, "receipt", None) if done else None
         if receipt is not None:
             # The agent waited for all of it: hooks and a background job's rest included.
-            self.last_receipt = receipt = replace(receipt, waited_ms=elapsed)
+            self.last_receipt = receipt = replace(
+                receipt, waited_ms=elapsed, deferred_requests=deferred.requests,
+                deferred_peak_tokens=deferred.peak_tokens,
+            )  # fmt: skip
         self.events.result(
             result.report, trigger, duration_ms=elapsed, attempt=attempt,
             threshold=self.threshold, receipt=receipt,
@@ -220,6 +334,7 @@ class Compacting(abc.ABC):
         if self._compressor:
             self._compressor.last_prompt_tokens = -1
         self.compactions += 1
+        self.deferrals = Deferrals()
         superseded = self.background.supersede(self.compactions)
         if superseded is not None:
             self.events.background_discarded(superseded.value, trigger)
