@@ -20,12 +20,11 @@ how far past it they went.
 (a summarizer that answers at once: the foreground does not depend on timing) and
 background. A background job is applied at the first request that finds it ready, so
 which history it was made from and where it is applied depend on timing: the background
-evaluation runs at the timed run's pace (the same 3 s summarizer; evaluate's replay makes
-no model call, so the engine hears each request's usage ``--agent-seconds`` after the
-request, where the agent's call would have ended). Its compactions are not the timed
-run's one for one (the threads' timing differs by milliseconds), but they come from the
-same rules at the same pace. The bar: background retention within 2 percentage points
-of the foreground's.
+evaluation runs at the timed run's pace (the same 3 s summarizer, jobs on a worker
+thread; evaluate's replay makes no model call, so ``--agent-seconds`` pass after each
+request is answered, before the next one). Its compactions are not the timed run's one
+for one, but they come from the same rules at the same pace. The bar: background
+retention within 2 percentage points of the foreground's.
 
 Run: ``.venv/bin/python benchmarks/bench_background.py [--window 16000] [--processes 12]``.
 Sessions come from ``../shared/data/sessions``; without them the script says so and exits.
@@ -38,7 +37,6 @@ import multiprocessing
 import statistics
 import time
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,29 +155,24 @@ def _turns(name: str, background: bool, events: list[Event]) -> list[Turn]:
     return turns
 
 
-class _Paced(ContextCompressor):
-    """Hears each response's usage ``pace`` seconds after the request: evaluate's replay
-    makes no model call, so the agent's time is spent where its call would have ended."""
-
-    pace = 0.0
-
-    def update_from_response(self, usage: Mapping[str, Any] | None) -> None:
-        time.sleep(self.pace)
-        super().update_from_response(usage)
-
-
 def evaluated(job: tuple[str, bool, str, int, float]) -> EvalReport:
-    """eval's measure of one session: foreground, or background at the timed pace."""
+    """eval's measure of one session: foreground, or background at the timed pace (jobs
+    on a worker thread; each request's turn takes ``agent_seconds``)."""
     path, background, base_url, window, agent_seconds = job
     conversation = parse_conversation(Path(path).read_text(encoding="utf-8"))
-    engine = _Paced(
-        CompressionConfig(background=background), context_length=window,
-        tools=conversation.tools, summarizer=summarizer(base_url),
-        summary_context_length=1_000_000,
+    messages = conversation.messages
+
+    def pace(done: int, total: int) -> None:
+        if messages[done - 1].get("role") == "assistant":  # a request was just answered
+            time.sleep(agent_seconds)
+
+    return evaluate(
+        messages, context_length=window, tools=conversation.tools,
+        config=CompressionConfig(background=background), summarizer=summarizer(base_url),
+        summary_context_length=1_000_000, name=Path(path).stem,
+        progress=pace if background else None,
+        background=SessionBackground(Workers(1)) if background else None,
     )  # fmt: skip
-    engine.pace = agent_seconds if background else 0.0
-    return evaluate(conversation.messages, tools=conversation.tools, engine=engine,
-                    name=Path(path).stem)  # fmt: skip
 
 
 def _kept(totals: EvalTotals) -> tuple[int, int]:

@@ -40,6 +40,7 @@ from ..engine.prepared import PreparedCompaction
 
 __all__ = (
     "DEFAULT_WORKERS",
+    "InlineWorkers",
     "Job",
     "Outcome",
     "SessionBackground",
@@ -114,6 +115,29 @@ class Workers:
         """Every worker is running a job: a job queued now waits for one to finish."""
         with self._lock:
             return self._running >= self.workers
+
+
+class InlineWorkers(Workers):
+    """Runs each job at once on the caller's thread, so it is done before the request
+    that started it goes out: for offline replays (``replay``, ``eval``), where no agent
+    turn hides a summary and what they report must not depend on threads' timing (as if
+    every summary finished within one turn of the agent)."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+
+    def submit(self, fn: Callable[[], T]) -> Future[T] | None:
+        future: Future[T] = Future()
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(fn())
+        # As on a worker thread: the job's failure is its outcome (a discarded preparation).
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+    def saturated(self) -> bool:
+        return False
 
 
 _shared: Workers | None = None

@@ -48,7 +48,9 @@ from .steps import Wait, Waits
 __all__ = ("Compacting", "Deferrals")
 
 Applied = tuple[PreparedCompaction, CompressionResult]
-Found = Applied | DiscardReason | None
+Found = Applied | CompressionResult | DiscardReason | None
+"""A background result applied, tier 1 done alone at the hard mark, why the prepared
+result was not applied, or nothing."""
 
 
 class _Step(enum.Enum):
@@ -140,7 +142,7 @@ class Compacting(abc.ABC):
         """Past the trigger: a prepared compaction applied now, or the request deferred;
         at the hard mark or when forced, what waiting for the job gave."""
         if force or not self._deferrable(tokens, trigger):
-            return (yield from self._from_background(messages, tokens, trigger))
+            return (yield from self._at_hard_mark(messages, tokens, trigger, force))
         if self.background.running(len(messages)):
             self._defer(messages, tokens, trigger, "preparing")
             return _Step.DEFERRED
@@ -183,22 +185,38 @@ class Compacting(abc.ABC):
             trigger, tokens, self.threshold, self.hard_mark, self.deferrals.requests, why
         )
 
-    def _from_background(
-        self, messages: list[Message], tokens: int, trigger: Trigger
+    def _at_hard_mark(
+        self, messages: list[Message], tokens: int, trigger: Trigger, must_fit: bool
     ) -> Waits[Found]:
-        """At the hard mark: the session's prepared compaction (a running job waited for)
-        applied to ``messages``, or why it was not (``claimed``: another process is
-        preparing it), or ``None``."""
-        if self._compressor is None:
+        """At the hard mark (``must_fit``: over the window): a prepared result ready now,
+        applied; else tier 1 alone when it brings the request under the hard mark (the
+        summary is prepared in the background after it; a running job on the history
+        before is superseded); else the running job waited for; else nothing."""
+        compressor = self._compressor
+        if compressor is None:
             return None
-        future = self.background.pending(len(messages))
-        if future is not None:
-            yield Wait(future)
-        return self._take(messages, tokens, trigger)
+        running = self.background.running(len(messages))
+        found = None if running else self._take(messages, tokens, trigger, must_fit)
+        if isinstance(found, tuple) or found is DiscardReason.CLAIMED:
+            return found
+        if compressor.background_enabled():
+            limit = int(self.hard_mark / self.estimate_margin)
+            quick = compressor.stopgap(messages, limit, force=must_fit)
+            if quick is not None:
+                return _noted(quick, found)
+        if running:
+            future = self.background.pending(len(messages))
+            if future is not None:
+                yield Wait(future)
+            found = self._take(messages, tokens, trigger, must_fit)
+        return found
 
-    def _take(self, messages: list[Message], tokens: int, trigger: Trigger) -> Found:
+    def _take(
+        self, messages: list[Message], tokens: int, trigger: Trigger, must_fit: bool = False
+    ) -> Found:
         """The session's finished job (or what the sharing holds) taken: applied to
-        ``messages``, or why not; ``None`` when nothing was prepared."""
+        ``messages`` (``must_fit``: they are at the window), or why not; ``None`` when
+        nothing was prepared."""
         compressor = self._compressor
         assert compressor is not None
         self._finished_jobs()
@@ -206,7 +224,7 @@ class Compacting(abc.ABC):
         if found is None or found is DiscardReason.CLAIMED:
             return found
         if isinstance(found, PreparedCompaction):
-            adopted = compressor.adopt(found, messages, current_tokens=tokens)
+            adopted = compressor.adopt(found, messages, current_tokens=tokens, must_fit=must_fit)
             reason = adopted if isinstance(adopted, DiscardReason) else None
             if self.background.sharing is not None:
                 self.background.sharing.settled(found, reason)
@@ -269,13 +287,12 @@ class Compacting(abc.ABC):
             self._report_hook_failures(trigger)
         if applied is not None:
             return applied[1]
+        if isinstance(found, CompressionResult):
+            return found  # tier 1 alone, done at the hard mark
         result = self.engine.compress(
             messages, current_tokens=tokens, focus_topic=focus, force=force
         )
-        if isinstance(found, DiscardReason):
-            note = Background(False, found)
-            result = replace(result, report=replace(result.report, background=note))
-        return result
+        return _noted(result, found)
 
     def _finished(
         self,
@@ -291,6 +308,7 @@ class Compacting(abc.ABC):
         deferred = self.deferrals
         if done:
             self._after_compaction(trigger)
+            self._soft_mark(out, result.report.after_tokens)  # still past it: prepare now
         elapsed = (self.clock() - started) * 1000
         receipt = getattr(result.report, "receipt", None) if done else None
         if receipt is not None:
@@ -343,3 +361,11 @@ class Compacting(abc.ABC):
     def _report_hook_failures(self, trigger: Trigger) -> None:
         for failure in self.hooks.take_failures():
             self.events.hook_failed(failure.hook, failure.phase, failure.error_type, trigger)
+
+
+def _noted(result: CompressionResult, found: Found) -> CompressionResult:
+    """``result`` with the reason the prepared result was discarded, if it was."""
+    if not isinstance(found, DiscardReason):
+        return result
+    note = Background(False, found)
+    return replace(result, report=replace(result.report, background=note))

@@ -22,6 +22,7 @@ from ..core.messages import Message, ToolSchema
 from ..core.tokens import message_tokens, tool_schema_tokens
 from ..engine.compressor import ContextCompressor
 from ..summary.protocol import Summarizer
+from .background import InlineWorkers, SessionBackground
 from .events import Event, EventKind
 from .manager import ContextManager
 
@@ -155,7 +156,10 @@ def replay(
         summary_context_length=summary_context_length,
     )  # fmt: skip
     recorder = _Recorder()
-    manager = ContextManager(engine, tools=tools, on_event=recorder)
+    # Background jobs run inline: a replay has no agent turn to hide them behind, and
+    # what it reports must not depend on threads' timing.
+    background = SessionBackground(InlineWorkers())
+    manager = ContextManager(engine, tools=tools, on_event=recorder, background=background)
     schema = tool_schema_tokens(tools)
     working: list[Message] = []
     baseline = schema
