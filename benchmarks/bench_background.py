@@ -200,7 +200,14 @@ def _share(values: list[float]) -> str:
 
 
 def _causes(turns: list[Turn]) -> dict[str, int]:
-    return dict(Counter("applied" if t.applied else t.discarded or "no job ready" for t in turns))
+    """Applied from the background, or the discard (``superseded``: a running job dropped
+    for this compaction) or none, with the tier the compaction then ran."""
+    return dict(
+        Counter(
+            "applied" if t.applied else f"{t.discarded or 'no job ready'} -> {t.tier}"
+            for t in turns
+        )
+    )
 
 
 def report_waits(runs: list[Run], args: argparse.Namespace) -> None:

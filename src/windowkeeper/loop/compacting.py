@@ -308,7 +308,10 @@ class Compacting(abc.ABC):
         deferred = self.deferrals
         if done:
             self._after_compaction(trigger)
-            self._soft_mark(out, result.report.after_tokens)  # still past it: prepare now
+            if self.background.sharing is None:
+                # Still past the soft mark: prepare the next one now. (A shared session is
+                # stored after this, under a new generation a job bound now would miss.)
+                self._soft_mark(out, result.report.after_tokens)
         elapsed = (self.clock() - started) * 1000
         receipt = getattr(result.report, "receipt", None) if done else None
         if receipt is not None:
