@@ -1,7 +1,13 @@
 """Compress CPU time of every real session vs the floor: ``json.loads`` + ``json.dumps``.
 
-Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]`` with
-``--scaling`` or ``--stages`` for the series below.
+Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]
+[--against DIR] [--reference]`` with ``--scaling`` or ``--stages`` for the series below.
+
+``--against DIR`` measures the checkout in ``DIR/src`` too and ``--reference`` the
+reference agent (``reference_agent.py``: PyPI ``hermes-agent`` 0.19.0, installed on first
+use without its dependencies into ``benchmarks/.reference/``; left out, saying why, where
+pip cannot install it), each session in fresh processes alternated with this checkout's;
+a summary table gives the issue's figures for each.
 
 The floor is ``json.loads`` of each line plus ``json.dumps`` of the resulting list, with
 the file's lines already in memory: nothing else is inside its timer. Each session is
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -35,7 +42,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import markdown_table, session_paths
+from common import ROOT, markdown_table, session_paths
+from reference_agent import TARGET, installed
+from reference_agent import compress_runner as reference_runner
 from windowkeeper import ContextCompressor
 
 Message = dict[str, Any]
@@ -69,10 +78,17 @@ def peak_bytes(run: Callable[[], object]) -> int:
     return peak
 
 
-def measure_lines(lines: list[str], window: int, repeat: int) -> dict[str, float]:
-    """Cold, warm, floor and peak of one input (call first thing in a fresh process)."""
+def measure_lines(
+    lines: list[str], window: int, repeat: int, reference: bool = False
+) -> dict[str, float]:
+    """Cold, warm, floor and peak of one input (call first thing in a fresh process);
+    the reference agent's compressor instead of ours with ``reference``."""
     messages = [json.loads(line) for line in lines]
-    run = compress_runner(messages, window)
+    if reference:
+        sys.path.insert(0, str(TARGET))
+        run = reference_runner(messages, window)
+    else:
+        run = compress_runner(messages, window)
     cold = cpu(run)
     warm = statistics.median(cpu(run) for _ in range(repeat))
     floor = floor_of(lines, repeat)
@@ -134,9 +150,15 @@ def read_lines(path: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def in_fresh_process(args: list[str]) -> dict[str, Any]:
+def in_fresh_process(args: list[str], src: str | None = None) -> dict[str, Any]:
+    """``args`` run by this script in a new interpreter (``src`` first on its path)."""
+    env = (
+        {**os.environ, "PYTHONPATH": os.pathsep.join([src, str(ROOT / "benchmarks")])}
+        if src
+        else None
+    )
     done = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, check=True
+        [sys.executable, __file__, *args], capture_output=True, text=True, check=True, env=env
     )
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -172,31 +194,54 @@ def _unique_ids(message: Message, turn: int) -> Message:
     return message
 
 
-def per_session(window: int, repeat: int) -> None:
+def per_session(window: int, repeat: int, against: str | None, reference: bool) -> None:
+    """Every session in fresh processes: this checkout, then (alternated, session by
+    session) the one in ``against`` and the reference agent, when asked for."""
     paths = sorted(session_paths(), key=lambda p: p.stat().st_size, reverse=True)
-    rows = []
-    cold_ratios, warm_ratios = [], []
+    variants = {"this": []} if not against else {"this": [], "other": []}
+    if reference and installed() is not None:
+        variants["reference"] = []
+    figures: dict[str, list[dict[str, Any]]] = variants
     for path in paths:
-        figures = in_fresh_process(["--one", str(path), "--window", str(window),
-                                    "--repeat", str(repeat)])  # fmt: skip
-        cold, warm = figures["cold"] / figures["floor"], figures["warm"] / figures["floor"]
-        cold_ratios.append(cold)
-        warm_ratios.append(warm)
+        args = ["--one", str(path), "--window", str(window), "--repeat", str(repeat)]
+        for name, found in figures.items():
+            extra = ["--reference"] if name == "reference" else []
+            src = os.path.join(against, "src") if name == "other" and against else None
+            found.append(in_fresh_process([*args, *extra], src))
+    rows = []
+    for path, mine in zip(paths, figures["this"], strict=True):
         rows.append([
-            path.stem, f"{path.stat().st_size / 1e6:.2f}", figures["messages"],
-            f"{figures['floor'] * 1e3:.2f}", f"{figures['cold'] * 1e3:.2f}",
-            f"{figures['warm'] * 1e3:.2f}", f"{cold:.2f}x", f"{warm:.2f}x",
-            f"{figures['peak'] / 1e6:.2f}",
+            path.stem, f"{path.stat().st_size / 1e6:.2f}", mine["messages"],
+            f"{mine['floor'] * 1e3:.2f}", f"{mine['cold'] * 1e3:.2f}",
+            f"{mine['warm'] * 1e3:.2f}", f"{mine['cold'] / mine['floor']:.2f}x",
+            f"{mine['warm'] / mine['floor']:.2f}x", f"{mine['peak'] / 1e6:.2f}",
         ])  # fmt: skip
     header = ["session", "MB", "msgs", "floor ms", "cold ms", "warm ms", "cold ratio",
               "warm ratio", "peak MB"]  # fmt: skip
+    for name, found in figures.items():
+        if name != "this":
+            header += [f"{name} cold", f"{name} warm"]
+            for row, theirs in zip(rows, found, strict=True):
+                row += [f"{theirs['cold'] / theirs['floor']:.2f}x",
+                        f"{theirs['warm'] / theirs['floor']:.2f}x"]  # fmt: skip
     print(markdown_table(header, rows))
-    quartiles = statistics.quantiles(cold_ratios, n=4)
-    print(
-        f"\ncold ratio: median {statistics.median(cold_ratios):.2f}x, p75 {quartiles[2]:.2f}x, "
-        f"max {max(cold_ratios):.2f}x; warm ratio: median {statistics.median(warm_ratios):.2f}x,"
-        f" max {max(warm_ratios):.2f}x; largest session cold {cold_ratios[0]:.2f}x"
-    )
+    print()
+    print(markdown_table(["figure", *figures], summary_rows(figures)))
+
+
+def summary_rows(figures: dict[str, list[dict[str, Any]]]) -> list[list[str]]:
+    """The issue's table: cold and warm ratios to the floor, the largest session's peak."""
+    rows: list[list[str]] = [["cold ÷ floor, median / p75 / max"],
+                             ["warm ÷ floor, median / max"],
+                             ["peak memory, largest session (tracemalloc)"]]  # fmt: skip
+    for found in figures.values():
+        cold = [f["cold"] / f["floor"] for f in found]
+        warm = [f["warm"] / f["floor"] for f in found]
+        p75 = statistics.quantiles(cold, n=4)[2]
+        rows[0].append(f"{statistics.median(cold):.2f}x / {p75:.2f}x / {max(cold):.2f}x")
+        rows[1].append(f"{statistics.median(warm):.2f}x / {max(warm):.2f}x")
+        rows[2].append(f"{found[0]['peak'] / 1e6:.3f} MB")
+    return rows
 
 
 def stages(window: int, repeat: int) -> None:
@@ -246,14 +291,22 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=32_000)
     parser.add_argument("--scaling", action="store_true")
     parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--against", help="a checkout to alternate with, session by session")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="add the reference agent (hermes-agent 0.19.0, installed here)",
+    )
     parser.add_argument("--by-stage", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--concat", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         lines = read_lines(Path(args.one))
-        measure = measure_stages if args.by_stage else measure_lines
-        figures: dict[str, Any] = measure(lines, args.window, args.repeat)
+        if args.by_stage:
+            figures: dict[str, Any] = measure_stages(lines, args.window, args.repeat)
+        else:
+            figures = measure_lines(lines, args.window, args.repeat, args.reference)
         print(json.dumps({**figures, "messages": len(lines)}))
     elif args.concat:
         lines, pieces = concatenation(
@@ -267,7 +320,7 @@ def main() -> None:
     elif args.stages:
         stages(args.window, args.repeat)
     else:
-        per_session(args.window, args.repeat)
+        per_session(args.window, args.repeat, args.against, args.reference)
 
 
 if __name__ == "__main__":

@@ -156,8 +156,9 @@ def test_a_failed_job_is_not_restarted_the_foreground_runs_and_arms_the_cooldown
 def test_nothing_to_compress_past_the_trigger_is_not_retried_in_the_background() -> None:
     summarizer = GatedSummarizer()
     agent = Agent(summarizer)
-    big = user("Here is the whole log:\n" + "log line 0123456789 abcdef\n" * 2_050)
-    working = [{"role": "system", "content": "You are a careful agent."}, big]
+    # A system prompt, kept whole, past the trigger: no compaction can gain anything.
+    rules = "You are a careful agent. Rules:\n" + "rule 0123456789 abcdef ghijk\n" * 1_950
+    working: list[Message] = [{"role": "system", "content": rules}, user("Read the rules.")]
     assert agent.engine.threshold_tokens <= agent.manager.estimate(working) < 16_000
     assert agent.step(working) is working  # one message past the trigger: a job starts
     assert reasons(agent, EventKind.COMPACTION_DEFERRED) == ["started", "preparing"]
@@ -234,10 +235,12 @@ def test_at_the_window_tier_1_alone_goes_out_now_and_the_summary_is_prepared_aft
 
 def test_a_compaction_that_leaves_the_request_past_the_soft_mark_starts_a_job_at_once() -> None:
     agent = Agent(GatedSummarizer(), prune_min_chars=200, prune_only_ratio=0.05)
-    spec = user("Here is the spec:\n" + "spec line 0123456789 abcdef\n" * 1_550)
+    # The system prompt, kept whole, holds the request past the soft mark after tier 1.
+    spec = "You are a careful agent. The spec:\n" + "spec line 0123456789 abcdef\n" * 1_650
     big = [
-        {"role": "system", "content": "You are a careful agent."},
-        spec, assistant("Reading it."), user("Now run the tests."), *rounds(100, 6),
+        {"role": "system", "content": spec},
+        user("Read the spec."), assistant("Reading it."), user("Now run the tests."),
+        *rounds(100, 6),
     ]  # fmt: skip
     assert agent.manager.estimate(big) >= agent.manager.window  # the first request
     out = agent.step(big)

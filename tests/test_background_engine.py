@@ -109,9 +109,9 @@ def test_a_prune_only_result_is_held_to_tier_ones_target() -> None:
     pruned = comp.adopt(prepared, grown)
     assert isinstance(pruned, CompressionResult) and pruned.report.after_tokens <= limit
     assert pruned.report.background is not None and pruned.report.background.pruned_on_apply
-    # ~9.7K new tokens of what tier 1 never shortens (the user's own text): insufficient.
+    # ~11K new tokens of what tier 1 never shortens (the agent's own prose): insufficient.
     comp = engine(prune_only_ratio=0.9, prune_min_chars=200)
-    texts = [m for n in range(9) for m in (user("note " * 1_000 + str(n)), assistant("ok"))]
+    texts = [m for n in range(9) for m in (user(f"Note {n}?"), assistant("note " * 1_000))]
     assert comp.adopt(prepared, [*snapshot, *texts]) is DiscardReason.INSUFFICIENT
     assert comp.compression_count == 0
 

@@ -283,13 +283,25 @@ def test_nothing_to_compress_is_a_noop(tmp_path: Path) -> None:
 
 def test_output_still_over_the_window_is_warned(tmp_path: Path) -> None:
     path = tmp_path / "huge.jsonl"
-    path.write_text(dump_jsonl([system(), user("word " * 20_000)]))
+    path.write_text(dump_jsonl([system("Follow the rules. " * 8_000), user("hi")]))
     result = run("compress", str(path), "--context-length", "8000")
     assert result.exit_code == 0
     assert result.stdout == path.read_text()
     assert "still over the 8,000-token window" in result.stderr
     fits = run("compress", str(path), "--context-length", "64000")
     assert "still over" not in fits.stderr
+
+
+def test_a_newest_user_message_that_alone_cannot_fit_keeps_its_excerpt(tmp_path: Path) -> None:
+    """Issue 24 point 6: it keeps its head, tail and a handle rather than overflowing."""
+    path = tmp_path / "huge.jsonl"
+    path.write_text(dump_jsonl([system(), user("Summarize this. " + "word " * 20_000)]))
+    result = run("compress", str(path), "--context-length", "8000")
+    assert result.exit_code == 0
+    (kept,) = [m for m in _messages(result.stdout) if m["role"] == "user"]
+    assert kept["content"].startswith("Summarize this. word")
+    assert "for the whole message" in kept["content"] and len(kept["content"]) < 3_000
+    assert "still over" not in result.stderr
 
 
 # --- inspect ---------------------------------------------------------------------------

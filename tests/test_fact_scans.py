@@ -171,15 +171,34 @@ _EXIT_PIECES = [
     "exit code ", "EXIT CODE", "Exit Status: ", "exited_status=", "exit_code", '"exit_code": ',
     "exit ", "Exit ", "<returncode>", "</returncode>", "returned non-zero exit status ", "-",
     "0", "1", "127", " ", "\n", ":", "=", "x", "ı", "ſ", "İ", "K", "é", "[Command finished with ",
+    "_", "\u0663", "\u00a0", "ex", "EX", "it", "t", "T", " code", " ſtatus", " STATUS", "\u0307",
 ]  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_EXIT_PIECES), max_size=30).map("".join))
-def test_exit_codes_match_the_plain_patterns(text: str) -> None:
+def _reference_exit(text: str) -> int | None:
     best: tuple[int, int] | None = None  # the last one mentioned wins (the first pattern on a tie)
     for pattern in _EXIT_REFERENCE:
         for match in pattern.finditer(text):
             if best is None or match.start() > best[0]:
                 best = (match.start(), int(match.group(1)))
-    assert exit_code(text) == (None if best is None else best[1])
+    return None if best is None else best[1]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_EXIT_PIECES), max_size=30).map("".join))
+def test_exit_codes_match_the_plain_patterns(text: str) -> None:
+    assert exit_code(text) == _reference_exit(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("exit exıt code 3", 3),  # a case-insensitive "i" is also a dotless one
+        ("exit EXIT ſtatus 4", 4),  # and "s" a long one
+        ("İ" * 15 + " exit code 7 exit 5", 5),  # "İ" lowers to two characters
+        ("é exit code 7 exit 5", 5),
+    ],
+)
+def test_exit_codes_in_non_ascii_text(text: str, code: int) -> None:
+    assert _reference_exit(text) == code
+    assert exit_code(text) == code

@@ -27,6 +27,7 @@ from windowkeeper.summary.handoff.model import (
     HandoffState,
     OpenError,
     Quote,
+    SpecRole,
     WorkItem,
     WorkState,
 )
@@ -438,33 +439,65 @@ def test_bookkeeping_is_no_done_item_and_work_items_carry_titles_and_evidence() 
 
 def test_the_task_spec_and_the_claimed_items_spec_are_kept() -> None:
     """The look-ups that define the work keep their goal and acceptance lines (a short one
-    verbatim), not a stub that counts lines; an output showing several items gives each
-    its own part."""
+    verbatim), not a stub that counts lines, in the Task Spec section only; an output
+    showing several items gives each its own part; the item in progress is the one shown
+    (not the one looked up last), and once it is closed, the newest item not closed."""
     ok = "<returncode>0</returncode>"
     filler = [f"- background note {n} about the history of the module" for n in range(30)]
     epic = "\n".join(["○ app-7 [EPIC] · CSV export", "## Goal", "Export invoices as CSV.",
-                      *filler, "## Constraints", "- Never change the API.", ok])  # fmt: skip
+                      "## History", *filler, "## Constraints", "- Never change the API.",
+                      ok])  # fmt: skip
     both = "○ app-7.2 · Add headers\nDone when: headers match\n===\n○ app-7.3 · Add footers\n"
     turns = [
         user("Work on bead app-7."),
         *bash("e", "bd show app-7", epic),
-        *bash("s", "bd show app-7.2; echo ===; bd show app-7.3", both + ok),
         *bash("u", "bd update app-7.2 --status in_progress", ok),
+        *bash("s", "bd show app-7.2; echo ===; bd show app-7.3", both + ok),
     ]
-    task, item, later = state_of(turns).work.specs
-    assert task.startswith("Spec from `bd show app-7`: ○ app-7 [EPIC] · CSV export")
-    assert "## Goal | Export invoices as CSV." in task and "- Never change the API." in task
-    assert "background note 7" not in task
-    assert item == (
-        "Spec of app-7.2 from `bd show app-7.2; echo ===; bd show app-7.3`: ○ app-7.2 · "
-        "Add headers | Done when: headers match | ==="
-    )
-    assert later.startswith("Spec of app-7.3 from") and later.endswith(": ○ app-7.3 · Add footers")
+    state = state_of(turns)
+    task, later, item = state.specs
+    assert (task.source, task.item, task.shortened, task.role) == (
+        "bd show app-7", "app-7", True, SpecRole.TASK
+    )  # fmt: skip
+    assert task.text.startswith("○ app-7 [EPIC] · CSV export\n## Goal\nExport invoices as CSV.")
+    assert "## Constraints\n- Never change the API." in task.text
+    assert "background note 7" not in task.text and ok not in task.text
+    assert (item.text, item.item, item.shortened, item.role) == (
+        "○ app-7.2 · Add headers\nDone when: headers match", "app-7.2", False,
+        SpecRole.IN_PROGRESS,
+    )  # fmt: skip
+    assert (later.item, later.text, later.handle != "") == ("app-7.3", "", True)
+    assert state.work.items == (WorkItem("app-7.2", "Add headers", ("claimed",)),)
     body = body_of(turns)
-    assert parse_state(body).work.specs == (task, item, later)
-    # Once the item is closed, its spec goes; the task's stays.
-    closed = [*turns, *bash("x", "bd close app-7.2", ok)]
-    assert state_of(closed).work.specs == (task, later)
+    assert parse_state(body).specs == state.specs
+    spec_section = section(body, "Task Spec")
+    assert spec_section.startswith("Spec of the task: `bd show app-7` · item app-7 · shortened")
+    assert "\nSpec of the item in progress: " in spec_section
+    # The spec is said once: the Work State names the item, not its spec.
+    assert body.count("Done when: headers match") == 1
+    assert "Done when" not in section(body, "Work State")
+    # Once the item is closed, the spec shown is the newest item's not closed.
+    closed = state_of([*turns, *bash("x", "bd close app-7.2", ok)])
+    task2, *_, shown = closed.specs
+    assert task2 == task and (shown.item, shown.role) == ("app-7.3", SpecRole.NOT_CLOSED)
+    assert shown.text == "○ app-7.3 · Add footers"
+    text = render(closed)
+    assert "Spec of the newest item not closed: `bd show app-7.2; echo ===; bd show" in text
+    assert parse_state(text).specs == closed.specs
+
+
+def test_an_older_handoffs_specs_in_the_work_state_are_not_read_as_work() -> None:
+    """A handoff written before the Task Spec section listed spec excerpts under the Work
+    State; read back, they are no pending step or any other part of the work state."""
+    body = "\n".join([
+        "## Task", "Original request: the first user message above, kept verbatim.",
+        "## Work State", "Pending:", "- Run the tests.",
+        "Specs (what the task and the open items ask for):",
+        "- Spec from `bd show app-7`: ○ app-7 · CSV export | ## Goal | Export invoices.",
+    ])  # fmt: skip
+    state = parse_state(body)
+    assert state is not None
+    assert state.work == WorkState(pending=("Run the tests.",)) and state.specs == ()
 
 
 def test_open_errors_are_listed_newest_first_and_read_back_in_order() -> None:
@@ -613,7 +646,7 @@ def test_render_then_parse_is_the_identity(
 ) -> None:  # fmt: skip
     shas = tuple(dict(commits).items())
     work = WorkState(done=tuple(done), earlier=(("ran", 3),), items=tuple(items),
-                     latest=tuple(lines), fixed=tuple(lines), specs=tuple(lines))  # fmt: skip
+                     latest=tuple(lines), fixed=tuple(lines))  # fmt: skip
     state = HandoffState(
         task=task, users=tuple(users), constraints=tuple(constraints), work=work,
         errors=tuple(OpenError(shown_command(c), (c,), 1, c) for c in commands[:2]),
@@ -710,7 +743,7 @@ def test_the_state_covers_the_tail_and_the_next_compaction_counts_it_once() -> N
     once = extract_state(
         Analysis([*first, *kept, *later]), HandoffState(), where, tail=Analysis(last)
     )
-    for part in ("items", "done", "latest", "fixed", "specs"):
+    for part in ("items", "done", "latest", "fixed"):
         assert getattr(again.work, part) == getattr(once.work, part), part
     for part in ("read_only", "commands", "commits", "errors", "values", "files", "covered"):
         assert getattr(again, part) == getattr(once, part), part

@@ -121,7 +121,7 @@ def test_good_summary(server: OpenAITestServer) -> None:
     outcome = summarizer(server).summarize(make_request(focus_topic="refund rounding"))
     assert outcome.failure is None and outcome.summarizer == "llm"
     assert isinstance(summarizer(server), Summarizer)
-    assert template_version("preamble") == "v1"
+    assert template_version("preamble") == "v2"
     body = outcome.body
     assert body is not None
     # Only the written sections are taken from the model; the mechanical ones (task,
@@ -137,7 +137,9 @@ def test_good_summary(server: OpenAITestServer) -> None:
     assert sent.body["model"] == "summary-model"
     prompt = assert_well_formed(sent)
     assert "private chain of thought" not in prompt
-    assert "[tool calls]\n  bash(" in prompt and "[tool result for c1]" in prompt
+    assert (
+        "[tool calls]\n  bash(" in prompt and "[tool result for c1]" in prompt
+    )  # no handles: plain turns
     assert NOTES_OPEN not in prompt
 
 

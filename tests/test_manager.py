@@ -318,12 +318,15 @@ def test_other_errors_are_reraised_unchanged() -> None:
     assert caught.value is error
 
 
-def test_overflow_that_cannot_shrink_fails_at_once() -> None:
+def test_overflow_that_cannot_shrink_fails_after_one_unchanged_retry() -> None:
+    # Nothing can shrink: a transient fault is the one explanation a retry can serve, so
+    # the request goes once more unchanged; a second refusal fails the turn.
     engine = ScriptedEngine(threshold=100_000, context_length=1_000_000, shrinks=False)
-    model = Model(status_error(413, "Request Entity Too Large"))
+    refusal = status_error(413, "Request Entity Too Large")
+    model = Model(refusal, refusal)
     with pytest.raises(CompressionExhaustedError) as caught:
         manager_run(engine, model, chat(20))
-    assert len(model.requests) == 1
+    assert len(model.requests) == 2 and model.requests[0] == model.requests[1]
     text = str(caught.value)
     assert "cannot be compressed further" in text and "new session" in text
     assert "focus" in text and "context window" in text
@@ -505,13 +508,21 @@ def test_a_blocked_warning_names_large_user_messages_as_the_cause() -> None:
     got: list[Event] = []
     Reporter(got.append).blocked("structural_backoff", tokens, 1_000, kept_parts(messages, 0))
     (warning,) = got
-    assert "system prompt and tool schemas alone are ~" in warning.message
-    assert "User messages, kept verbatim" in warning.message
-    assert "the largest is message 3" in warning.message
+    assert "The newest user message (message 3) is ~" in warning.message
+    assert "kept whole because the agent must answer it" in warning.message
+    assert "system prompt and tool schemas alone" not in warning.message
+    # Earlier pasted messages are named with the largest of them.
+    earlier = [system("You are an agent."), user(log), assistant("ok"), user("fix it")]
+    got.clear()
+    tokens = estimate_messages_tokens(earlier)
+    Reporter(got.append).blocked("ineffective", tokens, 1_000, kept_parts(earlier, 0))
+    assert "Earlier user messages are ~" in got[0].message
+    assert "the largest is message 1" in got[0].message
     # A small share of user text is not named: the floor is the cause then.
     small = [system("Rules. " * 20_000), user("fix it")]
     got.clear()
     Reporter(got.append).blocked(
         "structural_backoff", estimate_messages_tokens(small), 1_000, kept_parts(small, 0)
     )
-    assert "User messages" not in got[0].message
+    assert "user messages" not in got[0].message.lower()
+    assert "system prompt and tool schemas alone are ~" in got[0].message

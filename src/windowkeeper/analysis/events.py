@@ -21,7 +21,7 @@ from .record import Analyzer, CallFacts, MessageFacts
 from .toolshapes import ToolAction, ToolKind, exit_code
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolEvent:
     """One tool call paired with its result (``result`` is ``None`` when none was kept).
 

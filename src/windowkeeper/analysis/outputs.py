@@ -10,6 +10,8 @@ import functools
 import re
 from collections.abc import Callable
 
+from ..core.hint_scan import literal_scanner
+from ..core.secret_hints import has_folded_letters
 from .events import ToolEvent, remembered
 from .facts import CODE_FENCE, URL, WINDOW_CHARS, collapse, dedupe, folded, window
 from .toolshapes import shorten
@@ -52,24 +54,58 @@ _ERROR_WORDS = (
     "error", "exception", "fail", "fatal", "panic", "e  ", "e \t", "e\t", "npm ", "sh:", "** (",
     "caused by:",
 )  # fmt: skip
+_ERROR_SCAN = literal_scanner(_ERROR_WORDS)
 
 
 def _error_matches(text: str) -> list[re.Match[str]]:
     """``_ERROR_LINE`` matches, tried only on lines that hold an error word."""
-    probe = folded(text)
-    lined = "\n" + text
-    if len(probe) != len(text):  # case folding moved characters: scan every line
-        return list(_ERROR_LINE.finditer(lined)) if _has_error_word(probe) else []
+    if _ERROR_SCAN is not None and not has_folded_letters(text) and "\u0307" not in text:
+        starts = {text.rfind("\n", 0, at) + 1 for at in _ERROR_SCAN.starts(text)}
+    else:
+        found = _probed_starts(text)
+        if found is None:  # case folding moved characters: scan every line
+            lined = "\n" + text
+            return list(_ERROR_LINE.finditer(lined)) if _has_error_word(folded(text)) else []
+        starts = found
+    # A line starting at ``start`` > 0 follows the line break at ``start - 1``; the first
+    # line is matched after one put before it (never a copy of the whole text).
+    found_matches = (
+        _ERROR_LINE.match(text, start - 1) if start else _first_line_match(text)
+        for start in sorted(starts)
+    )
+    return [match for match in found_matches if match]
+
+
+_PROBE_CHARS = 1_024
+"""Lower-cased at a time (whole lines): ``str.lower`` of a non-ASCII text allocates three
+times four bytes per character at once, ~100 KB for a window of 8,000."""
+
+
+def _probed_starts(text: str) -> set[int] | None:
+    """The line starts of the lines holding an error word, found in lower-cased pieces of
+    ``text`` (whole lines, so every piece lowers as it does inside the whole text);
+    ``None`` when case folding moved characters."""
     starts: set[int] = set()
-    for word in _ERROR_WORDS:
-        at = probe.find(word)
-        while at >= 0:
-            starts.add(probe.rfind("\n", 0, at) + 1)
-            end = probe.find("\n", at)
-            at = probe.find(word, end) if end >= 0 else -1
-    # A line starting at ``start`` follows the line break at ``start`` in ``lined``.
-    found = (_ERROR_LINE.match(lined, start) for start in sorted(starts))
-    return [match for match in found if match]
+    begin = 0
+    while begin < len(text):
+        cut = text.find("\n", begin + _PROBE_CHARS)
+        end = len(text) if cut < 0 else cut + 1
+        probe = folded(text[begin:end])
+        if len(probe) != end - begin:
+            return None
+        for word in _ERROR_WORDS:
+            at = probe.find(word)
+            while at >= 0:
+                starts.add(begin + probe.rfind("\n", 0, at) + 1)
+                line_end = probe.find("\n", at)
+                at = probe.find(word, line_end) if line_end >= 0 else -1
+        begin = end
+    return starts
+
+
+def _first_line_match(text: str) -> re.Match[str] | None:
+    end = text.find("\n")
+    return _ERROR_LINE.match("\n" + (text if end < 0 else text[:end]))
 
 
 def _has_error_word(probe: str) -> bool:

@@ -28,7 +28,7 @@ class ToolKind(enum.StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolAction:
     """A recognized tool call: its kind and main target (command, path, pattern or URL)."""
 
@@ -174,22 +174,37 @@ _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] 
     ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE), re.compile(_EXIT_WORDS)),
     ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)'), None),
     ("exit status", re.compile(r"returned non-zero exit status (\d+)"), None),
-    ("exit ", re.compile(r"\bexit (\d+)\b"), None),
+    # ``\bexit`` with the literal first: the look-behind (no word character before the
+    # "exit" just matched) is the ``\b``, and the engine scans for the literal fast
+    ("exit ", re.compile(r"exit(?<!\wexit) (\d+)\b"), None),
 )
 
 
 def _last_exit(text: str) -> int | None:
     lowered = text.lower()
-    ascii_text = lowered.isascii()
+    probe = lowered if lowered.isascii() else _aligned_fold(text, lowered)
     best: tuple[int, int] | None = None
     for literal, pattern, lower_case in _EXIT_PATTERNS:
         if literal not in lowered:
             continue
-        plain = lower_case if ascii_text else None
-        for match in plain.finditer(lowered) if plain else pattern.finditer(text):
+        if probe is not None and lower_case is not None:
+            matches = lower_case.finditer(probe)
+        else:
+            matches = pattern.finditer(text)
+        for match in matches:
             if best is None or match.start() > best[0]:
                 best = (match.start(), int(match.group(1)))
     return None if best is None else best[1]
+
+
+def _aligned_fold(text: str, lowered: str) -> str | None:
+    """``lowered`` with the two letters a case-insensitive pattern also equates with an
+    ASCII one (``ı`` with ``i``, ``ſ`` with ``s``) made ASCII, when every character of
+    ``text`` lowered to exactly one (the positions line up); else ``None``. There the
+    lower-case twin finds what the case-insensitive pattern finds in ``text``."""
+    if len(lowered) != len(text):
+        return None  # e.g. "İ" lowers to "i" and a combining dot
+    return lowered.replace("\u0131", "i").replace("\u017f", "s")
 
 
 def exit_code(result: str) -> int | None:

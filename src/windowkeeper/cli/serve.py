@@ -141,7 +141,11 @@ def serve_command(
             err=True,
         )
     try:
-        _run(create_app(gateway, store=opened), host, port, log_level, protocol)
+        from ..gateway.collector import Collector
+
+        app = create_app(gateway, store=opened)
+        app.gateway.collector = Collector()  # this process is the gateway's alone
+        _run(app, host, port, log_level, protocol)
     finally:
         if opened is not None:
             opened.close()

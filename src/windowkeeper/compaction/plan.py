@@ -19,7 +19,7 @@ from .boundaries import head_end, newest_real_user, system_end, tail_cut
 from .handoff import unwrap
 from .media import strip_historical_media
 from .placement import extra_parts, place_handoff, with_system_note
-from .prune import make_handle
+from .prune import content_handle, make_handle
 from .sanitize import sanitize_tool_pairs
 
 MIN_FIT_BUDGET = 400
@@ -180,7 +180,8 @@ def assemble(
     head = with_system_note(list(pruned[: plan.head_end]))
     head += [messages[i] for i in in_place_indices(messages, plan)]
     tail = [m for m in map(unwrap, pruned[plan.tail_start :]) if m is not None]
-    assembled = place_handoff(head, handoff_text, tail, restatement(messages, plan))
+    # The restated request as pruning left it (a long one keeps its excerpt).
+    assembled = place_handoff(head, handoff_text, tail, restatement(pruned, plan))
     repaired = sanitize_tool_pairs(assembled)
     return strip_historical_media(repaired.messages), repaired.repairs.total
 
@@ -223,23 +224,39 @@ def summarized_turns(
     return turns
 
 
+USER_MESSAGE = "user_message"
+"""The archived kind of a long user message shortened to its excerpt."""
+WHOLE_KINDS = frozenset({"tool_output", USER_MESSAGE})
+"""Archived kinds that hold the whole original message under their own handle."""
+
+
 def archive_turns(
     messages: Sequence[Message],
     plan: CompactionPlan,
-    already: Collection[int] = (),
+    archived: Collection[ArchivedItem] = (),
     facts: Sequence[MessageFacts] | None = None,
 ) -> list[ArchivedItem]:
     """Every summarized message, retrievable by a handle derived from its content.
 
-    ``already``: indices whose original message is archived already (a pruned tool
-    output keeps the whole original message under its own handle).
+    ``archived``: what pruning archived already (a pruned tool output or a shortened user
+    message keeps the whole original message under its own handle: not archived twice).
     """
+    already = {item.index for item in archived if item.kind in WHOLE_KINDS}
     facts = facts if facts is not None else Analyzer().analyze(messages)
     return [
-        ArchivedItem(message_handle(facts[index]), "message", index, messages[index])
+        ArchivedItem(archive_handle(facts[index]), "message", index, messages[index])
         for index in range(plan.head_end, plan.tail_start)
         if index not in already
     ]
+
+
+def archive_handle(record: MessageFacts) -> str:
+    """The handle a summarized message is archived under: a tool output's is the hash of
+    its text (the handle its prune stub carries, so a handoff can name an output the same
+    way whether it was pruned first or not), any other message's :func:`message_handle`."""
+    if record.role == "tool" and isinstance(record.message.get("content"), str):
+        return content_handle(record)
+    return message_handle(record)
 
 
 def message_handle(record: MessageFacts) -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.events import result_exit_code, tool_event
 from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
+from ..analysis.specs import NamedLater, is_spec, stub_spec
 from ..analysis.toolshapes import ToolKind, one_line
 from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
@@ -131,13 +132,29 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
     return PassResult(out, len(archived), tuple(reversed(archived)))
 
 
-def _describe(call: CallFacts | None, name: str, result: MessageFacts) -> str:
+def _describe(
+    call: CallFacts | None, name: str, result: MessageFacts, named: Collection[str]
+) -> str:
     content = result.text
     if call is None:
         return f"[{name}] ({len(content):,} chars result)"
     shell = call.action.kind is ToolKind.SHELL
     line = one_line(call.action, content, result_exit_code(result) if shell else None)
-    return line + gist(tool_event(call, result))
+    event = tool_event(call, result)
+    # A spec output's stub keeps its excerpt: what the work must meet stays in sight.
+    return line + (stub_spec(event) if is_spec(event, named) else gist(event))
+
+
+def _named_documents(messages: list[Message], analyzer: Analyzer, end: int) -> NamedLater:
+    """Documents the user named before ``end`` (a read of one is a spec output), found
+    when a document read first asks."""
+
+    def texts() -> Iterator[str]:
+        for message in messages[:end]:
+            if message.get("role") == "user":
+                yield analyzer.facts(message).text[:20_000]
+
+    return NamedLater(texts)
 
 
 def _strip_images(content: list[Any]) -> list[Any] | None:
@@ -150,6 +167,7 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
     """Pass 2: long old tool results become one informative line; old images become text."""
     analyzer = settings.analyzer or Analyzer()
     calls = _calls_by_id(messages, analyzer, settings.end)
+    named = _named_documents(messages, analyzer, settings.end)
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
     for index in range(settings.start, min(settings.end, len(messages))):
@@ -168,7 +186,9 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             record = analyzer.facts(message)
             handle = content_handle(record)
             # The stub names the command it replaced: no secret in what we write (design §5).
-            replacement = f"{redact(_describe(call, name, record))} (ref {handle})"
+            replacement = f"{redact(_describe(call, name, record, named))} (ref {handle})"
+            if len(replacement) >= len(content):
+                continue  # a short spec output: its stub would be no shorter
         if replacement is None:
             continue
         out = out if out is not None else list(messages)

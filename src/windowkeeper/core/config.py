@@ -32,6 +32,12 @@ class CompressionConfig:
         head_prune_min_chars: when a handoff is written, outputs in the protected head at
             most this long stay verbatim (the head is what the session started from; only
             the large outputs there are worth a stub).
+        user_message_ratio / user_message_min_tokens / user_messages_ratio: large user
+            messages (a pasted log): one is kept verbatim up to
+            ``min(user_messages_ratio, max(min_tokens, user_message_ratio))`` of the window,
+            all of them together up to ``user_messages_ratio`` of it; beyond that the older
+            ones keep an excerpt with their instruction lines and a handle (the newest
+            one stays whole unless it alone would not fit).
         args_truncate_over: tool-call arguments longer than this are shortened leaf by leaf.
         args_head_chars: how much of a long argument leaf is kept.
         summary_min_tokens / summary_max_tokens / summary_ratio / summary_window_ratio:
@@ -77,6 +83,9 @@ class CompressionConfig:
     head_prune_min_chars: int = 2_000
     args_truncate_over: int = 500
     args_head_chars: int = 200
+    user_message_ratio: float = 0.20
+    user_message_min_tokens: int = 2_000
+    user_messages_ratio: float = 0.40
     summary_min_tokens: int = 2_000
     summary_max_tokens: int = 12_000
     summary_ratio: float = 0.20
@@ -114,6 +123,13 @@ class CompressionConfig:
             raise ConfigError(
                 f"compression.prune_only_ratio must be in (0, 1], got {self.prune_only_ratio}"
             )
+        for name in ("user_message_ratio", "user_messages_ratio"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ConfigError(
+                    f"compression.{name} must be in (0, 1], got {getattr(self, name)}"
+                )
+        if self.user_message_min_tokens < 0:
+            raise ConfigError("compression.user_message_min_tokens must be >= 0")
         if self.min_tail_messages < 1:
             raise ConfigError("compression.min_tail_messages must be >= 1")
         if self.max_attempts < 1:

@@ -64,7 +64,31 @@ class HintPositions:
         return sorted({at for found in lists for at in found})
 
 
-class HintScanner:
+class _Compiled:
+    """A compiled Hyperscan database and a scratch space per thread (a scratch serves one
+    scan at a time)."""
+
+    def __init__(self, expressions: list[bytes], flags: list[int]) -> None:
+        assert hyperscan is not None
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self._database.compile(
+            expressions=expressions, ids=list(range(len(expressions))), flags=flags
+        )
+        self._scratch = hyperscan.Scratch(self._database)
+        self._local = threading.local()
+
+    def _found(self, text: str) -> tuple[bytes, list[tuple[int, int]]]:
+        """``text`` as scanned (ASCII or UTF-8) and each match's (expression, start byte)."""
+        found: list[tuple[int, int]] = []
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._scratch.clone()
+        data = text.encode("ascii" if text.isascii() else "utf-8", "surrogatepass")
+        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        return data, found
+
+
+class HintScanner(_Compiled):
     """One compiled database of ``exact`` (case-sensitive) and ``caseless`` hints."""
 
     def __init__(self, exact: Iterable[str], caseless: Iterable[str]) -> None:
@@ -72,25 +96,15 @@ class HintScanner:
         self._hints = [(hint, False) for hint in sorted(set(exact))]
         self._hints += [(hint, True) for hint in sorted(set(caseless))]
         som = hyperscan.HS_FLAG_SOM_LEFTMOST
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(
-            expressions=[hint.encode("ascii") for hint, _ in self._hints],
-            ids=list(range(len(self._hints))),
-            flags=[som | hyperscan.HS_FLAG_CASELESS if low else som for _, low in self._hints],
+        super().__init__(
+            [hint.encode("ascii") for hint, _ in self._hints],
+            [som | hyperscan.HS_FLAG_CASELESS if low else som for _, low in self._hints],
         )
-        self._scratch = hyperscan.Scratch(self._database)
-        # A scratch space serves one scan at a time: each thread gets its own clone.
-        self._local = threading.local()
 
     def scan(self, text: str) -> HintPositions:
         """The hints' positions (in characters) in ``text``, which must hold no character
         of ``FOLDED_TO_ASCII`` (see the module docstring)."""
-        found: list[tuple[int, int]] = []
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
-            scratch = self._local.scratch = self._scratch.clone()
-        data = text.encode("ascii" if text.isascii() else "utf-8", "surrogatepass")
-        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        data, found = self._found(text)
         chars = _char_offsets(data, {start for _, start in found}) if len(data) > len(text) else {}
         exact: dict[str, list[int]] = {}
         lowered: dict[str, list[int]] = {}
@@ -119,9 +133,48 @@ def _collect(index: int, start: int, end: int, flags: int, found: Any) -> None:
 def scanner(exact: Iterable[str], caseless: Iterable[str]) -> HintScanner | None:
     """A scanner of these hints; ``None`` on the pure-Python path (no Hyperscan, or
     ``WINDOWKEEPER_PURE_PYTHON_SCAN`` set)."""
-    if hyperscan is None or os.environ.get(FORCE_PURE_PYTHON, "") not in ("", "0"):
-        return None
-    return HintScanner(exact, caseless)
+    return HintScanner(exact, caseless) if _enabled() else None
+
+
+class LiteralScanner(_Compiled):
+    """Where any of some ASCII literals occurs in a text, case-insensitively (ASCII case
+    folding), in one Hyperscan pass over its bytes: the gates in front of the extractors
+    (which lines of a tool output may hold an error line, say) without a lower-cased copy
+    of the text (for an 8,000-character non-ASCII output, ``str.lower`` alone allocates
+    ~130 KB: compress's peak memory)."""
+
+    def __init__(self, literals: Iterable[str]) -> None:
+        assert hyperscan is not None
+        words = sorted(set(literals))
+        flags = hyperscan.HS_FLAG_SOM_LEFTMOST | hyperscan.HS_FLAG_CASELESS
+        super().__init__([_literal(word) for word in words], [flags] * len(words))
+
+    def starts(self, text: str) -> set[int]:
+        """The character offset where each occurrence starts. What must hold: ``text``
+        holds no character of ``FOLDED_TO_ASCII`` (then these are exactly the offsets of
+        the lower-cased literals in ``text.lower()``: no other character lowers to an
+        ASCII one, and only ``İ``, one of them, lowers to two)."""
+        data, found = self._found(text)
+        starts = {start for _, start in found}
+        if len(data) == len(text):
+            return starts
+        chars = _char_offsets(data, starts)
+        return {chars[start] for start in starts}
+
+
+def _literal(word: str) -> bytes:
+    """``word`` as a Hyperscan expression matching it literally (every byte escaped)."""
+    return "".join(f"\\x{ord(char):02x}" for char in word).encode("ascii")
+
+
+def literal_scanner(literals: Iterable[str]) -> LiteralScanner | None:
+    """A :class:`LiteralScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
+    return LiteralScanner(literals) if _enabled() else None
+
+
+def _enabled() -> bool:
+    """Hyperscan is installed and the pure-Python path is not forced."""
+    return hyperscan is not None and os.environ.get(FORCE_PURE_PYTHON, "") in ("", "0")
 
 
 _TOKEN_HINTS = tuple(hint for group in TOKEN_GROUPS for hint in group.hints)

@@ -94,7 +94,7 @@ class Background:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArchivedItem:
     """An original that a compaction replaced; ``handle`` is the reference shown to the model.
 

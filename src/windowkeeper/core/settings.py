@@ -97,6 +97,9 @@ class CompressionSettings(_Section):
     head_prune_min_chars: Count = _DEFAULTS.head_prune_min_chars
     args_truncate_over: Positive = _DEFAULTS.args_truncate_over
     args_head_chars: Count = _DEFAULTS.args_head_chars
+    user_message_ratio: Fraction = _DEFAULTS.user_message_ratio
+    user_message_min_tokens: Count = _DEFAULTS.user_message_min_tokens
+    user_messages_ratio: Fraction = _DEFAULTS.user_messages_ratio
     summary_min_tokens: Positive = _DEFAULTS.summary_min_tokens
     summary_max_tokens: Positive = _DEFAULTS.summary_max_tokens
     summary_ratio: Fraction = _DEFAULTS.summary_ratio

@@ -56,9 +56,10 @@ from .pipeline import (
     tier1_out_of_reach,
     tier1_target,
     tokens_of,
+    verbatim_cause,
 )
 from .summarize import run_summary
-from .trigger import Decision, detail_of, trigger_tokens
+from .trigger import Decision, blocked_decision, detail_of, trigger_tokens
 
 log = logging.getLogger("windowkeeper.engine.compressor")
 
@@ -159,7 +160,7 @@ class ContextCompressor(BackgroundCompaction):
             return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
         block, self.guard = blocked(self.guard, self._clock())
         if block is not None:
-            return Decision(False, tokens, self.threshold_tokens, Reason(block.value))
+            return blocked_decision(block, tokens, self.threshold_tokens, self.guard)
         return Decision(True, tokens, self.threshold_tokens)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
@@ -185,6 +186,7 @@ class ContextCompressor(BackgroundCompaction):
             "usage_percent": round(100.0 * tokens / self.context_length, 1),
             "compression_count": self.compression_count,
             "blocked_reason": decision.reason.value if decision.reason else None,
+            "blocked_detail": decision.detail or None,
             "warnings": list(self.warnings),
         }
 
@@ -271,7 +273,8 @@ class ContextCompressor(BackgroundCompaction):
             if block is Block.STRUCTURAL_BACKOFF and can_prune(job, self.config):
                 block = None  # pruning can still remove something: never block it
             if block is not None:
-                return self._unchanged(job, started, Outcome.SKIPPED, Reason(block))
+                skip = blocked_decision(block, job.base.before_tokens, 0, self.guard)
+                return self._unchanged(job, started, Outcome.SKIPPED, Reason(block), skip.detail)
         self.previous_summary = job.plan.previous_summary
         plan, config = job.plan, self.config
         pruned = None
@@ -284,8 +287,7 @@ class ContextCompressor(BackgroundCompaction):
             if result is not None:
                 return result
         if not plan.compressible:
-            self.guard = on_structural_noop(self.guard, self._clock())
-            return self._unchanged(job, started, Outcome.NOOP, Reason.NOTHING_TO_COMPRESS)
+            return self._nothing_gained(job, started, Reason.NOTHING_TO_COMPRESS)
         if pruned is None:
             # Tier 2 keeps the head and the tail: only the head's stubs are kept, so only
             # the head is pruned; the middle's long outputs leave with the summarized turns.
@@ -302,22 +304,23 @@ class ContextCompressor(BackgroundCompaction):
                         force=force, focus=focus)  # fmt: skip
 
     def _unchanged(
-        self,
-        job: Job,
-        started: float,
-        outcome: Outcome,
-        reason: Reason,
-        detail: str = "",
+        self, job: Job, started: float, outcome: Outcome, reason: Reason, detail: str = "",
         **fields: Any,
-    ) -> CompressionResult:
+    ) -> CompressionResult:  # fmt: skip
         elapsed = (time.perf_counter() - started) * 1000
-        if not detail:
-            detail = detail_of(reason)
+        detail = detail or detail_of(reason)
         report = replace(job.base, outcome=outcome, reason=reason, detail=detail, **fields)
         warning = self._over_window(job, job.messages, report.after_tokens)
         if warning:
             report = replace(report, warnings=(*report.warnings, warning))
         return CompressionResult(job.messages, replace(report, elapsed_ms=elapsed))
+
+    def _nothing_gained(self, job: Job, started: float, reason: Reason) -> CompressionResult:
+        """Back off like a structural no-op (a forced call ignores it), remembering what
+        kept the compaction from saving anything, for the skips that follow."""
+        cause = verbatim_cause(job, summarized=reason is Reason.NO_REDUCTION)
+        self.guard = on_structural_noop(self.guard, self._clock(), cause)
+        return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
 
     def _over_window(self, job: Job, messages: list[Message], after: int) -> str | None:
         window = usable_window(self.context_length, self.max_tokens)
@@ -375,9 +378,7 @@ class ContextCompressor(BackgroundCompaction):
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
-            # Nothing to gain: back off like a structural no-op (a forced call ignores it).
-            self.guard = on_structural_noop(self.guard, self._clock())
-            return self._unchanged(job, started, Outcome.NOOP, Reason.NO_REDUCTION)
+            return self._nothing_gained(job, started, Reason.NO_REDUCTION)
         report = replace(
             job.base,
             outcome=Outcome.COMPRESSED, tier=Tier.SUMMARY,
@@ -387,8 +388,7 @@ class ContextCompressor(BackgroundCompaction):
             summarizer=outcome.summarizer, failure=failure.kind if failure else None,
             repairs=repairs, warnings=cuts,
         )  # fmt: skip
-        whole = {item.index for item in pruned.archived if item.kind == "tool_output"}
-        archived = (*pruned.archived, *archive_turns(messages, plan, whole, job.facts))
+        archived = (*pruned.archived, *archive_turns(messages, plan, pruned.archived, job.facts))
         result = CompressionResult(assembled, report, archived, body)
         return self._finish(job, result, started, body)
 

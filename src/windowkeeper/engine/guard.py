@@ -50,6 +50,8 @@ class GuardState:
     probe_at: float | None = None
     low_savings_streak: int = 0
     structural_until: float = 0.0
+    structural_cause: str = ""
+    """Why the last compaction found nothing to compress (figures and indices only)."""
     compression_count: int = 0
     undone: bool = False
     """An undo took the last compaction back: hold automatic compaction (see above)."""
@@ -128,6 +130,7 @@ def on_compaction(state: GuardState, savings_ratio: float, min_ratio: float) -> 
         low_savings_streak=state.low_savings_streak + 1 if low else 0,
         verify_pending=True,
         structural_until=0.0,
+        structural_cause="",
         undone=False,
     )
 
@@ -138,9 +141,10 @@ def on_undo(state: GuardState) -> GuardState:
     return replace(state, undone=True)
 
 
-def on_structural_noop(state: GuardState, now: float) -> GuardState:
-    """Nothing was eligible to compress: back off for a while (not a strike)."""
-    return replace(state, structural_until=now + STRUCTURAL_BACKOFF)
+def on_structural_noop(state: GuardState, now: float, cause: str = "") -> GuardState:
+    """Nothing was eligible to compress: back off for a while (not a strike), and
+    remember why, for the warning the backoff is reported with."""
+    return replace(state, structural_until=now + STRUCTURAL_BACKOFF, structural_cause=cause)
 
 
 def on_usage(state: GuardState, prompt_tokens: int, threshold: int) -> GuardState:

@@ -14,10 +14,17 @@ from dataclasses import dataclass, replace
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
-from ..compaction.boundaries import system_end
+from ..compaction.boundaries import newest_real_user, newest_request, system_end
 from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPlan, fitting_plan
 from ..compaction.prune import PassResult, PruneSettings, prune
 from ..compaction.truncate import Cut, last_rungs
+from ..compaction.usertexts import (
+    UserBudget,
+    excerpt_tokens,
+    over_budget,
+    shorten_users,
+    user_budget,
+)
 from ..core.cache import prices_for, receipt
 from ..core.config import CompressionConfig
 from ..core.invariants import align_back
@@ -39,6 +46,10 @@ class Job:
     room: int
     force: bool
     focus: str | None
+    users: UserBudget
+    long_users: tuple[int, ...] = ()
+    """User messages over their budget (design §5, large user messages), oldest first:
+    each keeps its excerpt wherever the output keeps it."""
 
 
 def make_job(
@@ -62,7 +73,24 @@ def make_job(
     if force:
         costs = [f.tokens for f in facts]
         plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
-    return Job(messages, facts, plan, base, extra, room, force, focus)
+    users = user_budget(config, context_length)
+    job = Job(messages, facts, plan, base, extra, room, force, focus, users)
+    return replace(job, long_users=tuple(_long_users(job)))
+
+
+def _long_users(job: Job) -> list[int]:
+    """The user messages to shorten: those over the budgets, never the newest one (what
+    the agent must answer) unless it alone would not fit a compaction that must fit."""
+    messages, facts = job.messages, job.facts
+    newest = newest_real_user(messages, 0, facts)
+    request = newest_request(messages, 0, newest) if newest is not None else None
+    spared = {newest, request} - {None}
+    if job.force and newest is not None:
+        system, _, size, handoff = floor_breakdown(messages, facts, job.extra)
+        if system + size + handoff > job.room:
+            spared = set()  # it alone would not fit: its instruction lines and a handle
+    indices = [i for i in range(len(messages)) if i not in spared]
+    return over_budget(facts, job.users, indices, None)
 
 
 def prune_end(job: Job, config: CompressionConfig) -> int:
@@ -73,12 +101,21 @@ def prune_end(job: Job, config: CompressionConfig) -> int:
 
 
 def prune_outside_tail(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassResult:
-    """Tier 1's passes over every message outside the protected tail, head included."""
+    """Tier 1's passes over every message outside the protected tail, head included, and
+    the user messages over their budgets wherever they are."""
     settings = PruneSettings(
         system_end(job.messages), prune_end(job, config), config.prune_min_chars,
         config.args_truncate_over, config.args_head_chars, analyzer,
     )  # fmt: skip
-    return prune(job.messages, settings)
+    return _with_users(job, prune(job.messages, settings), job.long_users)
+
+
+def _with_users(job: Job, pruned: PassResult, indices: Sequence[int]) -> PassResult:
+    """``pruned`` with the user messages at ``indices`` shortened to their excerpts."""
+    if not indices:
+        return pruned
+    users = shorten_users(pruned.messages, job.facts, indices, job.users.excerpt_chars)
+    return PassResult(users.messages, pruned.changed, (*pruned.archived, *users.archived))
 
 
 def prune_head(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassResult:
@@ -91,7 +128,14 @@ def prune_head(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassR
         system_end(job.messages), job.plan.head_end, least,
         config.args_truncate_over, config.args_head_chars, analyzer,
     )  # fmt: skip
-    return prune(job.messages, settings)
+    plan = job.plan
+    # Of the long user messages, those the output keeps: the head's, the tail's and the
+    # restated one (the middle's are quoted in the handoff, within its own limits).
+    kept = [
+        i for i in job.long_users
+        if i < plan.head_end or i >= plan.tail_start or i == plan.restated_user
+    ]  # fmt: skip
+    return _with_users(job, prune(job.messages, settings), kept)
 
 
 STUB_TOKENS = 24
@@ -108,8 +152,11 @@ def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> b
     target = tier1_target(job, config, threshold)
     start, end = system_end(job.messages), prune_end(job, config)
     floor = job.extra
+    shortened = set(job.long_users)
     for index, record in enumerate(job.facts):
-        if not start <= index < end or record.role not in ("tool", "assistant"):
+        if index in shortened:
+            floor += min(record.tokens, excerpt_tokens(job.users))
+        elif not start <= index < end or record.role not in ("tool", "assistant"):
             floor += record.tokens
         elif record.role == "tool":
             floor += min(record.tokens, STUB_TOKENS)
@@ -125,6 +172,8 @@ def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> b
 
 def can_prune(job: Job, config: CompressionConfig) -> bool:
     """Whether pruning outside the tail could still remove something (cheap check)."""
+    if job.long_users:
+        return True
     limit = config.prune_min_chars
     for index in range(system_end(job.messages), prune_end(job, config)):
         record = job.facts[index]
@@ -220,6 +269,45 @@ def fitted(
         for c in cuts
     )
     return out, after, notes
+
+
+def verbatim_cause(job: Job, summarized: bool) -> str:
+    """Why a compaction saved nothing, in figures and indices only (never message text):
+    what it must keep verbatim and the largest part of that. ``summarized``: a handoff was
+    written and was not smaller than the turns it replaced."""
+    messages, facts, plan = job.messages, job.facts, job.plan
+    total = max(1, job.base.before_tokens)
+    if summarized:
+        what = (
+            f"a handoff is no smaller than the {plan.tail_start - plan.head_end} messages "
+            f"it would replace (~{plan.middle_tokens:,} tokens)"
+        )
+    else:
+        what = (
+            f"all {len(messages)} messages are kept verbatim (protected head and recent "
+            "tail) and no old tool output is left to prune"
+        )
+    kept = [i for i in range(len(messages)) if i < plan.head_end or i >= plan.tail_start]
+    if not kept:
+        return what
+    largest = max(kept, key=lambda i: facts[i].tokens)
+    size = facts[largest].tokens
+    share = f"~{size:,} tokens, {100 * size // total}% of the request"
+    if facts[largest].role == "user" and largest == newest_real_user(messages, 0, facts):
+        share += "; kept whole: the agent must answer it"
+    return f"{what}; the largest is message {largest} ({_kind(job, largest)}, {share})"
+
+
+def _kind(job: Job, index: int) -> str:
+    """What a message is, for a warning."""
+    record = job.facts[index]
+    if record.role == "user" and index == newest_real_user(job.messages, 0, job.facts):
+        return "the newest user message"
+    return {
+        "user": "a user message", "tool": "a tool result in the recent tail",
+        "assistant": "an assistant message", "system": "the system prompt",
+        "developer": "the system prompt",
+    }.get(str(record.role), str(record.role))  # fmt: skip
 
 
 def receipt_of(

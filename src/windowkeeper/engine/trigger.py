@@ -13,6 +13,7 @@ from ..core.config import (
 )
 from ..core.report import Reason
 from ..summary.feasibility import check_feasibility
+from .guard import Block, GuardState
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,10 @@ class Decision:
     tokens: int
     threshold: int
     reason: Reason | None = None
+    detail: str = ""
+    """The line a skipped or blocked decision is reported with."""
+    cause: str = ""
+    """What blocks, when the engine knows it (figures and indices only, no text)."""
 
 
 @dataclass(frozen=True)
@@ -62,13 +67,24 @@ _DETAILS = {
     Reason.NOTHING_TO_COMPRESS: "compression skipped: nothing left to compress",
     Reason.NO_REDUCTION: "compression skipped: it would not reduce the context",
     Reason.COOLDOWN: "compression skipped: the summarizer is cooling down after a failure",
-    Reason.STRUCTURAL_BACKOFF: "compression skipped: nothing was compressible a moment ago",
+    Reason.STRUCTURAL_BACKOFF: "compression skipped for a few minutes: the last attempt found "
+    "nothing to compress",
     Reason.INEFFECTIVE: "compression blocked: real usage stayed over the threshold after "
-    "compacting (the system prompt and tool schemas may exceed it)",
+    "two compactions",
     Reason.LOW_SAVINGS: "compression blocked: the last two compactions each saved under 10%",
 }
 
 
-def detail_of(reason: Reason) -> str:
-    """The one line a skipped or blocked compaction reports."""
-    return _DETAILS.get(reason, reason.value)
+def detail_of(reason: Reason, cause: str = "") -> str:
+    """The one line a skipped or blocked compaction reports, with its ``cause`` (what a
+    compaction had to keep, in figures) when one is known."""
+    detail = _DETAILS.get(reason, reason.value)
+    return f"{detail}: {cause}" if cause else detail
+
+
+def blocked_decision(block: Block, tokens: int, threshold: int, guard: GuardState) -> Decision:
+    """The decision a gate makes, with its line: a structural backoff names what the
+    compaction it backs off from had to keep (remembered in ``guard``)."""
+    reason = Reason(block.value)
+    cause = guard.structural_cause if block is Block.STRUCTURAL_BACKOFF else ""
+    return Decision(False, tokens, threshold, reason, detail_of(reason, cause), cause)

@@ -22,6 +22,7 @@ What must hold:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import OrderedDict
@@ -67,13 +68,24 @@ class _Known:
     def body(self, key: str) -> dict[str, Any]:
         return {**self.head, key: list(self.units), **self.rest}
 
-    def may_share(self, raw: bytes) -> bool:
-        """A cheap test that fails for most bodies sharing no second unit with this one."""
+    @functools.cached_property
+    def _probes(self) -> tuple[tuple[int, bytes], ...]:
+        """The last bytes of the first two units, each with its offset (see may_share)."""
         if not self.ends:
-            return False
-        end = self.ends[min(1, len(self.ends) - 1)]
-        start = max(0, end - _PROBE)
-        return raw[start:end] == self.raw[start:end]
+            return ()
+        ends = dict.fromkeys((self.ends[min(1, len(self.ends) - 1)], self.ends[0]))
+        return tuple((max(0, end - _PROBE), self.raw[max(0, end - _PROBE) : end]) for end in ends)
+
+    def may_share(self, raw: bytes) -> bool:
+        """A cheap test that fails for most bodies sharing neither of its first two units
+        with this one (the first unit too: bodies that share none reuse nothing, and
+        Anthropic bodies of different sessions often share their second, an assistant
+        turn). Compared in place: a bucket holds up to 128 bodies, each probed."""
+        probes = self._probes
+        for start, probe in probes:
+            if not raw.startswith(probe, start):
+                return False
+        return bool(probes)
 
 
 _Bucket = tuple[str, str, bytes]

@@ -11,6 +11,7 @@ import anyio.to_thread
 from ..loop.background import Workers
 from ..store import SessionStore
 from .bodies import BodyParser
+from .collector import NoCollector
 from .metrics import Metrics
 from .persist import SessionPersistence
 from .settings import GatewaySettings
@@ -45,6 +46,8 @@ class GatewayCore:
         """Request bodies parsed incrementally (an agent re-sends its history)."""
         self.windows: dict[str, int] = {}
         """Windows found for models (the upstream's listing, installed metadata)."""
+        self.collector: NoCollector = NoCollector()
+        """What the garbage collector sees of the sessions (``serve`` freezes them)."""
 
     async def aclose(self) -> None:
         await self.upstream.aclose()

@@ -21,7 +21,7 @@ from ..core.report import Receipt
 from ..loop.estimates import prompt_tokens_of
 from .auth import Caller
 from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
-from .protocols.base import recall_calls_in
+from .protocols.base import recall_calls_in, request_bytes
 from .protocols.sse import EventSplitter
 from .recall import RECALL_TOOL, archive_in_memory, recall_answers, recall_schema, tool_for
 from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
@@ -211,7 +211,7 @@ class Exchange:
             units = [*units, *parsed.units[prepared.client_units :]]
         else:
             system, units = protocol.wire(request)
-        return dumps(protocol.body_with(parsed, system, units, extra))
+        return request_bytes(protocol.body_with(parsed, system, units, extra))
 
     # --- recall --------------------------------------------------------------------------
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .history import Seen, agreeing_prefix, convert
-from .protocols import Parsed, dumps
+from .protocols import Parsed
+from .protocols.base import request_bytes
 from .recall import RECALL_SCHEMA, tool_for
 from .sessions import Branch, GatewaySession, Prepared
 
@@ -108,4 +109,4 @@ def counted_body(session: GatewaySession, parsed: Parsed) -> bytes | None:
         return None
     system, units = branch.wire_prefix(session.protocol)
     rest = parsed.units[history.ends[covered - 1] :]
-    return dumps(session.protocol.body_with(parsed, system, [*units, *rest], []))
+    return request_bytes(session.protocol.body_with(parsed, system, [*units, *rest], []))

@@ -76,10 +76,12 @@ class Gateway(GatewayCore):
             )
         )
         self.metrics.sessions.set(len(self.sessions))
+        self.collector.begin()
         try:
             return await exchange.run(session, window)
         finally:
             self.sessions.account(session)
+            self.collector.end()
 
     async def count_tokens(
         self,

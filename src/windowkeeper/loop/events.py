@@ -186,15 +186,19 @@ class Reporter:
             count=count,
         )
 
-    def blocked(self, reason: str, tokens: int, threshold: int, kept: KeptParts | None) -> None:
-        hint = ""
+    def blocked(
+        self,
+        reason: str,
+        tokens: int,
+        threshold: int,
+        kept: KeptParts | None,
+        cause: str = "",
+    ) -> None:
+        """Automation blocked over the threshold, with the real cause: ``cause`` (the
+        engine's own line, from figures only) and what a compaction must keep."""
+        hint = f" {cause[:1].upper()}{cause[1:]}." if cause else ""
         if kept is not None:
-            hint = f" The system prompt and tool schemas alone are ~{kept.floor:,} tokens."
-            if kept.users * 4 >= tokens:  # a large share: a pasted log, not the prompt
-                hint += (
-                    f" User messages, kept verbatim, are ~{kept.users:,} tokens (the largest"
-                    f" is message {kept.largest_index}, ~{kept.largest:,})."
-                )
+            hint += f" {kept.hint(tokens)}"
         self.warn(
             WarningCode.BLOCKED,
             reason,
@@ -326,14 +330,41 @@ class KeptParts:
 
     floor: int
     """System prompt(s) and tool schemas."""
+    newest: int
+    """The newest user message (kept whole: the agent must answer it)."""
+    newest_index: int
     users: int
-    """All user messages (pinned verbatim)."""
+    """The other user messages (kept verbatim up to their budget)."""
     largest: int
     largest_index: int
+    """The largest of the other user messages."""
+
+    def hint(self, tokens: int) -> str:
+        """The parts a compaction keeps that are a large share of ``tokens`` (a quarter or
+        more), the largest first; the system prompt and tool schemas when none is."""
+        parts = []
+        if self.newest * 4 >= tokens:
+            parts.append(
+                (self.newest, f"the newest user message (message {self.newest_index}) is "
+                 f"~{self.newest:,} tokens, kept whole because the agent must answer it")
+            )  # fmt: skip
+        if self.users * 4 >= tokens:
+            parts.append(
+                (self.users, f"earlier user messages are ~{self.users:,} tokens (the largest is "
+                 f"message {self.largest_index}, ~{self.largest:,})")
+            )  # fmt: skip
+        if self.floor * 4 >= tokens or not parts:
+            parts.append(
+                (self.floor, f"the system prompt and tool schemas alone are ~{self.floor:,} tokens")
+            )
+        text = "; ".join(part for _, part in sorted(parts, key=lambda p: -p[0]))
+        return f"{text[:1].upper()}{text[1:]}."
 
 
 def kept_parts(messages: Sequence[Message], schema_tokens: int) -> KeptParts:
     system = sum(message_tokens(m) for m in messages if m.get("role") in ("system", "developer"))
     sizes = [(message_tokens(m), i) for i, m in enumerate(messages) if m.get("role") == "user"]
-    largest, index = max(sizes, default=(0, -1))
-    return KeptParts(schema_tokens + system, sum(size for size, _ in sizes), largest, index)
+    newest, newest_index = sizes[-1] if sizes else (0, -1)
+    largest, index = max(sizes[:-1], default=(0, -1))
+    earlier = sum(size for size, _ in sizes[:-1])
+    return KeptParts(schema_tokens + system, newest, newest_index, earlier, largest, index)

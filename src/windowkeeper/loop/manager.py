@@ -272,17 +272,19 @@ class ContextManager(Compacting):
     def _automatic(
         self, messages: list[Message], tokens: int, trigger: Trigger
     ) -> Waits[list[Message]]:
+        cause = ""
         if self._compressor:
             decision = self._compressor.decide(tokens)
             allowed = decision.compress
             reason = decision.reason.value if decision.reason else None
+            cause = decision.detail if decision.cause else ""
         else:
             allowed = self.engine.should_compress(tokens)
             reason = None if allowed else str(self.engine.get_status().get("blocked_reason"))
         if allowed:
             return (yield from self._compaction(messages, trigger, tokens, background=True))
         if reason is not None and str(reason) not in _QUIET_REASONS:
-            self._warn_blocked(str(reason), tokens, messages)
+            self._warn_blocked(str(reason), tokens, messages, cause)
         return messages
 
     def _fit_window(self, messages: list[Message], tokens: int) -> Waits[list[Message]]:
@@ -375,8 +377,10 @@ class ContextManager(Compacting):
 
     # --- events ----------------------------------------------------------------------
 
-    def _warn_blocked(self, reason: str, tokens: int, messages: Sequence[Message]) -> None:
+    def _warn_blocked(
+        self, reason: str, tokens: int, messages: Sequence[Message], cause: str = ""
+    ) -> None:
         kept = None
-        if reason in ("ineffective", "low_savings", "structural_backoff"):
+        if reason in ("ineffective", "low_savings", "structural_backoff") and not cause:
             kept = kept_parts(messages, self.schema_tokens())
-        self.events.blocked(reason, tokens, self.threshold, kept)
+        self.events.blocked(reason, tokens, self.threshold, kept, cause)

@@ -101,12 +101,14 @@ class Evidence:
         return self.retried
 
     def last_hope(self, overflow: Overflow, attempt: int) -> bool:
-        """Whether a first claimed context overflow that states no window, of a request
-        nothing can shrink, is sent again unchanged rather than given up at once: a
-        transient fault is the one explanation left that a retry can serve (a second
-        refusal gives up). A payload limit (413) is a proxy's fixed byte limit: not so."""
-        kind = overflow.kind is OverflowKind.CONTEXT_OVERFLOW
-        if attempt != 1 or not kind or overflow.limit is not None or self.retried:
+        """Whether a first claimed context overflow or payload limit (413) that states no
+        window, of a request nothing can shrink, is sent again unchanged rather than given
+        up at once: a transient fault is the one explanation left that a retry can serve,
+        and the turn fails either way if it was not one (a second refusal gives up; a
+        413 is usually a proxy's fixed byte limit, and then the retry costs one request)."""
+        kinds = (OverflowKind.CONTEXT_OVERFLOW, OverflowKind.PAYLOAD_TOO_LARGE)
+        stated = overflow.limit is not None
+        if attempt != 1 or overflow.kind not in kinds or stated or self.retried:
             return False
         self.retried = True
         return True

@@ -19,7 +19,7 @@ from .base import StoreCheck, StoreDamageError, load_message
 __all__ = ("check_values", "decode_guard", "guard_problem", "held_after_undo")
 
 _GUARD_TYPES: dict[str, tuple[type, ...]] = {
-    "float": (int, float), "int": (int,), "bool": (bool,), "None": (type(None),),
+    "float": (int, float), "int": (int,), "bool": (bool,), "None": (type(None),), "str": (str,),
     "FailureKind": (FailureKind,),
 }  # fmt: skip
 

@@ -92,5 +92,13 @@ SECTION_TITLES: tuple[str, ...] = TITLES
 WRITTEN_TITLES: tuple[str, ...] = ("Work State", "Key Decisions", "Next Step")
 WRITTEN_SHARE = 0.40
 """Fraction of the handoff budget a summarizer's own sections may take."""
+
+
+def written_budget(budget_tokens: int) -> int:
+    """Tokens a summarizer's own sections may take of a handoff budget (asked for in the
+    prompt; the notes are trimmed to it by whole lines)."""
+    return max(200, int(budget_tokens * WRITTEN_SHARE))
+
+
 """The sections a summarizer writes in its own words; every other section is filled
 mechanically (task, user messages, constraints, errors, files, values, the ledger)."""

@@ -11,6 +11,7 @@ from ..analysis.events import Analysis, failed
 from ..analysis.record import Analyzer, CallFacts, MessageFacts
 from ..analysis.todos import todo_items
 from ..analysis.toolshapes import ToolKind
+from ..compaction.plan import archive_handle
 from ..core.messages import Message
 from ..core.secrets import REDACTED, redact, redact_message
 
@@ -52,6 +53,10 @@ class MaskedTurns(Sequence[Message]):
 
     def __len__(self) -> int:
         return len(self._facts)
+
+    def handles(self) -> tuple[str, ...]:
+        """The archive handle of each turn (of its original: what a recall returns)."""
+        return tuple(archive_handle(record) for record in self._facts)
 
     @overload
     def __getitem__(self, index: int) -> Message: ...

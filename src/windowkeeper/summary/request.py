@@ -17,15 +17,15 @@ from ..analysis.kinds import live_text
 from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.plan import CompactionPlan, restatement
 from ..core.messages import Message
-from ..core.tokens import estimate_tokens
 from .handoff.extract import Placement, extract_state, previous_state
 from .handoff.fit import fitted
 from .handoff.model import HandoffState
 from .handoff.parse import split_sections
 from .handoff.text import render
 from .handoff.users import written_text
-from .protocol import WRITTEN_SHARE, WRITTEN_TITLES, SummaryRequest
+from .protocol import WRITTEN_TITLES, SummaryRequest, written_budget
 from .redact import MaskedTurns, masked_analysis
+from .trim import trim_sections, trim_text
 
 SNAPSHOT_CHARS = 1_400
 
@@ -97,41 +97,19 @@ def compose(body: str, state: HandoffState, budget: int, *, complete: bool) -> s
     of the extracted ones, within ``budget``."""
     if complete:
         return body
-    share = int(budget * WRITTEN_SHARE)
+    share = written_budget(budget)
     written = written_sections(body, share)
     merged = replace(state, written=written)
     if not written and body.strip():  # free text without our headings: kept as notes
-        merged = replace(state, notes=_cut_lines(body.strip(), share))
+        merged = replace(state, notes=trim_text(body.strip(), share))
     return render(merged, fitted(merged, budget))
 
 
 def written_sections(body: str, budget: int) -> tuple[tuple[str, str], ...]:
-    """A summarizer's judgment sections, cut to ``budget`` tokens in all (whole lines
-    kept, deterministic): a summary model's length is never trusted."""
+    """A summarizer's judgment sections within ``budget`` tokens in all: whole lines are
+    left out, the oldest first, never cut mid-text (:mod:`.trim`); a summary model's
+    length is never trusted."""
     sections = split_sections(body, titles=WRITTEN_TITLES)
     found = [(title, "\n".join(sections.get(title, [])).strip()) for title in WRITTEN_TITLES]
     found = [(t, text) for t, text in found if text and text.lower() not in ("none", "none.")]
-    kept: list[tuple[str, str]] = []
-    left = budget
-    for title, text in found:
-        cut = _cut_lines(text, left)
-        if cut:
-            kept.append((title, cut))
-            left -= estimate_tokens(cut) + 4
-    return tuple(kept)
-
-
-def _cut_lines(text: str, budget: int) -> str:
-    if budget <= 0:
-        return ""
-    if estimate_tokens(text) <= budget:
-        return text
-    lines: list[str] = []
-    used = 0
-    for line in text.splitlines():
-        cost = estimate_tokens(line) + 1
-        if used + cost > budget - 4:
-            break
-        lines.append(line)
-        used += cost
-    return "\n".join([*lines, "[…]"]) if lines else ""
+    return trim_sections(found, budget)

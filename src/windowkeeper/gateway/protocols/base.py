@@ -15,12 +15,14 @@ from __future__ import annotations
 import abc
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from ...core.errors import InvalidMessagesError
 from ...core.messages import Message, ToolSchema
+from ...core.optional import orjson
 
 Target = Literal["openai", "anthropic"]
 
@@ -50,6 +52,26 @@ def loads(raw: bytes) -> Any:
         raise InvalidMessagesError("request body", "JSON nested too deeply") from None
     except ValueError as exc:
         raise InvalidMessagesError("request body", f"not valid JSON ({exc})") from None
+
+
+# orjson writes a float below 1e-4 differently from ``repr`` ("0.00001" for "1e-05",
+# "1e-7" for "1e-07"): where its output may hold one, the body is written by ``json``.
+_SHORT_EXPONENT = re.compile(rb"e-\d(?!\d)")
+
+
+def request_bytes(value: object) -> bytes:
+    """What :func:`dumps` writes, byte for byte, written by orjson where it can: a request
+    body sent upstream (design §11). What must hold: ``value`` holds no NaN or infinity
+    (orjson writes them as ``null``); a request body's numbers were refused at parse when
+    not finite (:func:`loads`), and windowkeeper's own messages hold no floats."""
+    if orjson is not None:
+        try:
+            out: bytes = orjson.dumps(value)
+        except TypeError:  # a lone surrogate, an integer over 64 bits, a non-str key
+            return dumps(value)
+        if b"0.0000" not in out and not _SHORT_EXPONENT.search(out):
+            return out
+    return dumps(value)
 
 
 def dumps(value: object) -> bytes:

@@ -12,12 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
+from ...analysis.specs import NamedLater
+from ..trim import trim_text
 from .decide import decisions, focus_words
 from .errors import open_errors, still_open
 from .fixes import merged_fixed
-from .model import HandoffState, OpenError, Quote
+from .items import is_closed
+from .model import HandoffState, OpenError, Quote, Spec, WorkItem
 from .parse import parse_state
 from .progress import last_action, next_step
+from .specs import specs_of
 from .trail import (
     SOURCE_DIRS,
     anchored,
@@ -40,7 +44,7 @@ from .valuetext import grouped_values, merged_commits
 from .work import work_state
 from .workpaths import relative, relative_text
 
-NOTES_CHARS = 3_000
+NOTES_TOKENS = 750
 OPENING_CHARS = 500
 """A task kept in the head is excerpted by its head, up to this length (not its tail:
 harnesses append their own instructions there, which are not the user's)."""
@@ -72,10 +76,8 @@ def previous_state(body: str | None) -> HandoffState:
     state = parse_state(body)
     if state is not None:
         return state
-    text = body.strip()
-    if len(text) > NOTES_CHARS:
-        text = text[:NOTES_CHARS].rstrip() + "\n[…]"
-    return HandoffState(notes=text)
+    # Another summarizer's notes: whole lines kept, the oldest left out first.
+    return HandoffState(notes=trim_text(body.strip(), NOTES_TOKENS))
 
 
 def extract_state(
@@ -107,7 +109,8 @@ def extract_state(
         request_restated=placement.restated, users=said.users,
         constraints=merged_constraints(previous.constraints, said.constraints),
     )  # fmt: skip
-    return _status(state, previous, turns)
+    state = _status(state, previous, turns)
+    return replace(state, specs=_specs(said, previous, turns, head, state.work.items))
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,6 @@ class _Turns:
     """Of ``every``, those after the call the previous handoff counted last."""
     trail: list[ToolEvent]
     """The head's events, then the summarized turns'."""
-    head: list[ToolEvent]
     kept: list[ToolEvent]
     """The tail's events."""
     summarized_texts: list[tuple[int, str]]
@@ -137,7 +139,7 @@ def _turns(
     texts = _assistant_texts(analysis)
     return _Turns(
         [*summarized, *kept], _after([*summarized, *kept], covered),
-        [*head_events, *summarized], head_events, kept, texts,
+        [*head_events, *summarized], kept, texts,
         [*texts, *_assistant_texts(tail, len(analysis.facts))],
     )  # fmt: skip
 
@@ -170,8 +172,7 @@ def _trail_state(
 def _status(state: HandoffState, previous: HandoffState, turns: _Turns) -> HandoffState:
     """``state`` with where the work stands at compaction time (the tail included)."""
     events, assistant, root = turns.events, turns.assistant, state.root
-    first = not previous.covered  # the head's look-ups count for the task's spec once
-    work, tracker = work_state(events, assistant, previous.work, turns.head if first else ())
+    work, tracker = work_state(events, assistant, previous.work)
     carried, fixed = still_open(previous.errors, events)
     errors = open_errors(tracker, carried)
     work = replace(work, fixed=merged_fixed(work.fixed, fixed))
@@ -185,6 +186,25 @@ def _status(state: HandoffState, previous: HandoffState, turns: _Turns) -> Hando
         covered=next((e.call_id for e in reversed(turns.every) if e.result is not None), "")
         or previous.covered,
     )  # fmt: skip
+
+
+def _specs(
+    said: _Said,
+    previous: HandoffState,
+    turns: _Turns,
+    head: Analysis | None,
+    items: Sequence[WorkItem],
+) -> tuple[Spec, ...]:
+    """The specs after these turns: the user's words (quoted, summarized, in the head)
+    say which is the task's; the work items' status and the tail's commands, which
+    item's spec is shown (the one in progress, else the one named last not closed)."""
+    quotes = [*([said.task] if said.task else []), *said.users, *previous.users]
+    head_turns = user_turns(head.facts) if head is not None else []
+    texts = [*(q.text for q in quotes), *said.texts, *(t.text for t in head_turns)]
+    named = NamedLater(lambda: texts)  # scanned only if a document read asks
+    closed = {i.id for i in items if is_closed(i)}
+    working = {i.id for i in items} - closed
+    return specs_of(turns.trail, texts, named, previous.specs, turns.kept, working, closed)
 
 
 def _file_map(

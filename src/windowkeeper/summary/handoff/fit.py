@@ -22,9 +22,10 @@ from .text import ALL, TITLES, Shown, section_text
 # Which knobs each section reads (a section is rendered again only when one changes).
 _KNOBS = {
     "Task": ("task_chars",),
+    "Task Spec": ("spec_chars",),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars",),
-    "Work State": ("done", "evidence", "fixed", "specs"),
+    "Work State": ("done", "evidence", "fixed"),
     "Open Errors": ("errors", "error_lines_each"),
     "Key Decisions": ("decisions", "decision_chars"),
     "Files": ("files", "files_read"),
@@ -34,16 +35,16 @@ _KNOBS = {
     "Notes": (),
 }
 LADDER: tuple[tuple[str, int], ...] = (
-    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24),
+    ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24), ("spec_chars", 1_000),
     ("decision_chars", 200), ("decisions", 8), ("done", 10), ("error_lines", 0),
-    ("commands", 0), ("evidence", 6), ("fixed", 5), ("files_read", 12), ("specs", 2),
+    ("commands", 0), ("evidence", 6), ("fixed", 5), ("files_read", 12),
     ("values", 12), ("files_read", 0), ("error_lines_each", 3), ("done", 4), ("users_full", 6),
-    ("values", 8), ("done", 0), ("evidence", 3), ("fixed", 3), ("decisions", 3), ("specs", 1),
-    ("files", 24), ("user_line_chars", 120), ("users_full", 2), ("values", 0), ("decisions", 0),
-    ("fixed", 1), ("last_chars", 160), ("files", 6), ("evidence", 1), ("fixed", 0),
-    ("users_full", 0), ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2),
-    ("error_lines_each", 1), ("last_chars", 80), ("files", 0), ("constraint_chars", 200),
-    ("task_chars", 600),
+    ("values", 8), ("done", 0), ("evidence", 3), ("fixed", 3), ("decisions", 3),
+    ("spec_chars", 700), ("files", 24), ("user_line_chars", 120), ("users_full", 2),
+    ("values", 0), ("decisions", 0), ("fixed", 1), ("last_chars", 160), ("files", 6),
+    ("evidence", 1), ("fixed", 0), ("users_full", 0), ("spec_chars", 400),
+    ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2), ("error_lines_each", 1),
+    ("last_chars", 80), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
 )  # fmt: skip
 
 
@@ -96,10 +97,11 @@ def _useful_max(state: HandoffState, knob: str) -> int:
         "files": len(state.files), "files_read": len(state.files), "values": len(state.values),
         "commands": len(state.commands), "error_lines": len(state.error_lines),
         "evidence": max((len(i.evidence) for i in state.work.items), default=0),
-        "fixed": len(state.work.fixed), "specs": len(state.work.specs),
+        "fixed": len(state.work.fixed),
     }  # fmt: skip
     lengths = {
         "task_chars": len(state.task.text) if state.task else 0, "user_line_chars": 240,
         "decision_chars": 300, "constraint_chars": 600, "last_chars": len(state.last_action),
+        "spec_chars": max((len(spec.text) for spec in state.specs), default=0),
     }  # fmt: skip
     return counts.get(knob, lengths.get(knob, ALL))

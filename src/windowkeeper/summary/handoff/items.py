@@ -266,6 +266,12 @@ def tracker_ids(command: str, result: str) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def is_closed(item: WorkItem) -> bool:
+    """Whether the item's evidence says it is finished (closed, committed, merged or
+    pushed), not in progress."""
+    return not item_status(item).startswith("in progress")
+
+
 def item_status(item: WorkItem) -> str:
     """How far an item got, from its evidence: the furthest step, and for work in
     progress whether it was tested after its last change."""

@@ -10,6 +10,7 @@ of compactions; items that no longer fit are shortened, never silently dropped (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,41 @@ class Quote:
     text: str
     handle: str = ""
     shortened: bool = False
+
+
+class SpecRole(Enum):
+    """Why a spec is in the handoff: the task's (pinned), the one shown besides it and
+    why it was chosen, or one referred to by its handle only."""
+
+    TASK = "task"
+    """The user named its item or document: it defines the task."""
+    IN_PROGRESS = "in progress"
+    """Of the work item in progress named last."""
+    NEWEST = "newest"
+    """Of the item named last (no item is in progress)."""
+    NOT_CLOSED = "not closed"
+    """Of the item named last that is not closed (a closed one was named after it)."""
+    REFERRED = "referred"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An output that defines the work (SPEC §6 v3 "task spec"): a tracker look-up, an
+    issue, a spec or plan document. ``text`` is its excerpt (verbatim unless
+    ``shortened``); ``handle`` recalls the whole output; ``item`` is the work item it
+    shows (``""`` when it names none); ``role``: why it is in the handoff."""
+
+    source: str
+    text: str
+    handle: str = ""
+    item: str = ""
+    shortened: bool = False
+    role: SpecRole = SpecRole.REFERRED
+
+    @property
+    def task(self) -> bool:
+        """The user named this spec's item or document: it defines the task."""
+        return self.role is SpecRole.TASK
 
 
 @dataclass(frozen=True)
@@ -66,8 +102,7 @@ class WorkState:
 
     ``items`` are the work items (grouped evidence); ``latest`` the newest result of each
     test / lint / build target (newest last); ``fixed`` the errors a later result
-    resolved, each with its fix; ``specs`` the excerpts of the outputs that define the
-    work."""
+    resolved, each with its fix (what defines the work is :attr:`HandoffState.specs`)."""
 
     done: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
@@ -77,7 +112,6 @@ class WorkState:
     items: tuple[WorkItem, ...] = ()
     latest: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
-    specs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +126,9 @@ class HandoffState:
     request_restated: bool = False
     """The newest request is restated verbatim right after the handoff."""
     users: tuple[Quote, ...] = ()
+    specs: tuple[Spec, ...] = ()
+    """What defines the task and its work items: the task's first when known, the newest
+    last; a spec listed without text is only referred to (by its handle)."""
     constraints: tuple[str, ...] = ()
     work: WorkState = field(default_factory=WorkState)
     errors: tuple[OpenError, ...] = ()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .model import Command, HandoffState, OpenError, Quote, WorkState
 from .paths import parse_paths
 from .quoting import parse_list, read_fence, unquote
+from .specs import parse_specs
 from .text import (
     COMMANDS,
     COVERED,
@@ -83,6 +84,7 @@ def parse_state(text: str) -> HandoffState | None:
         task_in_head=in_head,
         request=request,
         users=_parse_users(sections.get("User Messages", [])),
+        specs=parse_specs(sections.get("Task Spec", [])),
         constraints=tuple(_items(sections.get("Constraints & Preferences", []))),
         work=work,
         written=written,

@@ -16,11 +16,12 @@ from typing import TypeVar
 from .model import Command, HandoffState, Quote
 from .paths import choose_root, render_paths
 from .quoting import fence, item, list_item, quote
+from .specs import render_specs
 from .valuetext import render_values
 from .worktext import render_work
 
 TITLES = (
-    "Task", "User Messages", "Constraints & Preferences", "Work State", "Open Errors",
+    "Task", "Task Spec", "User Messages", "Constraints & Preferences", "Work State", "Open Errors",
     "Key Decisions", "Files", "Critical Values", "Next Step", "State Ledger", "Notes",
 )  # fmt: skip
 NONE = "None recorded."
@@ -47,6 +48,8 @@ class Shown:
     """How much of each part a render shows (``ALL``: everything)."""
 
     task_chars: int = ALL
+    spec_chars: int = ALL
+    """Each spec's excerpt cut to this many characters (by its excerpt rules)."""
     users_full: int = ALL
     """The newest this many user messages in full; older ones by their first line."""
     user_line_chars: int = 240
@@ -55,7 +58,6 @@ class Shown:
     evidence: int = ALL
     """The newest this many evidence entries of each work item."""
     fixed: int = ALL
-    specs: int = ALL
     last_chars: int = ALL
     """Characters of the last action (the agent's words that led to it go first)."""
     decisions: int = ALL
@@ -110,6 +112,10 @@ def _quote_head(label: str, quoted: Quote) -> str:
     return f"{label} ({how} {quoted.handle}):"
 
 
+def _specs(state: HandoffState, shown: Shown) -> str:
+    return render_specs(state.specs, shown.spec_chars)
+
+
 def _users(state: HandoffState, shown: Shown) -> str:
     lines: list[str] = []
     full_from = len(state.users) - shown.users_full
@@ -153,11 +159,7 @@ def _constraints(state: HandoffState, shown: Shown) -> str:
 
 
 def _work(state: HandoffState, shown: Shown) -> str:
-    work = state.work
-    work = replace(
-        work, fixed=_newest(work.fixed, shown.fixed),
-        specs=work.specs[: min(shown.specs, len(work.specs))],
-    )  # fmt: skip
+    work = replace(state.work, fixed=_newest(state.work.fixed, shown.fixed))
     env = [f"{label}: {item(value)}" for label, value in state.environment]
     return "\n".join(render_work(work, shown.done, shown.evidence, bool(state.covered), env))
 
@@ -258,7 +260,7 @@ def _cut(text: str, limit: int) -> str:
 _RENDERERS: dict[str, Callable[[HandoffState, Shown], str]] = dict(
     zip(
         TITLES,
-        (_task, _users, _constraints, _work, _errors, _decisions, _files, _values, _next,
+        (_task, _specs, _users, _constraints, _work, _errors, _decisions, _files, _values, _next,
          _ledger, _notes),
         strict=True,
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ...analysis.facts import clued_items, dedupe, folded, sentences, word_clues
+from ...analysis.instructions import excerpt
 from ...analysis.kinds import live_text, user_text
 from ...analysis.record import MessageFacts
 from ...compaction.plan import message_handle
@@ -79,14 +80,12 @@ def task_quote(turn: UserTurn) -> Quote:
 
 
 def quoted(turn: UserTurn, limit: int = QUOTE_CHARS) -> Quote:
-    """A user message verbatim, or its head and tail when it is longer than ``limit``."""
+    """A user message verbatim, or, when it is longer than ``limit``, its excerpt: head
+    and tail, with the instruction lines of the part between (a pasted log's request)."""
     text = turn.text
     if len(text) <= limit:
         return Quote(text, turn.handle)
-    head = text[: limit * 2 // 3].rstrip()
-    tail = text[len(text) - limit // 3 :].lstrip()
-    middle = len(text) - len(head) - len(tail)
-    return Quote(f"{head}\n[… {middle:,} characters not shown …]\n{tail}", turn.handle, True)
+    return Quote(excerpt(text, limit), turn.handle, True)
 
 
 # --- constraints -------------------------------------------------------------------------

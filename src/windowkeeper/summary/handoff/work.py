@@ -26,9 +26,8 @@ from ...analysis.probes import is_probe
 from ...analysis.resolution import OpenFailures, segments
 from ...analysis.todos import TodoItem
 from ...analysis.toolshapes import ToolAction, ToolKind
-from .claims import specs_of
 from .fixes import FixLog, change_of, merged_fixed, what_failed
-from .items import ItemTracker, evidence_key, item_status
+from .items import ItemTracker, evidence_key, is_closed
 from .model import WorkState
 from .plans import stated_plan
 from .progress import latest_results, newest_todos
@@ -104,11 +103,9 @@ def work_state(
     events: Sequence[ToolEvent],
     assistant: Sequence[tuple[int, str]],
     previous: WorkState,
-    head: Sequence[ToolEvent] = (),
 ) -> tuple[WorkState, OpenFailures]:
     """The work state of the events merged with the previous one, and the failure
-    tracker (fed with every event, for the open errors). ``head``: the protected head's
-    events, whose look-ups can define the task (their spec is kept)."""
+    tracker (fed with every event, for the open errors)."""
     tracker = OpenFailures()
     fixes = FixLog(tracker)
     items = ItemTracker(events, previous.items)
@@ -135,15 +132,13 @@ def work_state(
     else:
         state = _from_events(walk, tracker, events, assistant, previous)
     found = items.items()
-    working = {i.id for i in found if item_status(i).startswith("in progress")}
-    if working:  # the item's status says it (and Open Errors what failed)
+    if any(not is_closed(i) for i in found):
+        # The item's status says it (and Open Errors what failed).
         progress = [p for p in state.in_progress if not p.startswith(_FIXING)]
         state = replace(state, in_progress=tuple(progress))
-    closed = {i.id for i in found if not item_status(i).startswith("in progress")}
     state = replace(
         state, items=found, latest=latest_results(events, previous.latest),
         fixed=merged_fixed(previous.fixed, fixes.fixed),
-        specs=specs_of([*head, *events], previous.specs, working, closed),
     )  # fmt: skip
     return state, tracker
 

@@ -22,8 +22,10 @@ LATEST = "Latest results (the newest run of each check, newest first):"
 FIXED = "Fixed along the way (error → fix):"
 DONE, UNVERIFIED = "Done (with evidence):", "Claimed, not verified:"
 IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (condensed):"
-SPECS = "Specs (what the task and the open items ask for):"
-_BLOCKS = (ITEMS, LATEST, FIXED, DONE, UNVERIFIED, IN_PROGRESS, PENDING, SPECS)
+# An older handoff listed spec excerpts here; they are the Task Spec section's now, and
+# the lines under this heading are read as no part of the work state.
+_OLD_SPECS = "Specs (what the task and the open items ask for):"
+_BLOCKS = (ITEMS, LATEST, FIXED, DONE, UNVERIFIED, IN_PROGRESS, PENDING, _OLD_SPECS)
 _EVIDENCE_SEP = "; "
 _MORE = re.compile(r"\d+ more steps?")
 _DASH = " — "
@@ -54,8 +56,7 @@ def render_work(
         counts = ", ".join(f"{verb} {count}" for verb, count in earlier.items())
         lines.append(f"{EARLIER} {counts}")
     for label, items in ((DONE, done), (UNVERIFIED, work.unverified),
-                         (IN_PROGRESS, work.in_progress), (PENDING, work.pending),
-                         (SPECS, work.specs)):  # fmt: skip
+                         (IN_PROGRESS, work.in_progress), (PENDING, work.pending)):  # fmt: skip
         if items:
             lines.append(label)
             lines.extend(f"- {item(entry)}" for entry in items)
@@ -120,7 +121,6 @@ def parse_work(lines: Sequence[str]) -> WorkState:
         tuple(groups.get(DONE, ())), tuple(groups.get(UNVERIFIED, ())),
         tuple(groups.get(IN_PROGRESS, ())), tuple(groups.get(PENDING, ())), earlier,
         tuple(items), tuple(reversed(groups.get(LATEST, ()))), tuple(groups.get(FIXED, ())),
-        tuple(groups.get(SPECS, ())),
     )  # fmt: skip
 
 

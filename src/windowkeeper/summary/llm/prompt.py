@@ -24,7 +24,7 @@ from typing import Any
 from ...core.messages import call_arguments, call_name, tool_calls
 from ...core.templates import template
 from ...core.tokens import estimate_tokens
-from ..protocol import WRITTEN_SHARE, WRITTEN_TITLES, SummaryRequest
+from ..protocol import WRITTEN_TITLES, SummaryRequest, written_budget
 from ..redact import redact
 
 TEMPLATE_TAG = "windowkeeper-template"
@@ -146,13 +146,14 @@ def _content(content: object) -> str:
     return ""
 
 
-def _label(message: Mapping[str, Any]) -> str:
+def _label(message: Mapping[str, Any], handle: str = "") -> str:
     role = str(message.get("role") or "unknown")
+    mark = f" · {handle}" if handle else ""
     if role == "tool":
         name = message.get("name")
         suffix = f" ({name})" if isinstance(name, str) and name else ""
-        return f"[tool result for {message.get('tool_call_id') or '?'}{suffix}]"
-    return f"[{role}]"
+        return f"[tool result for {message.get('tool_call_id') or '?'}{suffix}{mark}]"
+    return f"[{role}{mark}]"
 
 
 def _calls(message: Mapping[str, Any]) -> str:
@@ -165,24 +166,31 @@ def _calls(message: Mapping[str, Any]) -> str:
     return "\n[tool calls]\n" + "\n".join(lines) if lines else ""
 
 
-def serialize_turn(message: Mapping[str, Any], limit: int = PER_MESSAGE_LIMIT) -> str:
-    """One message as a labelled, redacted, bounded record.
+def serialize_turn(
+    message: Mapping[str, Any], limit: int = PER_MESSAGE_LIMIT, handle: str = ""
+) -> str:
+    """One message as a labelled, redacted, bounded record (``handle``: the archive
+    handle the record is recalled by, shown in its label).
 
     Reasoning fields are never serialized; think blocks in assistant text are stripped.
     """
     text = _content(message.get("content"))
     if message.get("role") == "assistant":
         text = strip_think(text)
-    record = f"{_label(message)}: {text.strip()}{_calls(message)}"
+    record = f"{_label(message, handle)}: {text.strip()}{_calls(message)}"
     head = limit * PER_MESSAGE_HEAD // PER_MESSAGE_LIMIT
     tail = limit * PER_MESSAGE_TAIL // PER_MESSAGE_LIMIT
     return _defuse(bound_text(redact(record), limit, head, tail))
 
 
 def serialize_turns(
-    turns: Sequence[Mapping[str, Any]], limit: int = PER_MESSAGE_LIMIT
+    turns: Sequence[Mapping[str, Any]],
+    limit: int = PER_MESSAGE_LIMIT,
+    handles: Sequence[str] = (),
 ) -> list[str]:
-    return [serialize_turn(message, limit) for message in turns]
+    """Every turn as a record; ``handles``: the archive handle of each turn, when known."""
+    marks = list(handles) if len(handles) == len(turns) else [""] * len(turns)
+    return [serialize_turn(m, limit, h) for m, h in zip(turns, marks, strict=True)]
 
 
 # --- sizes and chunks -------------------------------------------------------------------
@@ -250,7 +258,7 @@ def _structure(budget_tokens: int) -> str:
     sections = "\n".join(
         f"## {title}\n{guidance.get(title, '')}".rstrip() for title in WRITTEN_TITLES
     )
-    budget = max(200, int(budget_tokens * WRITTEN_SHARE))
+    budget = written_budget(budget_tokens)
     return prompt_template("structure").format(sections=sections, budget=f"{budget:,}")
 
 
@@ -268,7 +276,8 @@ def build_prompt(request: SummaryRequest, records: Sequence[str], previous: str 
         DATA_OPEN, DATA_CLOSE, "\n\n".join(records),
         "CONVERSATION EXCERPT (data to summarise, oldest first):",
     )  # fmt: skip
-    parts = [prompt_template("preamble")]
+    budget = written_budget(request.budget_tokens)
+    parts = [prompt_template("preamble").format(budget=f"{budget:,}")]
     if not request.has_user_turn:
         parts.append(prompt_template("no_user"))
     if previous:

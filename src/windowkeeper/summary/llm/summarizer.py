@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from ...core.report import FailureKind
 from ..failures import classify_exception, classify_non_json, classify_status, provider_errors
 from ..protocol import WRITTEN_TITLES, SummaryFailure, SummaryOutcome, SummaryRequest
-from ..redact import redact
+from ..redact import MaskedTurns, redact
 from .backends import (
     Backend,
     ClientFactory,
@@ -174,7 +174,8 @@ class LLMSummarizer:
     def _run(self, backend: Backend, request: SummaryRequest, run: LLMRun) -> str | SummaryFailure:
         """Summarize all turns, in as many chunks as the input cap requires."""
         cap = InputCap.for_model(self.config.max_input_chars, self.config.context_length)
-        records = serialize_turns(request.turns, cap.record_limit)
+        handles = request.turns.handles() if isinstance(request.turns, MaskedTurns) else ()
+        records = serialize_turns(request.turns, cap.record_limit, handles)
         deadline = self._clock() + self.config.deadline_seconds
         previous = written_part(request.previous_summary or "")
         running = bound_previous(previous, cap) if previous and previous.strip() else None

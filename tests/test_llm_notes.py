@@ -1,0 +1,126 @@
+"""LLM notes kept whole (issue 24 point 7, SPEC §6 v3), against the loopback OpenAI server:
+the budget is asked for up front, every record is labelled with its archive handle, notes
+over the budget lose whole items (oldest first, their handles named), never a cut line;
+headings are read tolerantly, content under headings of the model's own is kept, and a
+reply with none of the requested headings is a reported ``format`` failure."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factories import long_session
+from windowkeeper import CompressionConfig, ContextCompressor, LLMSummarizer, LLMSummarizerConfig
+from windowkeeper.analysis.kinds import handoff_body, is_handoff
+from windowkeeper.cli import app as cli
+from windowkeeper.core.messages import content_text
+from windowkeeper.core.report import CompressionResult, FailureKind
+from windowkeeper.summary.handoff.parse import split_sections
+from windowkeeper.summary.llm.prompt import DATA_OPEN
+from windowkeeper.summary.trim import trim_sections
+from windowkeeper.testing import OpenAITestServer, Step
+
+HANDLE = re.compile(r"\bwk[0-9a-f]{10}\b")
+
+
+def compress(server: OpenAITestServer, reply: str) -> CompressionResult:
+    server.script(Step.completion(reply))
+    summarizer = LLMSummarizer(
+        LLMSummarizerConfig(model="summ", base_url=server.base_url, timeout=2, total_timeout=8)
+    )
+    compressor = ContextCompressor(
+        CompressionConfig(prune_only_ratio=0.01), context_length=32_000,
+        summarizer=summarizer, today=lambda: date(2026, 12, 1),
+    )  # fmt: skip
+    return compressor.compress(long_session(30), force=True)
+
+
+def written(result: CompressionResult) -> dict[str, str]:
+    handoff = next(m for m in result.messages if is_handoff(m))
+    body = handoff_body(content_text(handoff["content"])) or ""
+    return {title: "\n".join(lines) for title, lines in split_sections(body).items()}
+
+
+def test_the_budget_is_asked_up_front_and_records_carry_their_handles() -> None:
+    with OpenAITestServer() as server:
+        result = compress(server, "## Work State\n- Fixed it.\n\n## Next Step\nShip it.")
+        prompt = server.chat_requests[0].prompt
+    rule = re.search(r"Keep them within about ([\d,]+) tokens in all", prompt)
+    assert rule is not None and prompt.index(rule.group(0)) < prompt.index(DATA_OPEN)
+    assert f"Stay within the {rule.group(1)} tokens" in prompt
+    labelled = set(HANDLE.findall(prompt.split(DATA_OPEN, 1)[1]))
+    archived = {item.handle for item in result.archived}
+    assert len(labelled) >= 20 and labelled <= archived  # each recalls its record
+
+
+def test_notes_over_the_budget_lose_whole_items_oldest_first() -> None:
+    done = [
+        f"- Step {n}: edited module_{n}.py and the tests passed (wk{n:010x})" for n in range(400)
+    ]
+    reply = "\n".join([
+        "## Work State", "Done (with evidence):", *done, "In progress:",
+        "- Wiring the exporter into the CLI (wkffffffffff)",
+        "## Key Decisions", "- Kept SQLite because the host has no Redis.",
+        "### Risks (the model's own heading)", "- The CSV may exceed 1 GB for big months.",
+        "## Next Step", "Run the whole suite, then commit.",
+    ])  # fmt: skip
+    with OpenAITestServer() as server:
+        result = compress(server, reply)
+    sections = written(result)
+    work = sections["Work State"]
+    assert "[…]" not in "\n".join(sections.values())
+    kept = [line for line in work.split("\n") if line.startswith("- Step ")]
+    assert kept and all(line in done for line in kept)  # whole lines only
+    assert kept == done[len(done) - len(kept) :]  # the newest stayed
+    marker = next(line for line in work.split("\n") if "left out for space" in line)
+    assert marker.startswith(f"- ({len(done) - len(kept)} older items left out for space")
+    trimmed = [HANDLE.findall(line)[0] for line in done[: len(done) - len(kept)]]
+    assert f"recall {', '.join(trimmed[-12:])}, the newest 12 of {len(trimmed)} handles" in marker
+    assert "- Wiring the exporter into the CLI (wkffffffffff)" in work  # in progress kept
+    assert sections["Next Step"].strip() == "Run the whole suite, then commit."
+    assert "### Risks" in work and "- The CSV may exceed 1 GB" in work  # own heading kept
+    assert "- Kept SQLite because the host has no Redis." in sections["Key Decisions"]
+
+
+@pytest.mark.usefixtures("summary_tier")
+def test_a_reply_with_none_of_the_requested_headings_is_a_reported_format_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_text("".join(json.dumps(m) + "\n" for m in long_session(30)))
+    report = tmp_path / "report.json"
+    with OpenAITestServer() as server:
+        server.script(Step.completion("## Goal\nFix refunds.\n\n## Critical Context\nrounding"))
+        code = cli.main([
+            "compress", str(session), "--context-length", "32000", "--report-json", str(report),
+            "--summarizer", "llm", "--summary-model", "summ-1", "--summary-base-url",
+            server.base_url, "--summary-timeout", "2", "--summary-context-length", "128000",
+        ])  # fmt: skip
+    out, err = capsys.readouterr()
+    data = json.loads(report.read_text())
+    assert code == 0 and data["failure"] == FailureKind.FORMAT.value
+    assert data["fallback_used"] is True and "## Work State" in out
+    assert "none of the requested headings" in err and "extractive" in err
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text("abc wk0123456789 -:#\n", max_size=60), max_size=40),
+    st.lists(st.text("xyz -", max_size=40), max_size=10),
+    st.integers(0, 400),
+)
+def test_trimming_keeps_whole_lines_and_never_trims_the_next_step(
+    work: list[str], nexts: list[str], budget: int
+) -> None:
+    sections = [("Work State", "\n".join(work)), ("Next Step", "\n".join(nexts))]
+    trimmed = dict(trim_sections(sections, budget))
+    assert trimmed["Next Step"] == sections[1][1]
+    source = sections[0][1].split("\n")
+    for line in trimmed["Work State"].split("\n"):
+        assert line in source or "left out for space" in line
