@@ -8,14 +8,16 @@ mark 11,560, the hard mark (by default) the window, 16,000; a round is ~1,080 to
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from typing import Any
 
-from bgkit import Agent, GatedSummarizer, answer, history, past_soft_mark, rounds
+from bgkit import NO_ROOM, Agent, GatedSummarizer, answer, history, past_soft_mark, rounds
 from factories import assistant, user
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import Message
-from windowkeeper.core.report import FailureKind
+from windowkeeper.core.report import DiscardReason, FailureKind
+from windowkeeper.engine.prepared import PreparedCompaction
 from windowkeeper.loop.background import Sharing
 from windowkeeper.loop.events import EventKind
 from windowkeeper.loop.steps import Answered, Wait, wire
@@ -195,6 +197,83 @@ def test_another_process_preparing_it_defers_without_a_job_of_our_own() -> None:
     assert agent.step(working) is working
     assert reasons(agent, EventKind.COMPACTION_DEFERRED)[0] == "claimed"
     assert agent.of(EventKind.BACKGROUND_STARTED) == []
+
+
+class HeldElsewhere:
+    """Another process holding the session's lease while it prepares ``prepared``: it
+    lets go when ``gone`` is set (``never``: the wait's bound passes first)."""
+
+    def __init__(self, prepared: PreparedCompaction, *, never: bool = False) -> None:
+        self.prepared = prepared
+        self.never = never
+        self.gone = threading.Event()
+        self.waits = 0
+        self.settled_with: list[DiscardReason | None] = []
+        self.holding = False
+
+    def preparer(self) -> Any:
+        raise AssertionError("no job may start here")
+
+    def take(self) -> Any:
+        if not self.gone.is_set():
+            return DiscardReason.CLAIMED
+        if self.never:
+            self.holding = True
+            return None  # the lease is ours now, for a foreground compaction
+        return self.prepared
+
+    def released(self, limit: float) -> bool:
+        self.waits += 1
+        if self.never:
+            return False  # still held when the bound passed
+        return self.gone.wait(limit)
+
+    def release(self) -> None:
+        self.holding = False
+
+    def settled(self, prepared: Any, reason: DiscardReason | None) -> None:
+        self.settled_with.append(reason)
+
+
+def test_at_the_hard_mark_a_compaction_another_process_prepares_is_waited_for() -> None:
+    summarizer = GatedSummarizer()
+    agent = Agent(summarizer, **NO_ROOM)
+    snapshot = history(11)
+    elsewhere = agent.engine.detached().prepare(snapshot)  # the other process's job (1 call)
+    assert isinstance(elsewhere, PreparedCompaction)
+    sharing = HeldElsewhere(elsewhere)
+    agent.manager.background.sharing = sharing
+    grown = [*snapshot, *rounds(100, 2)]
+    step, steps = first_step(agent, grown)
+    assert isinstance(step, Wait)  # held: neither its own summary nor tier 1
+    assert not step.future.done() and sharing.waits == 1
+    sharing.gone.set()
+    assert step.future.result(timeout=10) is True
+    request = steps.send(None)
+    assert isinstance(request, list) and len(request) < len(grown)
+    assert violations(request) == []
+    [finished] = agent.finished()
+    assert finished.receipt is not None and finished.receipt.background
+    assert summarizer.calls == 1 and sharing.settled_with == [None]  # the other's only
+
+
+def test_a_lease_held_past_the_bound_leaves_a_request_that_must_fit_to_the_foreground() -> None:
+    summarizer = GatedSummarizer()
+    agent = Agent(summarizer, **NO_ROOM)
+    snapshot = history(11)
+    elsewhere = agent.engine.detached().prepare(snapshot)
+    assert isinstance(elsewhere, PreparedCompaction)
+    sharing = HeldElsewhere(elsewhere, never=True)
+    agent.manager.background.sharing = sharing
+    over = [*snapshot, *rounds(100, 4)]
+    assert agent.manager.estimate(over) >= agent.manager.window
+    step, steps = first_step(agent, over)
+    assert isinstance(step, Wait) and step.future.result(timeout=10) is False
+    sharing.gone.set()  # the next take finds the lease free and takes it
+    request = steps.send(None)
+    assert isinstance(request, list) and agent.manager.estimate(request) < agent.manager.window
+    assert summarizer.calls == 2  # the other's, then here in the foreground, under the lease
+    assert not sharing.holding and sharing.settled_with == []
 
 
 def test_with_background_off_the_trigger_compacts_in_the_foreground_as_before() -> None:

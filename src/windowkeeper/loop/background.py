@@ -39,6 +39,7 @@ from ..engine.background import BackgroundCompaction
 from ..engine.prepared import PreparedCompaction
 
 __all__ = (
+    "CLAIM_WAIT",
     "DEFAULT_WORKERS",
     "InlineWorkers",
     "Job",
@@ -57,6 +58,10 @@ Work = Callable[[], Outcome]
 
 DEFAULT_WORKERS = 4
 """Background compactions running at once in a process, across all its sessions."""
+
+CLAIM_WAIT = 300.0
+"""Seconds a request at the hard mark waits for another process to let go of the
+session's lease (the lease's own time to live; a dead holder's is taken over sooner)."""
 
 
 class Workers:
@@ -173,6 +178,10 @@ class Sharing(Protocol):
 
     def settled(self, prepared: PreparedCompaction, reason: DiscardReason | None) -> None:
         """``prepared`` was applied (``reason`` ``None``) or discarded."""
+
+    def released(self, limit: float) -> bool:
+        """Block until no live process but this one holds the session's lease, at most
+        ``limit`` seconds; False when one still does (nothing is taken either way)."""
 
 
 @dataclass
@@ -301,6 +310,26 @@ class SessionBackground:
         found = self.sharing.take()
         self.holding = found is None
         return found
+
+    def claim_released(self) -> Future[bool] | None:
+        """Another process holds the session's lease: a future done once it lets go (or
+        :data:`CLAIM_WAIT` passes), watched on a thread of its own so that neither
+        driver blocks its caller's loop; ``None`` without a sharing."""
+        sharing = self.sharing
+        if sharing is None:
+            return None
+        future: Future[bool] = Future()
+        future.set_running_or_notify_cancel()
+
+        def watch() -> None:
+            try:
+                future.set_result(sharing.released(CLAIM_WAIT))
+            # A store's failure ends the wait; the take that follows decides without it.
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=watch, name="windowkeeper-claim", daemon=True).start()
+        return future
 
     def release(self) -> None:
         """After a foreground compaction: the lease :meth:`take` took goes back."""

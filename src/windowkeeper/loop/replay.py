@@ -156,10 +156,9 @@ def replay(
         summary_context_length=summary_context_length,
     )  # fmt: skip
     recorder = _Recorder()
-    # Background jobs run inline: a replay has no agent turn to hide them behind, and
-    # what it reports must not depend on threads' timing.
-    background = SessionBackground(InlineWorkers())
-    manager = ContextManager(engine, tools=tools, on_event=recorder, background=background)
+    # Jobs inline: no agent turn hides them, and the report must not depend on timing.
+    manager = ContextManager(engine, tools=tools, on_event=recorder,
+                             background=SessionBackground(InlineWorkers()))  # fmt: skip
     schema = tool_schema_tokens(tools)
     working: list[Message] = []
     baseline = schema
