@@ -177,8 +177,9 @@ class Deferring(abc.ABC):
         self, messages: list[Message], tokens: int, trigger: Trigger, must_fit: bool
     ) -> Waits[Found]:
         """At the hard mark (``must_fit``: over the window): a prepared result ready now,
-        applied; else tier 1 alone when it brings the request under the hard mark (the
-        summary is prepared in the background after it; a running job on the history
+        applied; else, while another process holds the session's lease, what it stores
+        once it lets go; else tier 1 alone when it brings the request under the hard mark
+        (the summary is prepared in the background after it; a running job on the history
         before is superseded); else the running job waited for; else nothing."""
         compressor = self._compressor
         if compressor is None:
