@@ -1,7 +1,8 @@
 """Gateway overhead: added latency and CPU per request, over real HTTP on loopback.
 
 Run: ``.venv/bin/python benchmarks/bench_gateway.py [--requests N] [--variants]
-[--model-latency S] [--growing] [--fresh] [--clients] [--against DIR --repeat N]``.
+[--model-latency S] [--growing] [--fresh | --fresh-only --rounds N] [--clients]
+[--against DIR --repeat N]``.
 
 Three processes: the loopback upstream (answers at once), the gateway (``windowkeeper
 serve`` under uvicorn with httptools) and this load generator (httpx keep-alive clients;
@@ -18,7 +19,9 @@ difference. The gateway's CPU per request (user + system time of its process, fr
 session each round), so the gateway parses, converts and estimates only the new ones.
 
 ``--fresh``: one client, every body a 98 KiB history the gateway has never seen (a new
-session each): the CPU of a fresh body ÷ its loads+dumps.
+session each): the CPU of a fresh body ÷ its loads+dumps (with ``--against``, both
+gateways alternated round by round, and this one's CPU ÷ the other's per round);
+``--fresh-only`` runs that table alone, over ``--rounds`` rounds.
 
 ``--clients``: the upstream client alone, in this process: CPU per forwarded request of
 httpx and of aiohttp (if installed) against the same upstream, ÷ the body's loads+dumps.
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -217,6 +221,8 @@ def main() -> None:
     parser.add_argument("--growing", action="store_true",
                         help="also: one client whose history grows each request")  # fmt: skip
     parser.add_argument("--fresh", action="store_true", help="also: never-seen 98 KiB bodies")
+    parser.add_argument("--fresh-only", action="store_true", help="only the --fresh table")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="--fresh: alternated rounds")
     parser.add_argument("--clients", action="store_true", help="also: httpx vs aiohttp alone")
     parser.add_argument("--against", help="a checkout whose gateway to alternate with")
     parser.add_argument("--repeat", type=int, default=3)
@@ -229,17 +235,22 @@ def main() -> None:
         print(f"body: {len(payload) / 1024:.0f} KiB, 100 messages; upstream latency "
               f"{args.model_latency * 1000:.0f} ms; json.loads+json.dumps {baseline * 1000:.2f} "
               "ms\n")  # fmt: skip
-        if args.against:
+        if args.fresh_only:
+            pass
+        elif args.against:
             print(against(upstream_url, payload, args.requests, args.http, args))
         else:
             rows, ratio = measure(upstream_url, payload, args.requests, (args.http,), (1, 16, 64))
             print(f"gateway CPU per request / loads+dumps = {ratio:.2f}x\n")
             print(markdown_table(HEADER, rows))
         for wanted, table in ((args.variants, variants), (args.growing, growing),
-                              (args.fresh, fresh), (args.clients, client_costs)):  # fmt: skip
+                              (args.clients, client_costs)):  # fmt: skip
             if wanted:
                 print()
                 print(table(upstream_url, payload, args.requests // 2))
+        if args.fresh or args.fresh_only:
+            print()
+            print(fresh(upstream_url, payload, args.requests // 2, args.against, args.rounds))
 
 
 def against(upstream: str, payload: bytes, requests: int, http: str,
@@ -265,37 +276,54 @@ def against(upstream: str, payload: bytes, requests: int, http: str,
                           table)  # fmt: skip
 
 
-def fresh(upstream: str, _payload: bytes, requests: int) -> str:
+def fresh(upstream: str, _payload: bytes, requests: int, against: str | None = None,
+          rounds: int = ROUNDS) -> str:  # fmt: skip
     """One client, each body a 98 KiB history never seen before (its first message differs,
-    a new session each): the gateway's CPU per request ÷ that body's loads+dumps."""
+    a new session each): the gateway's CPU per request ÷ that body's loads+dumps. With
+    ``against``, that checkout's gateway runs too, the two alternated round by round, and
+    the last column is the median over rounds of this gateway's CPU ÷ the other's (the
+    pair ran back to back, so a drift of the machine's load cancels out)."""
     base = long_session(rounds=25, output_chars=8_600)[:44]
     count = max(20, requests // 4)
     bodies = []
     for n in range(count):
         history = [{**base[0], "content": f"{base[0]['content']} (run {n})"}, *base[1:]]
         bodies.append(json.dumps({"model": "bench", "messages": history}).encode())
-    port = unused_port()
-    with process(GATEWAY, upstream, str(port)) as gateway:
-        wait_up(f"http://127.0.0.1:{port}/healthz")
-        url = f"http://127.0.0.1:{port}/v1"
-        asyncio.run(load(url, bodies[:5], 1, 5, "fresh-warm"))
-        ratios, added = [], []
-        for number in range(ROUNDS):
-            round_bodies = [b.replace(b"(run ", f"(r{number} run ".encode(), 1) for b in bodies]
-            direct = asyncio.run(load(upstream, round_bodies, 1, count))
-            before = cpu_seconds(gateway.pid)
-            via = asyncio.run(
-                load(url, round_bodies, 1, count, "")
-            )  # no session header: each body its own
-            cpu = (cpu_seconds(gateway.pid) - before) / count
-            ratios.append(cpu / json_baseline(round_bodies[0]))
-            added.append(pct(via, 0.5) - pct(direct, 0.5))
+    gateways = [("this", None)] + ([("other", os.path.join(against, "src"))] if against else [])
+    cpus: dict[str, list[float]] = {name: [] for name, _ in gateways}
+    ratios: dict[str, list[float]] = {name: [] for name, _ in gateways}
+    added: dict[str, list[float]] = {name: [] for name, _ in gateways}
+    with contextlib.ExitStack() as stack:
+        running = []
+        for name, src in gateways:
+            port = unused_port()
+            gateway = stack.enter_context(process(GATEWAY, upstream, str(port), src=src))
+            wait_up(f"http://127.0.0.1:{port}/healthz")
+            url = f"http://127.0.0.1:{port}/v1"
+            asyncio.run(load(url, bodies[:5], 1, 5, "fresh-warm"))
+            running.append((name, url, gateway.pid))
+        for number in range(rounds):
+            for name, url, pid in running:
+                tag = f"({name[0]}{number} run ".encode()
+                round_bodies = [b.replace(b"(run ", tag, 1) for b in bodies]
+                direct = asyncio.run(load(upstream, round_bodies, 1, count))
+                before = cpu_seconds(pid)
+                via = asyncio.run(load(url, round_bodies, 1, count, ""))  # each its own session
+                cpus[name].append((cpu_seconds(pid) - before) / count)
+                ratios[name].append(cpus[name][-1] / json_baseline(round_bodies[0]))
+                added[name].append(pct(via, 0.5) - pct(direct, 0.5))
     size = len(bodies[0]) / 1024
-    return markdown_table(
-        ["fresh body KiB", "requests", "added p50 ms (median of rounds)", "CPU ÷ loads+dumps"],
-        [[f"{size:.0f}", count * ROUNDS, f"{statistics.median(added):+.2f}",
-          f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f})"]],
-    )  # fmt: skip
+    rows = []
+    for name, _ in gateways:
+        paired = [c / o for c, o in zip(cpus[name], cpus["other"], strict=True)] if against else []
+        rows.append([name, f"{size:.0f}", count * rounds, f"{statistics.median(added[name]):+.2f}",
+                     f"{statistics.median(cpus[name]) * 1000:.2f}",
+                     f"{statistics.median(ratios[name]):.2f}x "
+                     f"({min(ratios[name]):.2f}–{max(ratios[name]):.2f})",
+                     f"{statistics.median(paired):.3f}" if paired else "—"])  # fmt: skip
+    header = ["gateway", "fresh body KiB", "requests", "added p50 ms (median of rounds)",
+              "CPU ms/req", "CPU ÷ loads+dumps (min–max)", "CPU ÷ other's, paired"]  # fmt: skip
+    return markdown_table(header, rows)
 
 
 def client_costs(upstream: str, payload: bytes, requests: int) -> str:

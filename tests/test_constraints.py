@@ -93,7 +93,21 @@ def test_the_weaker_forms_take_only_the_slots_rules_and_values_left() -> None:
     rules = [f"Never edit generated file number {n}." for n in range(MAX_PER_MESSAGE)]
     wish = "I'd rather see the old names."
     assert constraints_of([" ".join([wish, *rules])]) == rules
-    assert constraints_of([" ".join([wish, *rules[1:]])]) == [*rules[1:], wish]
+    assert constraints_of([" ".join([wish, *rules[1:]])]) == [wish, *rules[1:]]  # text order
+
+
+def test_a_long_message_keeps_its_bans_and_obligations_before_weaker_rules() -> None:
+    """A task with its instructions states more rules than a message keeps: the bans and
+    the obligations are kept, in the text's order, and the weaker ones wait."""
+    weak = [f"The parser should accept case {n} as well." for n in range(MAX_PER_MESSAGE)]
+    strong = ["Do not modify the tests.", "You must make minimal changes to non-test files."]
+    text = " ".join([*weak[:4], strong[0], *weak[4:], strong[1]])
+    kept = constraints_of([text])
+    assert len(kept) == MAX_PER_MESSAGE and set(strong) <= set(kept)
+    assert kept == [s for s in [*weak[:4], strong[0], *weak[4:], strong[1]] if s in kept]
+    assert constraints_of(["<instructions>Never push to main.</instructions>"]) == [
+        "Never push to main."
+    ]
 
 
 _VOCABULARY = (
@@ -130,3 +144,17 @@ def test_lower_case_patterns_over_folded_text_match_as_ignorecase_would(text: st
     for pattern in (users._SOFT, users._SETTING, users._BOUND):
         ignoring_case = re.compile(pattern.pattern, re.IGNORECASE)
         assert bool(pattern.search(folded(text))) == bool(ignoring_case.search(text))
+
+
+def test_a_rule_of_three_words_keeps_the_sentence_it_is_about() -> None:
+    """ "Do not modify." alone does not say what must not be modified."""
+    text = "* Git config (username and email) is pre-set. Do not modify.\n* Never push to main."
+    assert constraints_of([text]) == [
+        "Git config (username and email) is pre-set. Do not modify.",
+        "Never push to main.",
+    ]
+    # At the start of an item there is nothing before it to read it with.
+    assert constraints_of(["Never rebase.\n\nDo not force-push main."]) == [
+        "Never rebase.",
+        "Do not force-push main.",
+    ]

@@ -201,3 +201,39 @@ def test_an_agent_moving_its_cache_marker_keeps_one_body_remembered() -> None:
         _same(parser, _dump({"model": "m"}, marked, {}, {}))
     assert parser.remembered_bytes < 2 * len(_dump({"model": "m"}, history, {}, {}))
     assert parser.reused_bytes > 25 * 2_000 * 15  # most of every body came from the last
+
+
+def test_sessions_sharing_a_system_prompt_each_reuse_their_own_body() -> None:
+    # Every body lands in one bucket (the same first bytes); each session's next request
+    # must find its own body among them, as long as the bucket still holds it.
+    parser = BodyParser()
+    system = {"role": "system", "content": "You are an agent. " * 40}
+
+    def units(n: int, grown: bool) -> list[Any]:
+        first = [system, {"role": "user", "content": f"task {n} " + "x" * (n % 7)}]
+        return [*first, {"role": "assistant", "content": "done"}] if grown else first
+
+    firsts = {n: _same(parser, _dump({"model": "m"}, units(n, False), {}, {})) for n in range(200)}
+    kept = range(199, 199 - 128, -1)  # a bucket holds the newest 128 bodies
+    for n in kept:
+        before = parser.reused_bytes
+        grown = _same(parser, _dump({"model": "m"}, units(n, True), {}, {}))
+        assert grown["messages"][1] is firsts[n]["messages"][1]
+        assert parser.reused_bytes > before
+    for n in range(199 - 128, -1, -1):  # evicted: parsed whole, and still json.loads's value
+        before = parser.reused_bytes
+        grown = _same(parser, _dump({"model": "m"}, units(n, True), {}, {}))
+        assert grown["messages"][1] is not firsts[n]["messages"][1]
+        assert parser.reused_bytes == before
+
+
+def test_an_older_body_of_a_bucket_is_found_again() -> None:
+    # Two sessions with the same first units: a body equal to the older one is that one.
+    parser = BodyParser()
+    first = _dump({"model": "m"}, [{"role": "user", "content": "a" * 300}], {}, {})
+    second = _dump({"model": "m"}, [{"role": "user", "content": "a" * 301}], {}, {})
+    kept = _same(parser, first)
+    _same(parser, second)
+    again = _same(parser, first)
+    assert again["messages"][0] is kept["messages"][0]
+    assert parser.reused_bytes == len(first)

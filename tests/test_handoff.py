@@ -646,9 +646,10 @@ def test_render_then_parse_is_the_identity(
 ) -> None:  # fmt: skip
     shas = tuple(dict(commits).items())
     work = WorkState(done=tuple(done), earlier=(("ran", 3),), items=tuple(items),
-                     latest=tuple(lines), fixed=tuple(lines))  # fmt: skip
+                     latest=tuple(lines), fixed=tuple(lines), changes=tuple(lines))  # fmt: skip
     state = HandoffState(
         task=task, users=tuple(users), constraints=tuple(constraints), work=work,
+        task_rules=tuple(reversed(constraints)),
         errors=tuple(OpenError(shown_command(c), (c,), 1, c) for c in commands[:2]),
         decisions=tuple(decisions), files=tuple(files),
         values=grouped_values(values, shas, (i.id for i in items)), commits=shas,
@@ -743,7 +744,7 @@ def test_the_state_covers_the_tail_and_the_next_compaction_counts_it_once() -> N
     once = extract_state(
         Analysis([*first, *kept, *later]), HandoffState(), where, tail=Analysis(last)
     )
-    for part in ("items", "done", "latest", "fixed"):
+    for part in ("items", "done", "latest", "fixed", "changes"):
         assert getattr(again.work, part) == getattr(once.work, part), part
     for part in ("read_only", "commands", "commits", "errors", "values", "files", "covered"):
         assert getattr(again, part) == getattr(once, part), part

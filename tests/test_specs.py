@@ -15,13 +15,8 @@ from factories import assistant, call, system, tool, user
 from windowkeeper import CompressionConfig, ContextCompressor
 from windowkeeper.analysis.events import Analysis
 from windowkeeper.analysis.kinds import handoff_body
-from windowkeeper.analysis.specs import (
-    is_spec,
-    look_up_item,
-    named_documents,
-    spec_excerpt,
-    spec_text,
-)
+from windowkeeper.analysis.specexcerpt import spec_excerpt
+from windowkeeper.analysis.specs import is_spec, look_up_item, named_documents, spec_text
 from windowkeeper.core.messages import content_text
 from windowkeeper.core.report import Tier
 from windowkeeper.summary.handoff.model import SpecRole
@@ -106,6 +101,52 @@ def test_a_long_spec_keeps_its_goal_constraint_and_acceptance_lines() -> None:
         "○ app-7.2 · Add headers\nDone when: it works",
         False,
     )
+
+
+def test_the_sections_that_constrain_the_work_are_kept_whole_before_narrative() -> None:
+    """Readers lost points on the event name and the tests a spec asked for, cut while
+    its story was kept: rules, done criteria, technical specs and edge cases come first."""
+    story = [
+        f"Reviewers told us story number {n} about closing reviews by hand." for n in range(12)
+    ]
+    technical = [
+        f"- event `close_{n}` closes annotation kind {n} via action `:close`" for n in range(5)
+    ]
+    done = ["- LiveView tests cover close with N>0 and N=0 paths.", "- The flash shows the count."]
+    edge = ["- An empty project closes nothing and says so."]
+    text = "\n".join([
+        "○ app-9 · Close the review", "## Why", *story, "## Technical specs", *technical,
+        "## Definition of Done", *done, "## Edge cases", *edge,
+    ])  # fmt: skip
+    excerpt, shortened = spec_excerpt(text, 700)
+    assert shortened and len(excerpt) <= 700
+    for line in [*technical, *done, *edge, "## Technical specs", "## Definition of Done"]:
+        assert line in excerpt.split("\n"), line
+    assert story[5] not in excerpt
+
+
+def test_the_excerpt_grows_with_the_summary_budget() -> None:
+    from windowkeeper.analysis.specexcerpt import SPEC_CHARS, spec_chars
+
+    assert spec_chars(500) == spec_chars(2_000) == SPEC_CHARS
+    assert spec_chars(8_000) > spec_chars(4_000) > SPEC_CHARS
+
+
+def test_a_lead_in_line_whose_list_was_left_out_is_left_out_too() -> None:
+    """ "Event behavior:" says nothing without the lines it introduces; a lead-in whose
+    lines fit stays with them."""
+    long = "x" * 400
+    text = "\n".join([
+        "○ app-7.3 · Emit the export events", "## Acceptance", "- Event behavior:",
+        f"    - emit export.started with {long}", f"    - emit export.failed with {long}",
+        "- Files:", "    - exporter.py", "- The exporter has tests.", "## Notes", long, long,
+    ])  # fmt: skip
+    excerpt, shortened = spec_excerpt(text, 200)
+    assert shortened
+    assert excerpt.split("\n") == [
+        "○ app-7.3 · Emit the export events", "## Acceptance", "- Files:", "    - exporter.py",
+        "- The exporter has tests.",
+    ]  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
@@ -232,19 +273,24 @@ def test_sessions_without_specs_have_no_task_spec_section() -> None:
     assert not any("## Task Spec" in content_text(m.get("content")) for m in result.messages)
 
 
-def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_shown() -> None:
-    from windowkeeper.summary.handoff.extract import Placement, extract_state
-    from windowkeeper.summary.handoff.model import HandoffState
-
-    parts = [f"○ app-7.{n} · Part {n}\n## Acceptance\n- part {n} has tests" for n in (1, 2, 3)]
-    command = 'bd show app-7.1; echo "==="; bd show app-7.2; echo "==="; bd show app-7.3'
-    turns = [
+def claimed_after_look_up(parts: list[str], items: tuple[str, ...]) -> list[Message]:
+    """One look-up of ``items`` (their outputs ``parts``), then app-7.2 claimed."""
+    command = '; echo "==="; '.join(f"bd show {item}" for item in items)
+    return [
         user("Work on bead app-7."),
         assistant(None, call("s", "bash", command=command)),
         tool("s", "\n===\n".join(parts) + "\n" + OK),
         assistant(None, call("u", "bash", command="bd update app-7.2 --status in_progress")),
         tool("u", OK),
     ]
+
+
+def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_shown() -> None:
+    from windowkeeper.summary.handoff.extract import Placement, extract_state
+    from windowkeeper.summary.handoff.model import HandoffState
+
+    parts = [f"○ app-7.{n} · Part {n}\n## Acceptance\n- part {n} has tests" for n in (1, 2, 3)]
+    turns = claimed_after_look_up(parts, ("app-7.1", "app-7.2", "app-7.3"))
     state = extract_state(Analysis(turns), HandoffState(), Placement(user_in_tail=False))
     assert [(s.item, bool(s.text)) for s in state.specs] == [
         ("app-7.1", False),
@@ -252,3 +298,38 @@ def test_a_look_up_of_several_items_gives_one_spec_each_and_the_claimed_one_is_s
         ("app-7.2", True),
     ]
     assert state.specs[-1].text == parts[1] and state.specs[-1].role is SpecRole.IN_PROGRESS
+
+
+def test_the_next_step_carries_the_done_criteria_and_the_items_not_started() -> None:
+    """The reader asked "what is next?" and the spec's remaining requirements (the tests
+    it asks for, the next item looked up) were only in the Task Spec section."""
+    from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
+    from windowkeeper.summary.handoff.model import HandoffState
+    from windowkeeper.summary.handoff.text import render
+
+    parts = [
+        "○ app-7.2 · Close the session\nTechnical specs:\n- event `close_session`\n"
+        "Definition of Done:\n- Clicking Close closes every open note.\n"
+        "- LiveView tests cover N>0 and N=0.",
+        "○ app-7.3 · Export the notes\n## Acceptance\n- CSV has a header",
+    ]
+    turns = [
+        *claimed_after_look_up(parts, ("app-7.2", "app-7.3")),
+        assistant(None, call("e", "Edit", file_path="/w/live.ex", old_string="a", new_string="b")),
+        tool("e", "ok"),
+    ]
+    where = Placement(user_in_tail=False)
+    state = extract_state(Analysis(turns), HandoffState(), where)
+    lines = state.next_step.split("\n")
+    assert lines[0].startswith("Next (derived at compaction time") and "app-7.2" in lines[0]
+    assert lines[1:] == [
+        "Before closing app-7.2, check the done criteria of its spec: Clicking Close closes "
+        "every open note; LiveView tests cover N>0 and N=0",
+        "Looked up, no work on it seen yet: app-7.3",
+    ]
+    body = render(state)
+    reread = parse_state(body)
+    assert reread is not None and reread.next_step == state.next_step
+    # A compaction with nothing new carries the step as it was (nothing said twice).
+    again = extract_state(Analysis([user("continue")]), previous_state(body), where)
+    assert again.next_step == state.next_step

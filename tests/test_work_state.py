@@ -338,3 +338,28 @@ def test_an_error_carried_from_the_previous_handoff_is_listed_fixed_when_resolve
     assert state.work.fixed == (
         "`make build` exit 2: error: bad → `make build` then passed (built)",
     )
+
+
+REJECTED = (
+    "[tool error] The user doesn't want to proceed with this tool use. The tool use was "
+    "rejected (eg. if it was a file edit, the new_string was NOT written to the file)."
+)
+
+
+@pytest.mark.parametrize(
+    "said", [REJECTED, "exec command rejected by user", "Error: user denied the tool call"]
+)
+def test_a_call_the_user_turned_down_is_no_error_and_resolves_none(said: str) -> None:
+    """The user's "no" is their decision: neither an open error nor one fixed along the
+    way, and not a success that resolves an earlier failure of the same step."""
+    failing = "FAILED t/test_a.py::test_x - assert 1 == 2\n<returncode>1</returncode>"
+    turns = [
+        user("Fix the test."),
+        *bash("t1", "pytest t/test_a.py", failing),
+        *edit("e1", "/w/a.py", said),
+        *bash("t2", "pytest t/test_a.py", said),
+    ]
+    state = state_of(turns)
+    assert [e.command for e in state.errors] == ["pytest t/test_a.py"]
+    assert not any("proceed" in f or "rejected" in f or "denied" in f for f in state.work.fixed)
+    assert state.work.fixed == ()

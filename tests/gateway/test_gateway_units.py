@@ -13,13 +13,14 @@ from typer.testing import CliRunner
 from factories import assistant, system, user
 from windowkeeper.cli.serve import serve_command
 from windowkeeper.core.config import CompressionConfig
-from windowkeeper.core.errors import ConfigError
+from windowkeeper.core.errors import ConfigError, InvalidMessagesError
 from windowkeeper.core.settings import Settings
 from windowkeeper.gateway.auth import authenticate
+from windowkeeper.gateway.exchange import INLINE_UNITS, _heavy
 from windowkeeper.gateway.history import common_prefix, convert, digest_of
-from windowkeeper.gateway.protocols import CHAT, RESPONSES
+from windowkeeper.gateway.protocols import CHAT, RESPONSES, Parsed
 from windowkeeper.gateway.protocols.sse import EventSplitter
-from windowkeeper.gateway.sessions import public_id, session_key
+from windowkeeper.gateway.sessions import Branch, GatewaySession, public_id, session_key
 from windowkeeper.gateway.settings import GatewaySettings, gateway_settings, parse_model_context
 from windowkeeper.gateway.upstream import forward_request_headers, forward_response_headers
 
@@ -235,3 +236,43 @@ def test_serve_takes_the_http_implementation_from_the_config(tmp_path: Path) -> 
     config.write_text("gateway:\n  upstream: http://x/v1\n  http: spdy\n")
     bad = CliRunner().invoke(_serve_app(), ["serve", "--config", str(config)])
     assert bad.exit_code == 2 and "http" in bad.output and "httptools" in bad.output
+
+
+def test_conversion_names_a_bad_message_of_a_grown_history_by_its_index() -> None:
+    history = [system(), user("one"), assistant("two"), user("three")]
+    _, seen = convert(CHAT, _parsed(CHAT, {"model": "m", "messages": history}), None)  # type: ignore[arg-type]
+    deep: object = "x"
+    for _ in range(120):
+        deep = [deep]
+    for bad, defect in (
+        ({"role": "robot", "content": "x"}, "unknown role"),
+        ({"role": "user", "content": [{"type": "text", "text": "x", "deep": deep}]}, "nest"),
+    ):
+        body = {"model": "m", "messages": [*history, assistant("four"), bad]}
+        with pytest.raises(InvalidMessagesError) as raised:
+            convert(CHAT, _parsed(CHAT, body), seen)  # type: ignore[arg-type]
+        assert "message 5" in str(raised.value) and defect in str(raised.value)
+
+
+def test_private_keys_are_found_whatever_else_a_message_carries() -> None:
+    plain = [system(), user("one"), {**assistant("two"), "refusal": None}]
+    assert not CHAT.has_private(plain)
+    assert CHAT.has_private([*plain, {**user("x"), "_note": 1}])
+    assert CHAT.has_private([{**user("x"), "extra": 1, "_note": 1}])
+    assert not CHAT.has_private([{**user("x"), "extra": 1}])
+
+
+def test_a_long_history_no_branch_saw_is_converted_off_the_event_loop() -> None:
+    settings = gateway_settings("http://127.0.0.1:9/v1", Settings(), context_length=100_000)
+    session = GatewaySession("k", CHAT, settings, lambda: 0.0, lambda *_: None)
+
+    def parsed(count: int) -> Parsed:
+        units = [user(f"m{n}") if n % 2 == 0 else assistant(f"a{n}") for n in range(count)]
+        return _parsed(CHAT, {"model": "m", "messages": units})  # type: ignore[return-value]
+
+    assert not _heavy(session, parsed(INLINE_UNITS))  # converted on the loop
+    assert _heavy(session, parsed(INLINE_UNITS + 1))
+    branch = session.add(Branch(session.root_key(), session, 100_000, "m"))
+    branch.seen = convert(CHAT, parsed(300), None)[1]
+    assert not _heavy(session, parsed(300 + INLINE_UNITS))  # only the new units count
+    assert _heavy(session, parsed(301 + INLINE_UNITS))

@@ -53,6 +53,9 @@ CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 # look-behind follows the first whitespace character, so the engine skips ahead fast).
 _SENTENCE_END = re.compile(r"\s(?<=[.!?]\s)\s*(?=[A-Z\"'`(\[])")
 _BULLET = re.compile(r"^(?:[-*+>•]|#{1,6}|\d{1,3}[.)])\s+")
+SHORT_WORDS = 3
+"""A sentence this short is read with the one before it (see :func:`rule_sentences`)."""
+_TAG_LINE = re.compile(r"</?[A-Za-z][\w-]*>")
 
 
 def sentences(text: str) -> list[str]:
@@ -70,14 +73,43 @@ def _sentences(text: str) -> tuple[str, ...]:
     return tuple(s for item in paragraphs(prose(text)) for s in item_sentences(item))
 
 
+@functools.lru_cache(maxsize=256)
+def rule_sentences(text: str) -> tuple[str, ...]:
+    """:func:`sentences`, except that a sentence of three words or fewer is read with the
+    one before it in its paragraph or list item ("Git config is pre-set. Do not modify."):
+    alone, it does not say what it is about."""
+    found: list[str] = []
+    for item in paragraphs(prose(text)):
+        start = len(found)
+        for sentence in item_sentences(item):
+            if len(found) > start and len(sentence.split()) <= SHORT_WORDS:
+                found[-1] += " " + sentence
+            else:
+                found.append(sentence)
+    return tuple(found)
+
+
 def prose(text: str) -> str:
     """``text`` without its code blocks."""
     return CODE_FENCE.sub("\n", text) if "```" in text else text
 
 
 def item_sentences(item: str) -> list[str]:
-    """The sentences of one paragraph or list item (see :func:`paragraphs`)."""
-    return [part.strip() for part in _SENTENCE_END.split(item) if part.strip()]
+    """The sentences of one paragraph or list item (see :func:`paragraphs`). A sentence
+    end inside inline code (`` `ALTER TABLE ... ADD` ``) ends no sentence, when the
+    item's backticks pair up (a stray one would join the rest of the item)."""
+    parts = [part.strip() for part in _SENTENCE_END.split(item) if part.strip()]
+    if len(parts) < 2 or "`" not in item or item.count("`") % 2:
+        return parts
+    joined: list[str] = []
+    open_code = False
+    for part in parts:
+        if open_code:
+            joined[-1] += " " + part
+        else:
+            joined.append(part)
+        open_code ^= part.count("`") % 2 == 1
+    return joined
 
 
 def paragraphs(text: str) -> list[str]:
@@ -87,8 +119,8 @@ def paragraphs(text: str) -> list[str]:
     fresh = True
     for raw in text.splitlines():
         line = raw.strip()
-        if not line:
-            fresh = True
+        if not line or (line[0] == "<" and _TAG_LINE.fullmatch(line)):
+            fresh = True  # a line that is only a tag (``</pr_description>``) is structure
             continue
         bullet = _BULLET.match(line)
         if bullet or fresh:

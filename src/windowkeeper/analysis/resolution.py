@@ -143,8 +143,8 @@ class OpenFailures:
 
     def add(self, event: ToolEvent) -> list[ToolEvent]:
         """Record ``event``; return the open failures it resolved (oldest first)."""
-        if event.result is None:
-            return []
+        if event.result is None or turned_down(event):
+            return []  # a call the user turned down neither failed nor succeeded
         key = event_key(event)
         rerun = self._open.pop(key, None)
         if counts_as_failure(event):
@@ -317,6 +317,12 @@ def operation(step: str) -> tuple[str, list[str]]:
 
 _WHOLE_TREE = frozenset({"-a", "--all", "-A", ".", ":/"})
 _NOTHING = re.compile(r"^nothing (?:added )?to commit\b", re.MULTILINE)
+# A call the user turned down (the first line of its result says so): their decision,
+# not an error the agent has to fix, nor a success.
+_REJECTED = re.compile(
+    r"(?i)\buser (?:doesn't|does not) want to proceed|\b(?:rejected|denied|declined) by (?:the )?"
+    r"user\b|\buser (?:rejected|denied|declined) (?:this |the )?(?:tool|call|request|command)"
+)
 _MESSAGE = frozenset({"-m", "--message", "-F", "--file", "-am"})
 
 
@@ -360,10 +366,17 @@ def operation_word(event: ToolEvent) -> str:
     return words[-1].lower() if words else ""
 
 
+def turned_down(event: ToolEvent) -> bool:
+    """Whether the user turned the call down (its result's first line says so)."""
+    first = (event.result or "")[:400].lstrip().split("\n", 1)[0]
+    return _REJECTED.search(first) is not None
+
+
 def counts_as_failure(event: ToolEvent) -> bool:
     """A failed call, except a read-only command answering "no" (``grep`` without a
-    match, ``diff`` with differences, ``test`` false: exit 1 with nothing on it)."""
-    if not event.failed:
+    match, ``diff`` with differences, ``test`` false: exit 1 with nothing on it) and a
+    call the user turned down."""
+    if not event.failed or turned_down(event):
         return False
     command = event.action.command if event.action.kind is ToolKind.SHELL else None
     if command and event.exit_code == 1 and is_read_only(command):

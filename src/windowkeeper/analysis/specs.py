@@ -12,27 +12,24 @@ a list of one project's commands:
   ``SPEC.md``, ``requirements.txt`` is not one: only prose documents), or a document the
   user named.
 
-Its excerpt is the output verbatim within a budget, else its first line, its headings
-and the goal / constraint / acceptance lines (and the first lines under such headings).
+Its excerpt (:mod:`.specexcerpt`) is the output verbatim within a budget, else the lines
+that constrain the work before the narrative ones.
 A prune stub of a spec output keeps its excerpt on its one line (``; spec: …``), so the
 excerpt survives any number of prune-only compactions before a handoff reads it.
 """
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from .events import ToolEvent, remembered
-from .facts import collapse
 from .gist import is_stub
 from .shellwords import lines_of, steps_of
+from .specexcerpt import spec_excerpt
 from .toolshapes import ToolKind
 
-SPEC_CHARS = 1_400
-"""An excerpt's size in a handoff (the budget ladder may lower it)."""
 STUB_SPEC_CHARS = 900
 """An excerpt's size on a prune stub's line."""
 STUB_MARK = "; spec: "
@@ -221,90 +218,6 @@ def is_spec_read(event: ToolEvent, named: Collection[str] = ()) -> bool:
 def is_spec(event: ToolEvent, named: Collection[str] = ()) -> bool:
     """Whether ``event``'s output defines the work (see the module docstring)."""
     return look_up_item(event) is not None or is_spec_read(event, named)
-
-
-# --- the excerpt -------------------------------------------------------------------------
-
-# Lines that say what must hold; headings (markdown, a line in capitals or ending with a
-# colon); the headings whose lines below are the goal, the constraints or the acceptance.
-_RULE_LINE = re.compile(
-    r"\b(?:goal|must|should|never|always|acceptance|criteria|constraints?|required?|do not"
-    r"|don't|only|expected|given|when|then|no-go|definition of done)\b",
-    re.IGNORECASE,
-)
-_HEADING = re.compile(r"#{1,6}\s|[A-Z][A-Za-z &/-]{2,40}:$|[A-Z][A-Z &/-]{3,}$")
-_SPEC_HEADING = re.compile(
-    r"goal|objective|purpose|problem|why|summary|description|solution|approach|spec"
-    r"|acceptance|criteria|definition of done|done|deliverable|outcome|constraint"
-    r"|requirement|no-go|non-goal|out of scope|scope|rule|expected|must|edge case",
-    re.IGNORECASE,
-)
-_EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
-LINE_CHARS = 240
-
-
-def spec_excerpt(text: str, limit: int = SPEC_CHARS) -> tuple[str, bool]:
-    """The excerpt of a spec output and whether it is shortened: the (cleaned) text when
-    it fits ``limit``, else its first line, then the headings and the lines that say what
-    must hold, section by section (each section's heading, then each one's first line,
-    then its second ...), then other headings, in the text's order."""
-    whole, lines, order = _prepared(text)
-    if len(whole) <= limit:
-        return whole, False
-    chosen: list[int] = []
-    used = 0
-    for index in order:
-        cost = len(lines[index]) + 1
-        if used + cost <= limit:
-            chosen.append(index)
-            used += cost
-    return "\n".join(lines[i] for i in sorted(chosen)), True
-
-
-@functools.lru_cache(maxsize=64)
-def _prepared(text: str) -> tuple[str, tuple[str, ...], tuple[int, ...]]:
-    """The cleaned text, its lines each cut to :data:`LINE_CHARS`, and the order the
-    lines are chosen in (remembered: the budget ladder asks for several limits)."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    lines = [line for line in lines if line.strip() and not _EXIT_LINE.fullmatch(line.strip())]
-    ranks = _priorities(tuple(lines))
-    order = sorted((i for i in range(len(lines)) if ranks[i] < _REST), key=lambda i: (ranks[i], i))
-    cut = tuple(collapse(line, LINE_CHARS) for line in lines)
-    return "\n".join(lines), cut, tuple(order)
-
-
-_REST = 1_000
-
-
-def _priorities(lines: tuple[str, ...]) -> tuple[int, ...]:
-    """Per line: 0 the first line; 1 + depth for a line of a goal / constraint /
-    acceptance section (its heading at depth 0, the lines under it from 1); 3 a rule line
-    elsewhere (and its section's heading); 100 + the heading's place for another heading;
-    :data:`_REST` for the rest."""
-    found: list[int] = []
-    depth = -1  # lines since the last spec heading (-1: not under one)
-    section = -1  # the index of the last heading
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        heading = _HEADING.match(stripped) is not None
-        if heading:
-            depth = 0 if _SPEC_HEADING.search(stripped) else -1
-            section = index
-        elif depth >= 0:
-            depth += 1
-        if index == 0:
-            found.append(0)
-        elif depth >= 0:
-            found.append(1 + depth)
-        elif heading:
-            found.append(100 + index)
-        elif _RULE_LINE.search(stripped):
-            found.append(3)  # a rule in another section comes with that section's heading
-            if section > 0:
-                found[section] = min(found[section], 3)
-        else:
-            found.append(_REST)
-    return tuple(found)
 
 
 def stub_spec(event: ToolEvent) -> str:

@@ -213,6 +213,30 @@ def exit_code(result: str) -> int | None:
     return code if code is not None else _last_exit(result[:2000])
 
 
+# A write tool's own words for replacing a file that existed ("The file … has been
+# updated"), as against creating one ("File created successfully at: …").
+_OVERWROTE = re.compile(
+    r"\b(?:has been (?:updated|modified|overwritten|replaced)|overwr(?:ote|itten)"
+    r"|updated (?:the )?file|file (?:was )?updated)\b",
+    re.IGNORECASE,
+)
+_CREATED = re.compile(r"\bcreated?\b", re.IGNORECASE)
+
+
+def overwrote(result: str | None) -> bool:
+    """Whether a write tool's result says the file existed and was replaced."""
+    head = (result or "")[:300]
+    return bool(_OVERWROTE.search(head)) and not _CREATED.search(head)
+
+
+def change_verb(kind: ToolKind, result: str | None) -> str:
+    """How a successful write or edit is named: ``edited``, ``rewrote`` (a write over a
+    file that existed, by the tool's own words) or ``wrote``."""
+    if kind is ToolKind.EDIT:
+        return "edited"
+    return "rewrote" if overwrote(result) else "wrote"
+
+
 def shorten(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters with an ellipsis when longer."""
     return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."

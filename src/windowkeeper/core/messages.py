@@ -269,21 +269,23 @@ def _validate_shape(message: dict[str, Any], where: str) -> Message:
 
 
 def validate_messages(
-    messages: object, *, label: str = "message", bounded_depth: bool = True
+    messages: object, *, label: str = "message", bounded_depth: bool = True, first: int = 0
 ) -> list[Message]:
-    """Validate a whole message list (``label`` names positions in errors).
+    """Validate a whole message list (``label`` names positions in errors, counted from
+    ``first``: the list may be the tail of a longer one).
 
     ``bounded_depth``: refuse messages nested more than ``MAX_JSON_DEPTH`` levels (one walk
-    over the list, ~1.5 µs a message); pass ``False`` only for messages that came from a
-    parse that bounded the depth already (:func:`windowkeeper.core.jsonsafe.loads`).
+    over the list, ~1.5 µs a message); pass ``False`` only for messages whose depth is
+    known to be bounded (a parse that bounded it, :func:`windowkeeper.core.jsonsafe.loads`,
+    or a walk of the caller's).
     """
     if not isinstance(messages, list):
         raise InvalidMessagesError("input", f"'messages' must be a list, got {_kind(messages)}")
     if bounded_depth and value_depth_exceeds(messages, MAX_JSON_DEPTH + 1):  # then find which
-        for index, message in enumerate(messages):
+        for index, message in enumerate(messages, first):
             check_depth(message, f"{label} {index}", limit=MAX_JSON_DEPTH)
     checked = []
-    for index, message in enumerate(messages):
+    for index, message in enumerate(messages, first):
         where = f"{label} {index}"
         if not isinstance(message, dict):
             raise InvalidMessagesError(where, f"expected a message object, got {_kind(message)}")

@@ -22,12 +22,11 @@ What must hold:
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .protocols.base import _constant, _finite, loads
@@ -40,6 +39,7 @@ _DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 _NAME: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _WS = re.compile(r"[ \t\n\r]*")
+_SPACE = frozenset(" \t\n\r")
 _BUCKET_PREFIX = 32
 """Bodies are grouped by their first bytes (a reusable body shares at least a unit)."""
 _PER_BUCKET = 128
@@ -64,28 +64,90 @@ class _Known:
     ends: list[int]
     rest_text: str
     rest: dict[str, Any]
+    probes: tuple[tuple[int, bytes], ...] = field(init=False)
+    """The last bytes of the first two units, each with its offset (see :meth:`may_share`),
+    taken once: every body that arrives in this one's bucket is probed against them."""
+
+    def __post_init__(self) -> None:
+        probes: tuple[tuple[int, bytes], ...] = ()
+        if self.ends:
+            ends = dict.fromkeys((self.ends[min(1, len(self.ends) - 1)], self.ends[0]))
+            probes = tuple((max(0, e - _PROBE), self.raw[max(0, e - _PROBE) : e]) for e in ends)
+        object.__setattr__(self, "probes", probes)
 
     def body(self, key: str) -> dict[str, Any]:
         return {**self.head, key: list(self.units), **self.rest}
-
-    @functools.cached_property
-    def _probes(self) -> tuple[tuple[int, bytes], ...]:
-        """The last bytes of the first two units, each with its offset (see may_share)."""
-        if not self.ends:
-            return ()
-        ends = dict.fromkeys((self.ends[min(1, len(self.ends) - 1)], self.ends[0]))
-        return tuple((max(0, end - _PROBE), self.raw[max(0, end - _PROBE) : end]) for end in ends)
 
     def may_share(self, raw: bytes) -> bool:
         """A cheap test that fails for most bodies sharing neither of its first two units
         with this one (the first unit too: bodies that share none reuse nothing, and
         Anthropic bodies of different sessions often share their second, an assistant
         turn). Compared in place: a bucket holds up to 128 bodies, each probed."""
-        probes = self._probes
+        probes = self.probes
         for start, probe in probes:
             if not raw.startswith(probe, start):
                 return False
         return bool(probes)
+
+
+class _Entries:
+    """One bucket's bodies, newest first, indexed by their probes (:meth:`_Known.may_share`):
+    a new body looks up the bytes it holds at each probe span the bucket knows, one look-up
+    for all the bodies with the same spans, instead of probing every body (a bucket holds
+    up to 128, of sessions that often share a system prompt)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[_Known] = []
+        self._index: dict[_Spans, dict[tuple[bytes, ...], list[tuple[int, _Known]]]] = {}
+        self._added = 0
+
+    def candidates(self, raw: bytes) -> list[_Known]:
+        """The bodies whose probes ``raw`` repeats (only they may share a unit with it, or
+        equal it), newest first."""
+        found: list[tuple[int, _Known]] = []
+        for spans, groups in self._index.items():
+            group = groups.get(tuple([raw[start:end] for start, end in spans]))
+            if group:
+                found += group
+        if len(found) > 1:
+            found.sort(key=lambda item: item[0])
+        return [known for _, known in found]
+
+    def add(self, known: _Known) -> None:
+        self.bodies.insert(0, known)
+        self._added += 1
+        spans, probes = _index_key(known)
+        self._index.setdefault(spans, {}).setdefault(probes, []).append((-self._added, known))
+
+    def remove(self, known: _Known) -> None:
+        self.bodies.remove(known)  # by identity (``eq=False``)
+        self._unindex(known)
+
+    def pop(self) -> _Known:
+        """Drop the oldest body."""
+        known = self.bodies.pop()
+        self._unindex(known)
+        return known
+
+    def _unindex(self, known: _Known) -> None:
+        spans, probes = _index_key(known)
+        groups = self._index[spans]
+        group = groups[probes]
+        group[:] = [item for item in group if item[1] is not known]
+        if not group:
+            del groups[probes]
+            if not groups:
+                del self._index[spans]
+
+
+_Spans = tuple[tuple[int, int], ...]
+
+
+def _index_key(known: _Known) -> tuple[_Spans, tuple[bytes, ...]]:
+    """A body's probe spans and bytes (a body without units has none: every body repeats
+    that empty key, and only an equal body reuses such a one)."""
+    spans = tuple((start, start + len(probe)) for start, probe in known.probes)
+    return spans, tuple(probe for _, probe in known.probes)
 
 
 _Bucket = tuple[str, str, bytes]
@@ -96,7 +158,7 @@ class BodyParser:
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._buckets: OrderedDict[_Bucket, list[_Known]] = OrderedDict()
+        self._buckets: OrderedDict[_Bucket, _Entries] = OrderedDict()
         self._bytes = 0
         self.reused_bytes = 0
         """Bytes of bodies not parsed again (tests read it)."""
@@ -111,9 +173,9 @@ class BodyParser:
         if self.max_bytes <= 0 or json.detect_encoding(raw) != "utf-8":
             return loads(raw)
         bucket = (scope, protocol, raw[:_BUCKET_PREFIX])
-        entries = self._buckets.get(bucket, [])
+        entries = self._buckets.get(bucket)
         try:
-            known, replaces = self._reuse(raw, key, entries)
+            known, replaces = self._reuse(raw, key, entries.candidates(raw) if entries else [])
         except (_Unusable, StopIteration, ValueError, RecursionError, IndexError):
             return loads(raw)  # the canonical parse and its error message
         if not isinstance(known, _Known):
@@ -126,7 +188,8 @@ class BodyParser:
     ) -> tuple[_Known | dict[str, Any], _Known | None]:
         """The parsed body, and the remembered one it supersedes: one whose bytes this body
         repeats (nearly) all of, as an agent's next request repeats its last one, moved
-        cache markers aside. Entries are newest first, so the first such one is taken."""
+        cache markers aside. ``entries`` (the bucket's bodies whose probes ``raw`` repeats)
+        are newest first, so the first such one is taken."""
         best: tuple[int, _Known] | None = None
         for known in entries:
             if known.raw == raw:
@@ -146,19 +209,21 @@ class BodyParser:
         return _extend(raw, key, known, shared), known if _supersedes(known, shared) else None
 
     def _remember(self, bucket: _Bucket, known: _Known, replaces: _Known | None) -> None:
-        entries = self._buckets.setdefault(bucket, [])
+        entries = self._buckets.get(bucket)
+        if entries is None:
+            entries = self._buckets[bucket] = _Entries()
         self._buckets.move_to_end(bucket)
-        if replaces is not None and any(entry is replaces for entry in entries):
-            entries[:] = [entry for entry in entries if entry is not replaces]
+        if replaces is not None and any(entry is replaces for entry in entries.bodies):
+            entries.remove(replaces)
             self._bytes -= len(replaces.raw)
-        entries.insert(0, known)
+        entries.add(known)
         self._bytes += len(known.raw)
-        while len(entries) > _PER_BUCKET:
+        while len(entries.bodies) > _PER_BUCKET:
             self._bytes -= len(entries.pop().raw)
         while self._bytes > self.max_bytes and self._buckets:
             oldest_bucket, oldest = next(iter(self._buckets.items()))
             self._bytes -= len(oldest.pop().raw)  # least recently used bucket, oldest body
-            if not oldest:
+            if not oldest.bodies:
                 del self._buckets[oldest_bucket]
 
 
@@ -237,6 +302,7 @@ def _units(text: str, at: int, first: bool = True) -> tuple[list[Any], list[int]
     after the closing ``]``."""
     units: list[Any] = []
     ends: list[int] = []
+    ascii = text.isascii()  # then offsets are positions: no piece is measured
     counted = offset = 0  # text[:counted] is ``offset`` bytes long
     at = _skip(text, at)
     expect_comma = not first or text[at] == "]"
@@ -244,14 +310,22 @@ def _units(text: str, at: int, first: bool = True) -> tuple[list[Any], list[int]
         if expect_comma:
             if text[at] != ",":
                 break
-            at = _skip(text, at + 1)
+            at += 1
+            if text[at] == " " and text[at + 1] not in _SPACE:
+                at += 1  # ", " (Python's default separator)
+            elif text[at] in _SPACE:
+                at = _skip(text, at)
         value, at = _SCAN(text, at)
         units.append(value)
-        piece = text[counted:at]
-        offset += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
-        counted = at
-        ends.append(offset)
-        at = _skip(text, at)
+        if ascii:
+            ends.append(at)
+        else:
+            piece = text[counted:at]
+            offset += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
+            counted = at
+            ends.append(offset)
+        if text[at] in _SPACE:
+            at = _skip(text, at)
         expect_comma = True
     if text[at] != "]":
         raise _Unusable

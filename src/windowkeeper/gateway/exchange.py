@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from ..compaction.sanitize import sanitize_tool_pairs
 from ..core.errors import CompressionExhaustedError, InvalidMessagesError, UpstreamError
 from ..core.messages import Message
 from ..core.report import Receipt
@@ -196,7 +195,7 @@ class Exchange:
         assert prepared is not None
         # Design §1: strict providers get valid pairing, whatever the client sent (an
         # orphan result, a call without its result); a repaired request is converted.
-        request = sanitize_tool_pairs(request, sent=True).messages
+        request = prepared.branch.clean.sanitized(request)
         extra = [recall_schema(protocol)] if self.recall is not None else []
         if self.extra:
             system, units = protocol.wire([*request, *self.extra])
@@ -380,9 +379,21 @@ def receipt_headers(receipt: Receipt | None) -> list[tuple[str, str]]:
     ]
 
 
+INLINE_UNITS = 256
+"""Choosing a branch converts at most this many units on the event loop; more go to a
+worker thread. Conversion costs ~2 µs a unit (the 38 real sessions), so this bounds the
+stall at ~0.5 ms, less than parsing such a body on the loop costs (~2 µs a KiB); a hand-off
+to a worker cost a fresh 98 KiB body more CPU than its conversion (docs/benchmarks.md,
+"the fresh-body path")."""
+
+
 def _heavy(session: GatewaySession, parsed: Parsed) -> bool:
-    """Whether choosing the branch may convert a long unseen history (run it off the loop)."""
+    """Whether choosing the branch converts more than :data:`INLINE_UNITS` units (a long
+    history no branch has seen: run it off the loop)."""
     units = len(parsed.units)
+    if units <= INLINE_UNITS:
+        return False
     return not any(
-        b.seen is not None and units - len(b.seen.units) <= 64 for b in session.branches.values()
+        b.seen is not None and units - len(b.seen.units) <= INLINE_UNITS
+        for b in session.branches.values()
     )

@@ -40,6 +40,7 @@ from ..loop.manager import ContextManager
 from ..store import MemoryStore
 from ..summary.llm.summarizer import LLMSummarizer
 from .history import Seen, agreeing_prefix, digest_of, without_markers
+from .pairs import CleanRequests
 from .protocols import Parsed, Protocol
 from .settings import GatewaySettings
 
@@ -207,6 +208,8 @@ class Branch:
         self.saved_window: int | None = None
         self.size = 0
         """Bytes of the newest request body of the branch (what its history costs to hold)."""
+        self.clean = CleanRequests()
+        """The pairing check of what the branch sends, from where it last found it clean."""
         self.before: Before | None = None
 
     def use_model(self, model: str, window: int) -> None:

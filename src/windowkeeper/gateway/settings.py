@@ -117,13 +117,18 @@ class GatewaySettings:
 
     def compressor_config(self) -> CompressionConfig:
         """The compressor config of every gateway session: it triggers at the hygiene
-        threshold and spends at most ``compression.max_attempts`` recoveries per request."""
-        return replace(
-            self.compression,
-            threshold=self.hygiene_threshold,
-            hygiene_threshold=self.hygiene_threshold,
-            hygiene_hard_message_limit=self.hard_message_limit,
-        )
+        threshold and spends at most ``compression.max_attempts`` recoveries per request.
+        Made once (both are frozen; a new session's branch asks for it)."""
+        made = self.__dict__.get("_compressor_config")
+        if made is None:
+            made = replace(
+                self.compression,
+                threshold=self.hygiene_threshold,
+                hygiene_threshold=self.hygiene_threshold,
+                hygiene_hard_message_limit=self.hard_message_limit,
+            )
+            object.__setattr__(self, "_compressor_config", made)
+        return made
 
     def configured_context_length(self, model: str) -> int | None:
         """The configured window of ``model``: exact name, longest contained key, ``"*"``."""

@@ -15,6 +15,7 @@ from datetime import date
 from ..analysis.events import Analysis
 from ..analysis.kinds import live_text
 from ..analysis.record import Analyzer, MessageFacts
+from ..analysis.specexcerpt import spec_chars
 from ..compaction.plan import CompactionPlan, restatement
 from ..core.messages import Message
 from .handoff.extract import Placement, extract_state, previous_state
@@ -53,7 +54,8 @@ def summary_request(
     tail = masked_analysis(Analysis(messages[plan.tail_start :], facts[plan.tail_start :]))
     head = Analysis(messages[: plan.head_end], facts[: plan.head_end])
     where = placement(facts, plan, messages)
-    state = extract_state(analysis, previous, where, focus_topic, tail, head)
+    chars = spec_chars(plan.summary_budget_tokens)
+    state = extract_state(analysis, previous, where, focus_topic, tail, head, spec_chars=chars)
     return SummaryRequest(
         turns=MaskedTurns(original.facts),
         previous_summary=plan.previous_summary or None,

@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.errors import InvalidMessagesError
-from ...core.messages import Message, ToolSchema, content_text, validate_message
+from ...core.jsonsafe import MAX_JSON_DEPTH, value_depth_exceeds
+from ...core.messages import (
+    Message,
+    ToolSchema,
+    content_text,
+    validate_message,
+    validate_messages,
+)
 from ...loop.steps import wire
 from .base import (
     Parsed,
@@ -26,6 +33,11 @@ from .base import (
 from .sse import data_json
 
 _USAGE_OPTION = b'{"stream_options":{"include_usage":true},'
+_PUBLIC_KEYS = frozenset(
+    {"role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal",
+     "audio", "reasoning_content", "reasoning"}
+)  # fmt: skip
+"""Keys of the Chat format: a message holding only these carries no private ``_`` key."""
 
 
 def openai_error(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -60,11 +72,18 @@ class ChatProtocol(Protocol):
     def convert(
         self, units: Sequence[Any], start: int, leading: bool
     ) -> tuple[list[Message], list[int]]:
-        messages = [validate_message(m, f"message {i}") for i, m in enumerate(units) if i >= start]
+        new = list(units[start:])
+        if value_depth_exceeds(new, MAX_JSON_DEPTH + 1):  # the first defect, in order
+            messages = [validate_message(m, f"message {i}") for i, m in enumerate(new, start)]
+        else:  # one depth walk for the list, not one per message
+            messages = validate_messages(new, bounded_depth=False, first=start)
         return messages, list(range(start + 1, len(units) + 1))
 
     def has_private(self, messages: Sequence[Message]) -> bool:
-        return any(key.startswith("_") for message in messages for key in message)
+        return any(
+            not _PUBLIC_KEYS.issuperset(message) and any(key.startswith("_") for key in message)
+            for message in messages
+        )
 
     def first_texts(self, parsed: Parsed) -> tuple[str, str]:
         return _first_texts(parsed.units)

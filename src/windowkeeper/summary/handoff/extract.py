@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ...analysis.events import Analysis, ToolEvent
+from ...analysis.facts import dedupe
+from ...analysis.specexcerpt import SPEC_CHARS
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
 from .decide import decisions, focus_words
@@ -21,7 +23,7 @@ from .items import is_closed
 from .model import HandoffState, OpenError, Quote, Spec, WorkItem
 from .parse import parse_state
 from .progress import last_action, next_step
-from .specs import specs_of
+from .specs import ahead_in_specs, specs_of
 from .trail import (
     SOURCE_DIRS,
     anchored,
@@ -39,7 +41,15 @@ from .trail import (
     values_of,
     working_directories,
 )
-from .users import UserTurn, constraints_of, merged_constraints, quoted, task_quote, user_turns
+from .users import (
+    UserTurn,
+    constraints_of,
+    merged_constraints,
+    quoted,
+    strongest_first,
+    task_quote,
+    user_turns,
+)
 from .valuetext import grouped_values, merged_commits
 from .work import work_state
 from .workpaths import relative, relative_text
@@ -87,6 +97,8 @@ def extract_state(
     focus: str | None = None,
     tail: Analysis | None = None,
     head: Analysis | None = None,
+    *,
+    spec_chars: int = SPEC_CHARS,
 ) -> HandoffState:
     """The handoff state after these turns (see the module docstring).
 
@@ -99,18 +111,29 @@ def extract_state(
     idempotent). The user's words in the tail stay there and are not quoted. ``head``:
     the protected head, whose tool output pruning has just replaced by stubs: its tool
     events count as the oldest of the trail (its user words stay verbatim there).
+    ``spec_chars``: the excerpt size of each spec shown (it grows with the budget).
     """
     said = _user_side(analysis, previous, placement)
     turns = _turns(analysis, tail, head, previous.covered)
     trail = _trail_state(previous, turns, said.texts, focus)
+    head_task = _head_task(head) if said.task_in_head else ""
+    # A task kept verbatim in the head is quoted here by its opening only: its rules are
+    # listed, so the handoff read alone still carries them.
+    rules = strongest_first(constraints_of([head_task] if head_task else []))
     state = replace(
         trail, task=said.task, task_in_head=said.task_in_head,
-        task_opening=_opening(head) if said.task_in_head else "", request=said.request,
+        task_opening=_opening(head_task), request=said.request,
         request_restated=placement.restated, users=said.users,
         constraints=merged_constraints(previous.constraints, said.constraints),
+        task_rules=tuple(dedupe([*previous.task_rules, *rules])),
     )  # fmt: skip
     state = _status(state, previous, turns)
-    return replace(state, specs=_specs(said, previous, turns, head, state.work.items))
+    specs = _specs(said, previous, turns, head, state.work.items, spec_chars)
+    step = state.next_step
+    if step != previous.next_step:  # newly derived: what the specs say is ahead goes with it
+        ahead = ahead_in_specs(specs, {i.id for i in state.work.items})
+        step = "\n".join(x for x in (step, *ahead) if x)
+    return replace(state, specs=specs, next_step=step)
 
 
 @dataclass(frozen=True)
@@ -194,6 +217,7 @@ def _specs(
     turns: _Turns,
     head: Analysis | None,
     items: Sequence[WorkItem],
+    chars: int,
 ) -> tuple[Spec, ...]:
     """The specs after these turns: the user's words (quoted, summarized, in the head)
     say which is the task's; the work items' status and the tail's commands, which
@@ -204,7 +228,7 @@ def _specs(
     named = NamedLater(lambda: texts)  # scanned only if a document read asks
     closed = {i.id for i in items if is_closed(i)}
     working = {i.id for i in items} - closed
-    return specs_of(turns.trail, texts, named, previous.specs, turns.kept, working, closed)
+    return specs_of(turns.trail, texts, named, previous.specs, turns.kept, working, closed, chars)
 
 
 def _file_map(
@@ -257,12 +281,14 @@ def _unshown(lines: tuple[str, ...], errors: tuple[OpenError, ...]) -> tuple[str
     return tuple(line for line in lines if line not in shown)
 
 
-def _opening(head: Analysis | None) -> str:
-    """An excerpt of the task the head keeps verbatim (for the handoff read alone)."""
+def _head_task(head: Analysis | None) -> str:
+    """The task the head keeps verbatim: its first message a user wrote."""
     turns = user_turns(head.facts) if head is not None else []
-    if not turns:
-        return ""
-    text = turns[0].text.strip()
+    return turns[0].text.strip() if turns else ""
+
+
+def _opening(text: str) -> str:
+    """An excerpt of the task the head keeps verbatim (for the handoff read alone)."""
     return text if len(text) <= OPENING_CHARS else text[: OPENING_CHARS - 1].rstrip() + " […]"
 
 

@@ -23,7 +23,7 @@ from ...analysis.facts import collapse
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import ToolKind, change_verb
 from .text import shown_command
 
 MAX_FIXED = 6
@@ -93,8 +93,7 @@ def _change_of(event: ToolEvent) -> str | None:
         return None
     action = event.action
     if action.kind in (ToolKind.WRITE, ToolKind.EDIT) and action.path:
-        verb = "wrote" if action.kind is ToolKind.WRITE else "edited"
-        return f"{verb} {collapse(action.path, 100)}"
+        return f"{change_verb(action.kind, event.result)} {collapse(action.path, 100)}"
     command = action.command if action.kind is ToolKind.SHELL else None
     if not command or is_check_run(event) or is_read_only(command) or is_bookkeeping(command):
         return None
@@ -185,9 +184,9 @@ class FixLog:
 
 def _did(event: ToolEvent) -> str:
     action = event.action
-    verb = {ToolKind.WRITE: "wrote", ToolKind.EDIT: "edited", ToolKind.READ: "read"}.get(
-        action.kind, action.name
-    )
+    changed = action.kind in (ToolKind.WRITE, ToolKind.EDIT)
+    verb = change_verb(action.kind, event.result) if changed else action.name
+    verb = "read" if action.kind is ToolKind.READ else verb
     return f"{verb} {collapse(action.path or action.target, 100)} ok"
 
 

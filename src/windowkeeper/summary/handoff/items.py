@@ -19,7 +19,7 @@ from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse
 from ...analysis.resolution import segments
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import ToolKind, change_verb
 from .claims import titled
 from .model import WorkItem
 from .quoting import inline_list, parse_list
@@ -143,7 +143,8 @@ class ItemTracker:
         if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
             if self.active is None or event.failed or not action.path:
                 return False
-            verb = "wrote" if action.kind is ToolKind.WRITE else "edited"
+            # A write over a file that existed changed it, as an edit does.
+            verb = "wrote" if change_verb(action.kind, event.result) == "wrote" else "edited"
             self.note(self.active, f"{verb} {collapse(action.path, 120)}")
             return True
         command = action.command if action.kind is ToolKind.SHELL else None

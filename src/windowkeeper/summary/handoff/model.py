@@ -112,6 +112,8 @@ class WorkState:
     items: tuple[WorkItem, ...] = ()
     latest: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
+    changes: tuple[str, ...] = ()
+    """The newest edits with their gist (``path: old → new``), newest last."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,10 @@ class HandoffState:
     """What defines the task and its work items: the task's first when known, the newest
     last; a spec listed without text is only referred to (by its handle)."""
     constraints: tuple[str, ...] = ()
+    task_rules: tuple[str, ...] = ()
+    """The rules of a task kept verbatim in the context (the head, or restated after the
+    handoff), bans and obligations first: the handoff read alone needs them, the whole
+    context has them, so they give way under a tight budget (pinned constraints do not)."""
     work: WorkState = field(default_factory=WorkState)
     errors: tuple[OpenError, ...] = ()
     decisions: tuple[str, ...] = ()

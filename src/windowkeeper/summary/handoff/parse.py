@@ -28,6 +28,7 @@ from .text import (
     ORIGINAL_IN_HEAD,
     READ_ONLY,
     STATUSES,
+    TASK_RULES,
     TITLES,
 )
 from .valuetext import parse_values
@@ -75,6 +76,7 @@ def parse_state(text: str) -> HandoffState | None:
     work = parse_work(work_lines)
     values, commits = parse_values(_plain(sections.get("Critical Values", [])))
     last_action, next_step = _parse_next(_plain(sections.get("Next Step", [])))
+    constraints, task_rules = _parse_constraints(sections.get("Constraints & Preferences", []))
     # A work state written in a summary model's own words is carried as it was.
     written: tuple[tuple[str, str], ...] = ()
     if work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
@@ -85,7 +87,8 @@ def parse_state(text: str) -> HandoffState | None:
         request=request,
         users=_parse_users(sections.get("User Messages", [])),
         specs=parse_specs(sections.get("Task Spec", [])),
-        constraints=tuple(_items(sections.get("Constraints & Preferences", []))),
+        constraints=constraints,
+        task_rules=task_rules,
         work=work,
         written=written,
         errors=_parse_errors(sections.get("Open Errors", [])),
@@ -105,6 +108,12 @@ def parse_state(text: str) -> HandoffState | None:
         covered=ledger.covered,
         notes=notes[0] if notes else "",
     )
+
+
+def _parse_constraints(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pinned constraints, then the task's rules (after their label)."""
+    cut = list(lines).index(TASK_RULES) if TASK_RULES in lines else len(lines)
+    return tuple(_items(lines[:cut])), tuple(_items(lines[cut:]))
 
 
 def _framing(line: str) -> bool:

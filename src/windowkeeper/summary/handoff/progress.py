@@ -12,17 +12,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
+from ...analysis.changes import edit_change
 from ...analysis.checks import check_result, check_target, is_check_run
 from ...analysis.events import ToolEvent
-from ...analysis.facts import collapse, item_sentences, paragraphs, prose
+from ...analysis.facts import collapse, dedupe, item_sentences, paragraphs, prose
 from ...analysis.resolution import counts_as_failure
 from ...analysis.todos import TodoItem, todo_items
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import ToolKind, change_verb
 from .fixes import what_failed
 from .items import evidence_key, item_status
 from .model import OpenError, WorkItem
 
 MAX_LATEST = 4
+MAX_CHANGES = 4
 _INTENT = re.compile(
     r"\b(?:let me|let's|I'll|I will|I'm going to|I am going to|next,? I|now I(?:'ll| will)?"
     r"|the next step|next step is)\b",
@@ -46,6 +48,15 @@ def latest_results(events: Sequence[ToolEvent], previous: Sequence[str]) -> tupl
             latest.pop(check_key(entry), None)
             latest[check_key(entry)] = entry
     return tuple(latest.values())[-MAX_LATEST:]
+
+
+def newest_changes(events: Sequence[ToolEvent], previous: Sequence[str]) -> tuple[str, ...]:
+    """The newest edits with what they changed (``path: `old` → `new```, the gist of
+    :func:`~windowkeeper.analysis.changes.edit_change`), the carried ones first; newest
+    last. A reader asks what the code does now, which "edited helpers.py" does not say."""
+    changes = filter(None, (edit_change(e) for e in events))
+    found = [f"{collapse(path, 120)}: {gist}" for path, gist in changes]
+    return tuple(dedupe([*previous, *found], keep_last=True)[-MAX_CHANGES:])
 
 
 def check_key(entry: str) -> str:
@@ -92,8 +103,11 @@ def _did(event: ToolEvent) -> str:
     action = event.action
     if action.kind is ToolKind.SHELL:
         return f"ran {what_failed(event)}"
-    verb = {ToolKind.WRITE: "wrote", ToolKind.EDIT: "edited", ToolKind.READ: "read",
-            ToolKind.SEARCH: "searched"}.get(action.kind, f"called {action.name} on")  # fmt: skip
+    verb = {ToolKind.READ: "read", ToolKind.SEARCH: "searched"}.get(
+        action.kind, f"called {action.name} on"
+    )
+    if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+        verb = change_verb(action.kind, event.result)
     return f"{verb} {collapse(action.path or action.target, 120)}"
 
 

@@ -19,15 +19,10 @@ from dataclasses import replace
 
 from ...analysis.commands import short_command
 from ...analysis.events import ToolEvent
+from ...analysis.facts import dedupe
 from ...analysis.gist import is_stub
-from ...analysis.specs import (
-    SPEC_CHARS,
-    is_spec,
-    look_up_item,
-    look_up_parts,
-    spec_excerpt,
-    spec_text,
-)
+from ...analysis.specexcerpt import SPEC_CHARS, done_criteria, spec_excerpt
+from ...analysis.specs import is_spec, look_up_item, look_up_parts, spec_text
 from ...analysis.toolshapes import ToolKind
 from ...compaction.prune import make_handle
 from .model import Spec, SpecRole
@@ -42,6 +37,8 @@ LABELS = {
     SpecRole.NOT_CLOSED: "Spec of the newest item not closed:",
 }
 REFERRED = "Also looked up (recall for the text):"
+CRITERIA_CHARS = 400
+"""Characters of done criteria the next step repeats (whole lines)."""
 REFERRED_SOURCE = 48
 _SEP = " · "
 
@@ -54,13 +51,14 @@ def specs_of(
     later: Sequence[ToolEvent] = (),
     working: Collection[str] = (),
     closed: Collection[str] = (),
+    chars: int = SPEC_CHARS,
 ) -> tuple[Spec, ...]:
     """The specs after these events (oldest first), merged with the previous ones: the
     task's first (the first spec of an item or document the user named in ``said``,
     pinned once found), then the others by their newest look-up or mention (``later``:
     the events kept verbatim after the handoff, which only name items), one of them with
     its text (see the module docstring: ``working`` and ``closed`` are the work items in
-    progress and closed)."""
+    progress and closed; ``chars``: each shown spec's excerpt size)."""
     found: dict[str, Spec] = {}
     sizes: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -91,7 +89,8 @@ def specs_of(
     shown = _shown(others, working, closed)
     keys = {_key(s) for s in shown}
     referred = [Spec(s.source, "", s.handle, s.item) for s in others if _key(s) not in keys]
-    return (*map(_excerpted, pinned), *referred[-MAX_REFERRED:], *map(_excerpted, shown))
+    cut = [_excerpted(spec, chars) for spec in (*pinned, *shown)]
+    return (*cut[: len(pinned)], *referred[-MAX_REFERRED:], *cut[len(pinned) :])
 
 
 def _shown(specs: Sequence[Spec], working: Collection[str], closed: Collection[str]) -> list[Spec]:
@@ -119,9 +118,9 @@ def _id(item: str) -> str:
     return item.lstrip("#")
 
 
-def _excerpted(spec: Spec) -> Spec:
+def _excerpted(spec: Spec, chars: int) -> Spec:
     """``spec`` with its text cut to its excerpt (only the specs shown pay for it)."""
-    text, shortened = spec_excerpt(spec.text, SPEC_CHARS)
+    text, shortened = spec_excerpt(spec.text, chars)
     return replace(spec, text=text, shortened=spec.shortened or shortened)
 
 
@@ -197,6 +196,34 @@ def _source(event: ToolEvent) -> str:
     if action.kind is ToolKind.READ:
         return action.path or action.target
     return f"{action.name} {action.target}".strip()[:100]
+
+
+def ahead_in_specs(specs: Sequence[Spec], worked: Collection[str]) -> list[str]:
+    """What the specs say is still ahead, for the next step: the done criteria of the
+    item in progress (to check before it is closed: whether each is met is not known) and
+    the items looked up that no work was seen on (``worked``: the work items' ids)."""
+    lines: list[str] = []
+    current = next((s for s in specs if s.role is SpecRole.IN_PROGRESS and s.text), None)
+    criteria = done_criteria(current.text) if current is not None else []
+    shown: list[str] = []
+    for line in criteria:
+        if sum(len(c) + 2 for c in shown) + len(line) > CRITERIA_CHARS:
+            break
+        shown.append(line.rstrip(".;"))
+    if current is not None and shown:
+        more = len(criteria) - len(shown)
+        rest = f" (+{more} more in its spec, Task Spec)" if more else ""
+        lines.append(
+            f"Before closing {current.item}, check the done criteria of its spec: "
+            + "; ".join(shown) + rest
+        )  # fmt: skip
+    untouched = dedupe(
+        s.item for s in specs
+        if s.item and not s.task and s.role is not SpecRole.IN_PROGRESS and s.item not in worked
+    )  # fmt: skip
+    if untouched:
+        lines.append("Looked up, no work on it seen yet: " + ", ".join(untouched))
+    return lines
 
 
 # --- text ---------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
 COVERED = "Counted through tool call:"
 LAST_ACTION = "Last action:"
 NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the way)."
+TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
 
@@ -54,10 +55,14 @@ class Shown:
     """The newest this many user messages in full; older ones by their first line."""
     user_line_chars: int = 240
     constraint_chars: int = 600
+    task_rules: int = ALL
+    """The first this many of the task's rules (the task is verbatim in the context)."""
     done: int = ALL
     evidence: int = ALL
     """The newest this many evidence entries of each work item."""
     fixed: int = ALL
+    changes: int = ALL
+    """The newest this many edits with what they changed."""
     last_chars: int = ALL
     """Characters of the last action (the agent's words that led to it go first)."""
     decisions: int = ALL
@@ -155,11 +160,19 @@ def first_line(quoted: Quote, limit: int) -> Quote:
 
 
 def _constraints(state: HandoffState, shown: Shown) -> str:
-    return "\n".join(f"- {item(_cut(c, shown.constraint_chars))}" for c in state.constraints)
+    lines = [f"- {item(_cut(c, shown.constraint_chars))}" for c in state.constraints]
+    rules = state.task_rules[: shown.task_rules]
+    if rules:
+        lines.append(TASK_RULES)
+        lines.extend(f"- {item(_cut(c, shown.constraint_chars))}" for c in rules)
+    return "\n".join(lines)
 
 
 def _work(state: HandoffState, shown: Shown) -> str:
-    work = replace(state.work, fixed=_newest(state.work.fixed, shown.fixed))
+    work = replace(
+        state.work, fixed=_newest(state.work.fixed, shown.fixed),
+        changes=_newest(state.work.changes, shown.changes),
+    )  # fmt: skip
     env = [f"{label}: {item(value)}" for label, value in state.environment]
     return "\n".join(render_work(work, shown.done, shown.evidence, bool(state.covered), env))
 

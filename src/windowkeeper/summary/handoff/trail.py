@@ -30,7 +30,7 @@ from ...analysis.patches import applied_patches, written_by_tool
 from ...analysis.reported import patched_files, reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
 from ...analysis.shellwords import command_cwd, joined
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import ToolKind, overwrote
 from .model import Command
 
 COMMAND_CHARS = 160
@@ -89,7 +89,7 @@ def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ..
     if action.kind is ToolKind.READ and action.path:
         return ((action.path, "read"),)
     if action.kind is ToolKind.WRITE and action.path:
-        return ((action.path, "created"),)
+        return ((action.path, "modified" if overwrote(event.result) else "created"),)
     if action.kind is ToolKind.EDIT and action.path:
         return ((action.path, "modified"),)
     if action.kind is ToolKind.SEARCH and action.path and _is_file(action.path):

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ...analysis.facts import clued_items, dedupe, folded, sentences, word_clues
+from ...analysis.facts import clued_items, dedupe, folded, rule_sentences, word_clues
 from ...analysis.instructions import excerpt
 from ...analysis.kinds import live_text, user_text
 from ...analysis.record import MessageFacts
@@ -100,6 +100,15 @@ _RULE = re.compile(
     r"|I(?:'ve| have)? decided|decided to|go with|because|so that|since we)\b",
     re.IGNORECASE,
 )
+_BAN = re.compile(
+    r"\b(?:never|don'?t|do not|must not|mustn'?t|cannot|can'?t|not allowed|forbidden"
+    r"|under no circumstances|avoid)\b",
+    re.IGNORECASE,
+)
+_OBLIGATION = re.compile(r"\b(?:must|always|make sure|ensure|required?|minimal)\b", re.I)
+# Tags a harness wraps a task in (``<pr_description>``, ``</instructions>``) at either end
+# of a sentence are no part of it.
+_MARKUP_ENDS = re.compile(r"^(?:\s*</?[A-Za-z][\w-]*>)+\s*|(?:\s*</?[A-Za-z][\w-]*>)+\s*$")
 _CLUES = word_clues(
     "must", "never", "always", "don", "do not", "does not need", "should", "prefer",
     "avoid", "only", "make sure", "ensure", "require", "cannot", "can't", "can’t",
@@ -189,16 +198,31 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
     for text in texts:
         if "```" in text or len(text) > 20_000:
             text = re.sub(r"```.*?(?:```|\Z)", "\n", text[:20_000], flags=re.DOTALL)
-        candidates = [s for s in sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
+        candidates = [s for s in rule_sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
         rules = [s for s in clued_items(candidates, _CLUES) if _states(_RULE.search, s)]
         values = [s for s in candidates if _states_value(s) and s not in rules]
-        chosen = dedupe(rules + values)
+        chosen = dedupe(strongest_first(rules) + values)
         if len(chosen) < MAX_PER_MESSAGE:  # the softer forms only fill the slots left
             rest = [s for s in candidates if s not in chosen]
             soft = [s for s in clued_items(rest, _SOFT_CLUES) if _states(_soft, s)]
             chosen = dedupe(chosen + soft)
-        found.extend(chosen[:MAX_PER_MESSAGE])
+        kept = set(chosen[:MAX_PER_MESSAGE])
+        ordered = (s for s in dict.fromkeys(candidates) if s in kept)  # in the text's order
+        found.extend(_MARKUP_ENDS.sub("", s) or s for s in ordered)
     return dedupe(found)
+
+
+def strongest_first(rules: list[str]) -> list[str]:
+    """``rules`` with the bans first, then the obligations, then the rest (each in the
+    text's order): when a long message (a task with its instructions) states more rules
+    than a message keeps, the ones a continuing agent must not break are kept."""
+    return sorted(rules, key=_strength)
+
+
+def _strength(rule: str) -> int:
+    if _BAN.search(rule):
+        return 0
+    return 1 if _OBLIGATION.search(rule) else 2
 
 
 def _states(found: Callable[[str], object], sentence: str) -> bool:

@@ -25,12 +25,12 @@ from ...analysis.outputs import is_test_command, test_summary
 from ...analysis.probes import is_probe
 from ...analysis.resolution import OpenFailures, segments
 from ...analysis.todos import TodoItem
-from ...analysis.toolshapes import ToolAction, ToolKind
+from ...analysis.toolshapes import ToolAction, ToolKind, change_verb
 from .fixes import FixLog, change_of, merged_fixed, what_failed
 from .items import ItemTracker, evidence_key, is_closed
 from .model import WorkState
 from .plans import stated_plan
-from .progress import latest_results, newest_todos
+from .progress import latest_results, newest_changes, newest_todos
 from .trail import commit_made
 
 MAX_DONE, MAX_PLAN = 24, 6
@@ -66,7 +66,7 @@ def _evidence(event: ToolEvent) -> str | None:
         return None
     action = event.action
     if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
-        verb = "Wrote" if action.kind is ToolKind.WRITE else "Edited"
+        verb = change_verb(action.kind, event.result).capitalize()
         return f"{verb} {_target(action)} ({action.name} ok)"
     if action.kind is not ToolKind.SHELL or not action.command:
         return None
@@ -139,6 +139,7 @@ def work_state(
     state = replace(
         state, items=found, latest=latest_results(events, previous.latest),
         fixed=merged_fixed(previous.fixed, fixes.fixed),
+        changes=newest_changes(events, previous.changes),
     )  # fmt: skip
     return state, tracker
 

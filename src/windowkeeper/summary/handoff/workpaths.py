@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ...analysis.facts import dedupe
 from .items import item_status, merged_files_entry
 from .model import WorkItem, WorkState
 
@@ -41,4 +42,12 @@ def relative(work: WorkState, root: str) -> WorkState:
     return replace(
         work, done=rel(work.done), in_progress=rel(work.in_progress),
         items=tuple(map(short, work.items)), fixed=rel(work.fixed),
+        changes=tuple(dedupe((_relative_change(c, root) for c in work.changes), keep_last=True)),
     )  # fmt: skip
+
+
+def _relative_change(entry: str, root: str) -> str:
+    """A change entry (``path: gist``) with its path relative to ``root``; the gist is
+    code and stays as written."""
+    path, sep, gist = entry.partition(": ")
+    return relative_text(path, root) + sep + gist

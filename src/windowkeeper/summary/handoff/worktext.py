@@ -20,12 +20,13 @@ AS_OF = "As of compaction time (the turns kept after this handoff included):"
 ITEMS = "Work items (state from tool results):"
 LATEST = "Latest results (the newest run of each check, newest first):"
 FIXED = "Fixed along the way (error → fix):"
+CHANGES = "Newest changes (the first changed lines, old → new; newest first):"
 DONE, UNVERIFIED = "Done (with evidence):", "Claimed, not verified:"
 IN_PROGRESS, PENDING, EARLIER = "In progress:", "Pending:", "Done earlier (condensed):"
 # An older handoff listed spec excerpts here; they are the Task Spec section's now, and
 # the lines under this heading are read as no part of the work state.
 _OLD_SPECS = "Specs (what the task and the open items ask for):"
-_BLOCKS = (ITEMS, LATEST, FIXED, DONE, UNVERIFIED, IN_PROGRESS, PENDING, _OLD_SPECS)
+_BLOCKS = (ITEMS, LATEST, CHANGES, FIXED, DONE, UNVERIFIED, IN_PROGRESS, PENDING, _OLD_SPECS)
 _EVIDENCE_SEP = "; "
 _MORE = re.compile(r"\d+ more steps?")
 _DASH = " — "
@@ -49,6 +50,9 @@ def render_work(
     if work.latest:
         lines.append(LATEST)
         lines.extend(f"- {item(entry)}" for entry in reversed(work.latest))
+    if work.changes:
+        lines.append(CHANGES)
+        lines.extend(f"- {item(entry)}" for entry in reversed(work.changes))
     if work.fixed:
         lines.append(FIXED)
         lines.extend(f"- {item(entry)}" for entry in work.fixed)
@@ -121,6 +125,7 @@ def parse_work(lines: Sequence[str]) -> WorkState:
         tuple(groups.get(DONE, ())), tuple(groups.get(UNVERIFIED, ())),
         tuple(groups.get(IN_PROGRESS, ())), tuple(groups.get(PENDING, ())), earlier,
         tuple(items), tuple(reversed(groups.get(LATEST, ()))), tuple(groups.get(FIXED, ())),
+        tuple(reversed(groups.get(CHANGES, ()))),
     )  # fmt: skip
 
 

@@ -1,0 +1,131 @@
+"""The task's own rules in the handoff, and a rewritten file called modified (the second
+blind reader run: the handoff read alone lacked the task's rules, "minimal changes to
+non-test files"; a file the agent wrote over was called created)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from windowkeeper.analysis.events import Analysis
+from windowkeeper.analysis.facts import sentences
+from windowkeeper.analysis.toolshapes import ToolKind, change_verb, overwrote
+from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
+from windowkeeper.summary.handoff.fit import fitted
+from windowkeeper.summary.handoff.model import HandoffState
+from windowkeeper.summary.handoff.parse import parse_state, split_sections
+from windowkeeper.summary.handoff.text import TASK_RULES, render
+
+Message = dict[str, Any]
+HEAD = Placement(task_in_head=True, user_in_tail=False)
+TASK = (
+    "<pr_description>\nThe parser drops the last row of a CSV file when it has no final "
+    "newline.\n</pr_description>\nYour task is to make the minimal changes to non-test files "
+    "to ensure the description is satisfied. This means you DON'T have to modify the tests "
+    "in any way! Think about edge cases and make sure your fix handles them as well."
+)
+
+
+def call(cid: str, name: str, args: dict[str, Any], output: str = "ok") -> list[Message]:
+    function = {"name": name, "arguments": json.dumps(args)}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": cid, "function": function}]},
+        {"role": "tool", "tool_call_id": cid, "content": output},
+    ]
+
+
+def work(files: int) -> list[Message]:
+    turns: list[Message] = []
+    for k in range(files):
+        path = f"/repo/src/module_number_{k}/parser_part_{k}.py"
+        turns += call(f"e{k}", "Edit", {"file_path": path, "old_string": "a", "new_string": "b"})
+    return turns
+
+
+def state_with_head(files: int = 3, previous: str | None = None) -> HandoffState:
+    head = Analysis([{"role": "system", "content": "You are an agent."}, _user(TASK)])
+    return extract_state(Analysis(work(files)), previous_state(previous), HEAD, head=head)
+
+
+def _user(text: str) -> Message:
+    return {"role": "user", "content": text}
+
+
+def test_a_task_kept_in_the_head_gives_its_rules_bans_first() -> None:
+    state = state_with_head()
+    assert state.constraints == ()  # nothing the user pinned
+    assert state.task_rules[0] == "This means you DON'T have to modify the tests in any way!"
+    assert (
+        "Your task is to make the minimal changes to non-test files to ensure the description "
+        "is satisfied." in state.task_rules
+    )
+    body = render(state)
+    lines = [x for x in split_sections(body)["Constraints & Preferences"] if x]
+    assert lines[0] == TASK_RULES and len(lines) == len(state.task_rules) + 1
+    reread = parse_state(body)
+    assert reread is not None and reread.task_rules == state.task_rules
+    assert reread.constraints == ()  # the opening is recomputed from the head, not carried
+    assert render(replace(reread, task_opening=state.task_opening)) == body
+    # Carried: a compaction without the head (the task restated) still lists them.
+    later = extract_state(Analysis(work(1)), previous_state(body), Placement(user_in_tail=False))
+    assert later.task_rules == state.task_rules
+
+
+def test_the_task_rules_give_way_before_the_files_under_a_tight_budget() -> None:
+    """The task is verbatim in the context: its rules are listed for the handoff read
+    alone, and go before the files (which the context no longer has)."""
+    state = state_with_head(files=30)
+    rules = len(state.task_rules)
+    seen_dropped = False
+    for budget in range(300, 1_400, 50):
+        shown = fitted(state, budget)
+        if shown.files < len(state.files):
+            assert shown.task_rules == 0, budget
+        seen_dropped |= shown.task_rules < rules
+    assert seen_dropped
+
+
+def test_a_write_over_an_existing_file_is_a_modification() -> None:
+    updated = "The file /repo/app.py has been updated. Here's the result of running `cat -n`"
+    created = "File created successfully at: /repo/new.py"
+    assert overwrote(updated) and not overwrote(created) and not overwrote(None)
+    assert change_verb(ToolKind.WRITE, updated) == "rewrote"
+    assert change_verb(ToolKind.WRITE, created) == "wrote"
+    assert change_verb(ToolKind.EDIT, created) == "edited"
+    turns = [
+        _user("Rework the app."),
+        *call("w1", "Write", {"file_path": "/repo/app.py", "content": "x = 1\n"}, updated),
+        *call("w2", "Write", {"file_path": "/repo/new.py", "content": "y = 2\n"}, created),
+    ]
+    state = extract_state(Analysis(turns), HandoffState(), Placement(user_in_tail=False))
+    assert dict(state.files) == {"/repo/app.py": "modified", "/repo/new.py": "created"}
+    assert [d.split(" (", 1)[0] for d in state.work.done] == ["Rewrote app.py", "Wrote new.py"]
+
+
+def test_a_line_that_is_only_a_tag_ends_a_paragraph() -> None:
+    """A harness's tags around a task are structure: the sentence before one never runs
+    into the sentence after it."""
+    text = "Rows are lost\n</pr_description>\nYour task is to fix it.\n<b>bold</b> stays."
+    assert sentences(text) == ["Rows are lost", "Your task is to fix it. <b>bold</b> stays."]
+
+
+def test_the_newest_files_read_keep_their_names_until_the_modified_files_are_cut() -> None:
+    """ "Read: (and 10 more)" told a reader nothing: the newest three names stay."""
+    reads = [
+        m
+        for k in range(20)
+        for m in call(f"r{k}", "Read", {"file_path": f"/repo/src/reader_{k}.py"}, "x = 1")
+    ]
+    head = Analysis([{"role": "system", "content": "You are an agent."}, _user(TASK)])
+    state = extract_state(Analysis([*reads, *work(12)]), HandoffState(), HEAD, head=head)
+    seen_three = False
+    for budget in range(200, 1_400, 25):
+        shown = fitted(state, budget)
+        if shown.files_read == 0:
+            assert shown.files <= 24, budget  # the modified files were cut first
+        seen_three |= shown.files_read == 3
+        if shown.files_read == 3:
+            read = next(x for x in render(state, shown).split("\n") if x.startswith("Read: "))
+            assert read.startswith("Read: src/reader_17.py, src/reader_18.py, src/reader_19.py")
+    assert seen_three
