@@ -1,5 +1,6 @@
 """Helpers for the background-compaction tests: a summarizer that waits at a gate (a slow
-model whose pace the test sets), histories that grow round by round, a fake model."""
+model whose pace the test sets), histories that grow round by round, a fake model, an
+agent around a manager."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ import threading
 from typing import Any
 
 from factories import assistant, long_session, shell_round, user
+from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.messages import Message
 from windowkeeper.core.report import FailureKind
+from windowkeeper.engine.compressor import ContextCompressor
+from windowkeeper.loop.background import SessionBackground, Workers
+from windowkeeper.loop.events import Event, EventKind
+from windowkeeper.loop.hooks import CompressionHook
+from windowkeeper.loop.manager import ContextManager
 from windowkeeper.summary.protocol import SummaryFailure, SummaryOutcome, SummaryRequest
 
 WINDOW = 16_000  # trigger 13,600, soft mark 11,560; a round is ~1,080 tokens
@@ -74,3 +81,60 @@ def history(count: int) -> list[Message]:
 
 def answer(tokens: int) -> dict[str, Any]:
     return {"usage": {"prompt_tokens": tokens, "completion_tokens": 10}}
+
+
+SUMMARY_ONLY = {"prune_min_chars": 10**6}  # every compaction here writes a handoff
+NO_ROOM = {"background_hard_ratio": 0.85}
+"""The hard mark at the trigger (13,600 of 16,000): nothing is deferred, every request past
+the trigger takes the path of the hard mark (wait for a running job, else foreground)."""
+
+
+class Agent:
+    """A manager around a compressor with ``summarizer``, its events, and a fake model
+    that answers with the manager's own estimate as the real usage."""
+
+    def __init__(
+        self,
+        summarizer: Any,
+        *,
+        workers: Workers | None = None,
+        hooks: list[CompressionHook] | None = None,
+        **config: Any,
+    ) -> None:
+        self.summarizer = summarizer
+        settings = CompressionConfig(**{**SUMMARY_ONLY, **config})
+        self.engine = ContextCompressor(settings, context_length=WINDOW, summarizer=summarizer)
+        self.events: list[Event] = []
+        self.manager = ContextManager(
+            self.engine, on_event=self.events.append, hooks=hooks,
+            background=SessionBackground(workers or Workers(2)),
+        )  # fmt: skip
+        self.sent: list[list[Message]] = []
+
+    def model(self, request: list[Message]) -> dict[str, Any]:
+        self.sent.append(request)
+        return answer(self.manager.estimate(request))
+
+    def step(self, working: list[Message]) -> list[Message]:
+        return self.manager.run(self.model, working).messages
+
+    def of(self, kind: EventKind) -> list[Event]:
+        return [e for e in self.events if e.kind is kind]
+
+    def finished(self) -> list[Event]:
+        return self.of(EventKind.COMPACTION_FINISHED)
+
+    def job_done(self) -> None:
+        job = self.manager.background.job
+        assert job is not None
+        job.future.result(timeout=10)
+
+
+def past_soft_mark(agent: Agent) -> list[Message]:
+    """A history past the soft mark, sent once: the job starts, the request is unchanged."""
+    working = history(11)
+    assert agent.step(working) is working
+    assert agent.sent[-1] is working
+    assert len(agent.of(EventKind.BACKGROUND_STARTED)) == 1
+    assert agent.finished() == []
+    return working

@@ -9,7 +9,7 @@ import copy
 import threading
 
 from bgkit import WINDOW, GatedSummarizer, history, rounds
-from factories import user
+from factories import assistant, user
 from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.report import (
@@ -50,7 +50,7 @@ def test_adopt_joins_the_new_messages_to_the_tail_and_moves_the_state_on() -> No
     assert all(a is b for a, b in zip(out[-len(new) :], new, strict=True))  # verbatim tail
     assert list(out[: len(prepared.messages)]) == list(prepared.messages)
     report = result.report
-    assert report.background == Background(True, None, prepared.prepared_ms)
+    assert report.background == Background(True, None, prepared.prepared_ms, 0)
     assert report.before_messages == len(now) and report.after_messages == len(out)
     assert report.after_tokens < report.before_tokens
     assert report.receipt is not None and report.receipt.background
@@ -103,8 +103,39 @@ def test_a_prune_only_result_is_held_to_tier_ones_target() -> None:
     small = comp.adopt(prepared, [*snapshot, *rounds(100, 2)])
     assert isinstance(small, CompressionResult) and small.report.after_tokens <= limit
     comp = engine(prune_only_ratio=0.9, prune_min_chars=200)
-    # ~9.7K new tokens on a ~4.2K result: over the target tier 1 must reach to stop there.
-    assert comp.adopt(prepared, [*snapshot, *rounds(100, 9)]) is DiscardReason.INSUFFICIENT
+    # ~9.7K new tokens of tool output on a ~4.2K result: over tier 1's target joined,
+    # within it once tier 1 has run over the joined list.
+    grown = [*snapshot, *rounds(100, 9)]
+    pruned = comp.adopt(prepared, grown)
+    assert isinstance(pruned, CompressionResult) and pruned.report.after_tokens <= limit
+    assert pruned.report.background is not None and pruned.report.background.pruned_on_apply
+    # ~11K new tokens of what tier 1 never shortens (the agent's own prose): insufficient.
+    comp = engine(prune_only_ratio=0.9, prune_min_chars=200)
+    texts = [m for n in range(9) for m in (user(f"Note {n}?"), assistant("note " * 1_000))]
+    assert comp.adopt(prepared, [*snapshot, *texts]) is DiscardReason.INSUFFICIENT
+    assert comp.compression_count == 0
+
+
+def test_a_summary_outgrown_by_new_tool_output_is_applied_with_it_pruned() -> None:
+    comp = engine(prune_min_chars=200, prune_only_ratio=0.05)  # summaries, output prunable
+    snapshot = history(11)
+    prepared = prepared_for(comp, snapshot)
+    assert prepared.report.tier is Tier.SUMMARY
+    now = [*snapshot, *rounds(100, 7)]
+    joined = [*prepared.messages, *now[len(snapshot) :]]
+    assert sum(f.tokens for f in comp.analyzer.analyze(joined)) >= comp.soft_mark
+    result = comp.adopt(prepared, now)
+    assert isinstance(result, CompressionResult)
+    out, report = result.messages, result.report
+    assert violations(out) == [] and report.after_tokens < comp.soft_mark
+    assert report.tier is Tier.SUMMARY and report.background is not None
+    stubs = report.background.pruned_on_apply
+    assert stubs > 0 and report.pruned >= stubs
+    new = {a.handle for a in result.archived} - {a.handle for a in prepared.archived}
+    assert len(new) >= stubs  # every pruned original is archived under its handle
+    assert all(any(h in str(m.get("content")) for m in out) for h in new)
+    assert out[-3:] == now[-3:]  # the newest messages stay verbatim
+    assert comp.compression_count == 1
 
 
 def test_nothing_to_compress_and_an_aborting_summary_are_reasons_not_results() -> None:

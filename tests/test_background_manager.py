@@ -12,73 +12,26 @@ from typing import Any
 
 import pytest
 
-from bgkit import WINDOW, GatedSummarizer, answer, history, rounds
+from bgkit import (
+    NO_ROOM,
+    WINDOW,
+    Agent,
+    GatedSummarizer,
+    answer,
+    history,
+    past_soft_mark,
+    rounds,
+)
 from factories import user
-from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import Message
 from windowkeeper.core.report import Background, DiscardReason
-from windowkeeper.engine.compressor import ContextCompressor
 from windowkeeper.engine.prepared import PreparedCompaction
-from windowkeeper.loop.background import SessionBackground, Workers
-from windowkeeper.loop.events import Event, EventKind
+from windowkeeper.loop.background import Workers
+from windowkeeper.loop.events import EventKind
 from windowkeeper.loop.hooks import CompressionHook
-from windowkeeper.loop.manager import ContextManager
 from windowkeeper.loop.steps import Answered, Wait
 from windowkeeper.summary.extractive.summarizer import ExtractiveSummarizer
-
-SUMMARY_ONLY = {"prune_min_chars": 10**6}  # every compaction here writes a handoff
-
-
-class Agent:
-    """A manager around a compressor with ``summarizer``, its events, and a fake model
-    that answers with the manager's own estimate as the real usage."""
-
-    def __init__(
-        self,
-        summarizer: Any,
-        *,
-        workers: Workers | None = None,
-        hooks: list[CompressionHook] | None = None,
-        **config: Any,
-    ) -> None:
-        self.summarizer = summarizer
-        settings = CompressionConfig(**{**SUMMARY_ONLY, **config})
-        self.engine = ContextCompressor(settings, context_length=WINDOW, summarizer=summarizer)
-        self.events: list[Event] = []
-        self.manager = ContextManager(
-            self.engine, on_event=self.events.append, hooks=hooks,
-            background=SessionBackground(workers or Workers(2)),
-        )  # fmt: skip
-        self.sent: list[list[Message]] = []
-
-    def model(self, request: list[Message]) -> dict[str, Any]:
-        self.sent.append(request)
-        return answer(self.manager.estimate(request))
-
-    def step(self, working: list[Message]) -> list[Message]:
-        return self.manager.run(self.model, working).messages
-
-    def of(self, kind: EventKind) -> list[Event]:
-        return [e for e in self.events if e.kind is kind]
-
-    def finished(self) -> list[Event]:
-        return self.of(EventKind.COMPACTION_FINISHED)
-
-    def job_done(self) -> None:
-        job = self.manager.background.job
-        assert job is not None
-        job.future.result(timeout=10)
-
-
-def past_soft_mark(agent: Agent) -> list[Message]:
-    """A history past the soft mark, sent once: the job starts, the request is unchanged."""
-    working = history(11)
-    assert agent.step(working) is working
-    assert agent.sent[-1] is working
-    assert len(agent.of(EventKind.BACKGROUND_STARTED)) == 1
-    assert agent.finished() == []
-    return working
 
 
 def test_a_job_prepared_at_the_soft_mark_is_applied_at_the_trigger() -> None:
@@ -99,9 +52,9 @@ def test_a_job_prepared_at_the_soft_mark_is_applied_at_the_trigger() -> None:
     assert agent.engine.compression_count == 1
 
 
-def test_the_trigger_waits_for_a_running_job_instead_of_summarizing_again() -> None:
+def test_at_the_hard_mark_a_running_job_is_waited_for_instead_of_summarizing_again() -> None:
     summarizer = GatedSummarizer(open_=False)
-    agent = Agent(summarizer)
+    agent = Agent(summarizer, **NO_ROOM)
     working = past_soft_mark(agent)
     assert summarizer.started.wait(5)
     steps = agent.manager.turn([*working, *rounds(100, 2)])
@@ -120,7 +73,7 @@ def test_the_trigger_waits_for_a_running_job_instead_of_summarizing_again() -> N
 
 def test_the_async_driver_awaits_the_job_and_the_event_loop_keeps_running() -> None:
     summarizer = GatedSummarizer(open_=False)
-    agent = Agent(summarizer)
+    agent = Agent(summarizer, **NO_ROOM)
     working = past_soft_mark(agent)
     assert summarizer.started.wait(5)
 
@@ -143,8 +96,8 @@ def test_the_async_driver_awaits_the_job_and_the_event_loop_keeps_running() -> N
     assert agent.finished()[0].receipt.background  # type: ignore[union-attr]
 
 
-def test_an_edited_history_is_discarded_and_compacted_in_the_foreground() -> None:
-    agent = Agent(GatedSummarizer())
+def test_at_the_hard_mark_an_edited_history_is_compacted_in_the_foreground() -> None:
+    agent = Agent(GatedSummarizer(), **NO_ROOM)
     working = past_soft_mark(agent)
     agent.job_done()
     edited = copy.deepcopy(working)
@@ -190,7 +143,7 @@ def test_a_full_pool_refuses_and_a_queued_job_is_not_waited_for() -> None:
     busy = Agent(first, workers=pool)
     past_soft_mark(busy)
     assert first.started.wait(5)
-    queued = Agent(GatedSummarizer(), workers=pool)
+    queued = Agent(GatedSummarizer(), workers=pool, **NO_ROOM)
     working = past_soft_mark(queued)  # queued behind the running job
     refused = Agent(GatedSummarizer(), workers=pool)
     refused.step(history(11))
@@ -251,7 +204,7 @@ def test_the_report_of_a_foreground_compaction_names_the_discard() -> None:
         def post_compress(self, result: Any) -> None:
             seen.append(result.report)
 
-    agent = Agent(GatedSummarizer(), hooks=[Keep()])
+    agent = Agent(GatedSummarizer(), hooks=[Keep()], **NO_ROOM)
     working = past_soft_mark(agent)
     agent.job_done()
     agent.engine.on_session_reset()
@@ -259,7 +212,7 @@ def test_the_report_of_a_foreground_compaction_names_the_discard() -> None:
     [report] = seen
     assert report.background == Background(False, DiscardReason.SESSION)
     assert report.to_dict()["background"] == {
-        "applied": False, "reason": "session", "prepared_ms": 0.0,
+        "applied": False, "reason": "session", "prepared_ms": 0.0, "pruned_on_apply": 0,
     }  # fmt: skip
 
 

@@ -12,6 +12,7 @@ import pytest
 from gwhelpers import MODEL, chat_body, gateway, settings_for
 
 from factories import assistant, long_session, system, user
+from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.invariants import violations
 from windowkeeper.core.messages import Message
 from windowkeeper.core.tokens import estimate_messages_tokens
@@ -383,6 +384,9 @@ async def test_configured_llm_summarizer_writes_the_handoff(upstream: OpenAITest
         settings = settings_for(
             upstream,
             context_lengths={MODEL: window_for(history)},
+            # In the foreground: in the background this request, under the window, would
+            # go out unchanged (tests/gateway/test_background_gateway.py follows that).
+            compression=CompressionConfig(prune_only_ratio=0.01, background=False),
             summary=LLMSummarizerConfig(
                 model="summ", base_url=summary_server.base_url, timeout=5.0,
                 context_length=1_000_000,

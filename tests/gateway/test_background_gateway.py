@@ -154,9 +154,10 @@ async def test_the_switch_turns_it_off(upstream: OpenAITestServer) -> None:
 async def test_a_model_switch_discards_it_and_metrics_say_why(
     upstream: OpenAITestServer,
 ) -> None:
-    upstream.script(Step.completion("one"), Step.completion("two"))
+    upstream.script(*(Step.completion(f"r{n}") for n in range(3)))
     early = history(11)
-    later = [*early, {"role": "assistant", "content": "one"}, *rounds(100, 2)]
+    later = [*early, {"role": "assistant", "content": "r0"}, *rounds(100, 2)]
+    latest = [*later, {"role": "assistant", "content": "r1"}, *rounds(200, 1)]
     with OpenAITestServer() as summaries:
         summaries.script(Step.completion(SUMMARY), Step.completion(SUMMARY))
         chosen = settings(upstream, summaries)
@@ -165,11 +166,19 @@ async def test_a_model_switch_discards_it_and_metrics_say_why(
             await client.post("/v1/chat/completions", headers=HEADERS, json=chat_body(early))
             await until(client, "windowkeeper_gateway_background_prepared_total", 1)
             body = {**chat_body(later), "model": "smaller-model"}  # another window
-            answer = await client.post("/v1/chat/completions", headers=HEADERS, json=body)
+            switched = await client.post("/v1/chat/completions", headers=HEADERS, json=body)
+            # Past the new trigger, under its window: sent as it is while a compaction for
+            # the new window is prepared, applied at the next request.
+            text = await until(client, "windowkeeper_gateway_background_prepared_total", 2)
+            body = {**chat_body(latest), "model": "smaller-model"}
+            applied = await client.post("/v1/chat/completions", headers=HEADERS, json=body)
             text = (await client.get("/metrics")).text
         calls = len(summaries.chat_requests)
-    assert answer.headers["x-windowkeeper-compacted"] == "true"
-    assert answer.headers["x-windowkeeper-receipt-background"] == "false"
-    assert calls == 2  # prepared for the old window, then compacted for the new one
+    assert switched.headers["x-windowkeeper-compacted"] == "false"
+    assert applied.headers["x-windowkeeper-compacted"] == "true"
+    assert applied.headers["x-windowkeeper-receipt-background"] == "true"
+    assert int(applied.headers["x-windowkeeper-receipt-deferred-requests"]) >= 1
+    assert calls == 2  # prepared for the old window, then for the new one
     discarded = 'windowkeeper_gateway_background_discarded_total{reason="model"}'
     assert metric(text, discarded) == 1
+    assert metric(text, "windowkeeper_gateway_background_deferred_total") >= 1

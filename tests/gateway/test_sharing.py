@@ -3,6 +3,7 @@ compactions, the store read under it, a job that finds its session moved on."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -89,3 +90,20 @@ def _compaction(store: MemoryStore, sid: str) -> Any:
         messages=({"role": "user", "content": "S"},), archive=(), guard_state=None,
         previous_summary=None,
     )  # fmt: skip
+
+
+def test_released_waits_until_no_live_holder_but_this_one_holds_the_lease() -> None:
+    store = MemoryStore()
+    sid = store.create_session().id
+    one, two = sharing(store, sid, "one"), sharing(store, sid, "two")
+    assert two.released(0.0) is True  # nobody holds it
+    assert store.acquire_lock(sid, "one")
+    assert one.released(0.0) is True  # its own
+    assert two.released(0.0) is False  # held by a live holder when the bound passed
+    letting_go = threading.Timer(0.2, store.release_lock, (sid, "one"))
+    letting_go.start()
+    assert two.released(30.0) is True
+    letting_go.join()
+    assert store.lease(sid) is None  # nothing taken by waiting
+    assert store.acquire_lock(sid, "one", ttl=0.05)
+    assert two.released(30.0) is True  # an expired lease is nobody's

@@ -53,6 +53,12 @@ class CompressionConfig:
             the extractive handoff takes milliseconds).
         background_ratio: the soft mark, as a fraction of the trigger, past which a
             background compaction of the history as it stands is started.
+        background_hard_ratio: the hard mark, as a fraction of the usable window (the
+            window less the output reservation; 1.0 is the limit a must-fit compaction
+            aims at). Past the trigger, while its compaction is prepared, a request goes
+            out unchanged as long as its estimate (scaled by what real usage showed the
+            estimate misses) stays under it; at or over it the request waits for the
+            job or compacts in the foreground. At or under the trigger: never deferred.
         background_workers: background compactions running at once in a gateway, across
             its sessions (as many more may wait; a session beyond that compacts in the
             foreground). A library process shares one pool of 4 unless given its own.
@@ -96,6 +102,7 @@ class CompressionConfig:
     )
     background: bool | None = None
     background_ratio: float = 0.85
+    background_hard_ratio: float = 1.0
     background_workers: int = 4
 
     def __post_init__(self) -> None:
@@ -132,6 +139,11 @@ class CompressionConfig:
         if not 0.0 < self.background_ratio < 1.0:
             raise ConfigError(
                 f"compression.background_ratio must be in (0, 1), got {self.background_ratio}"
+            )
+        if not 0.0 < self.background_hard_ratio <= 1.0:
+            raise ConfigError(
+                "compression.background_hard_ratio must be in (0, 1], "
+                f"got {self.background_hard_ratio}"
             )
         object.__setattr__(self, "target_ratio", min(0.80, max(0.10, self.target_ratio)))
         object.__setattr__(self, "model_thresholds", MappingProxyType(dict(self.model_thresholds)))

@@ -61,8 +61,9 @@ class DiscardReason(enum.StrEnum):
     NOT_COMPRESSED = "not_compressed"
     """The job found nothing to compress (a no-op or a skip)."""
     INSUFFICIENT = "insufficient"
-    """With the messages added since, the result would not be small enough: over tier 1's
-    target for a prune-only result, at or over the soft mark for a summary."""
+    """With the messages added since (tier 1 run over them too), the result would not be
+    small enough: over tier 1's target for a prune-only result, at or over the soft mark
+    for a summary."""
     INVALID = "invalid"
     """Joined with the messages added since, the result breaks an invariant."""
     NOT_STARTED = "not_started"
@@ -75,17 +76,21 @@ class DiscardReason(enum.StrEnum):
 class Background:
     """The background part of a compaction's story: ``applied`` (the result was prepared
     off the request path) or discarded for ``reason`` (the compaction then ran in the
-    foreground). ``prepared_ms``: how long preparing took (what applying it saved)."""
+    foreground). ``prepared_ms``: how long preparing took (what applying it saved).
+    ``pruned_on_apply``: tool results and arguments tier 1 shortened when it was applied
+    (the messages added since it was prepared had outgrown it)."""
 
     applied: bool
     reason: DiscardReason | None = None
     prepared_ms: float = 0.0
+    pruned_on_apply: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "applied": self.applied,
             "reason": self.reason.value if self.reason else None,
             "prepared_ms": round(self.prepared_ms, 3),
+            "pruned_on_apply": self.pruned_on_apply,
         }
 
 
@@ -113,7 +118,8 @@ class Receipt:
     number of requests, this one included, until the compaction has cost no more than
     not compacting at the ``prices`` row of ``compression.cache_prices`` (``None``: it
     never pays). ``waited_ms`` is how long the agent's request waited for it (0 when it
-    was prepared in the background).
+    was prepared in the background). ``deferred_requests`` requests went out past the
+    trigger, unchanged, while it was prepared (the largest ``deferred_peak_tokens``).
     """
 
     tier: Tier
@@ -125,6 +131,8 @@ class Receipt:
     waited_ms: float
     prices: str = "default"
     background: bool = False
+    deferred_requests: int = 0
+    deferred_peak_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -139,6 +147,11 @@ class Receipt:
             f"tier={self.tier.value} tokens={self.tokens_before}->{self.tokens_after} "
             f"cache_invalidated={self.invalidated_tokens} break_even={even} "
             f"waited_ms={self.waited_ms:.0f}{' background' if self.background else ''}"
+            + (
+                f" deferred={self.deferred_requests} peak={self.deferred_peak_tokens}"
+                if self.deferred_requests
+                else ""
+            )
         )
 
 

@@ -113,6 +113,7 @@ class CompressionSettings(_Section):
     max_attempts: Positive = _DEFAULTS.max_attempts
     background: bool | None = _DEFAULTS.background
     background_ratio: Annotated[float, Field(gt=0, lt=1)] = _DEFAULTS.background_ratio
+    background_hard_ratio: Annotated[float, Field(gt=0, le=1)] = _DEFAULTS.background_hard_ratio
     background_workers: Positive = _DEFAULTS.background_workers
     cache_prices: dict[str, CachePriceRow] = Field(
         default_factory=lambda: {

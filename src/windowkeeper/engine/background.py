@@ -14,6 +14,9 @@ holds:
   invariants;
 * the joined list is small enough: a prune-only result within tier 1's own target, a
   summary under the soft mark (at or over it, the next compaction would start at once).
+  When the messages added since have outgrown it, tier 1 runs over the joined list first
+  (old tool output outside its verbatim tail becomes stubs, as a foreground compaction's
+  first tier leaves it): milliseconds, where a discard costs a new summary.
 
 Otherwise it returns a :class:`~windowkeeper.core.report.DiscardReason` and the caller
 compacts in the foreground. Applying costs a digest of the history's prefix and the
@@ -25,17 +28,19 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..analysis.record import Analyzer
 from ..compaction.media import strip_historical_media
 from ..compaction.plan import CompactionPlan
+from ..compaction.prune import PassResult
 from ..compaction.sanitize import sanitize_tool_pairs
 from ..core.cache import kept_prefix
-from ..core.config import CompressionConfig
+from ..core.config import CompressionConfig, usable_window
 from ..core.invariants import violations
 from ..core.messages import Message, ToolSchema
 from ..core.report import (
+    ArchivedItem,
     Background,
     CompressionReport,
     CompressionResult,
@@ -47,10 +52,22 @@ from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer
 from .base import ContextEngine
 from .guard import GuardState, blocked, on_compaction, on_summary_failure, on_summary_success
-from .pipeline import receipt_of
+from .pipeline import Job, fitted, make_job, prune_outside_tail, receipt_of, tokens_of
 from .prepared import PreparedCompaction, history_digest
 
 __all__ = ("BackgroundCompaction",)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """An applied result as it will be sent: its messages and size, and what tier 1 did
+    to it on applying (items shortened, their originals, notes of cuts to the window)."""
+
+    messages: list[Message]
+    after: int
+    pruned: int = 0
+    archived: tuple[ArchivedItem, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 class BackgroundCompaction(ContextEngine):
@@ -60,6 +77,7 @@ class BackgroundCompaction(ContextEngine):
     config: CompressionConfig
     threshold_tokens: int
     context_length: int
+    max_tokens: object
     guard: GuardState
     previous_summary: str | None
     last_prompt_tokens: int
@@ -73,6 +91,14 @@ class BackgroundCompaction(ContextEngine):
     @abc.abstractmethod
     def plan(self, messages: Sequence[Message]) -> CompactionPlan:
         """Where a compaction of ``messages`` would cut."""
+
+    @abc.abstractmethod
+    def _job(self, messages: list[Message], force: bool, focus: str | None) -> Job: ...
+
+    @abc.abstractmethod
+    def _prune_tier(
+        self, job: Job, pruned: PassResult, started: float, target: int | None = None
+    ) -> CompressionResult | None: ...
 
     @abc.abstractmethod
     def detached(self) -> BackgroundCompaction:
@@ -104,6 +130,18 @@ class BackgroundCompaction(ContextEngine):
             return False
         block, _ = blocked(self.guard, self._clock())
         return block is None
+
+    def stopgap(
+        self, messages: list[Message], limit: int, *, force: bool = False
+    ) -> CompressionResult | None:
+        """Tier 1 alone as a compaction, when it brings ``messages`` under ``limit`` tokens
+        (a must-fit one, ``force``, with the tight tail and the last rungs): what the
+        agent need not wait for while the summary is prepared in the background.
+        ``None`` (nothing changed) when it cannot."""
+        started = time.perf_counter()
+        job = self._job(messages, force, None)
+        pruned = prune_outside_tail(job, self.config, self.analyzer)
+        return self._prune_tier(job, pruned, started, target=limit - 1)
 
     def prepare(
         self, snapshot: list[Message], tokens: int | None = None
@@ -164,10 +202,13 @@ class BackgroundCompaction(ContextEngine):
         messages: list[Message],
         *,
         current_tokens: int | None = None,
+        must_fit: bool = False,
     ) -> CompressionResult | DiscardReason:
         """``prepared`` applied to ``messages`` (see the module docstring), the state
         moved on as a compaction moves it; or why it cannot be. ``current_tokens``: the
-        caller's estimate of ``messages`` with the tool schemas, when it has one."""
+        caller's estimate of ``messages`` with the tool schemas, when it has one;
+        ``must_fit``: the request is at the window, where a result that fits it is applied
+        rather than discarded for a compaction the agent would wait for."""
         started = time.perf_counter()
         reason = self.stale(prepared, messages)
         if reason is not None:
@@ -177,25 +218,64 @@ class BackgroundCompaction(ContextEngine):
             joined = strip_historical_media(sanitize_tool_pairs(joined).messages)
         analyzer = self.analyzer
         extra = tool_schema_tokens(self.tools)
-        after = extra + sum(f.tokens for f in analyzer.analyze(joined))
         before = current_tokens
         if before is None:
-            before = extra + sum(f.tokens for f in analyzer.analyze(messages))
-        if after >= before or after > self._largest(prepared.report):
+            before = extra + tokens_of(messages, analyzer)
+        fit = self._fit(prepared, joined, extra, must_fit)
+        if fit is None or fit.after >= before:
             return DiscardReason.INSUFFICIENT
+        joined = fit.messages
         if violations(joined):
             return DiscardReason.INVALID
-        report = self._moved_on(prepared, before, after, len(messages), len(joined))
+        report = self._moved_on(prepared, before, fit.after, fit.pruned)
+        report = replace(
+            report, before_messages=len(messages), after_messages=len(joined),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+            warnings=(*report.warnings, *fit.notes),
+        )  # fmt: skip
         costs = (analyzer.facts(m).tokens for m in messages)
         kept = extra + kept_prefix(messages, joined, costs)
-        report = replace(report, elapsed_ms=(time.perf_counter() - started) * 1000)
         made = receipt_of(self.config, self.provider, report, kept, background=True)
         analyzer.retain(joined)
+        archived = (*prepared.archived, *fit.archived)
         result = CompressionResult(
-            joined, replace(report, receipt=made), prepared.archived, prepared.summary
+            joined, replace(report, receipt=made), archived, prepared.summary
         )
         self.completed(messages, result)
         return result
+
+    def _fit(
+        self, prepared: PreparedCompaction, joined: list[Message], extra: int, must_fit: bool
+    ) -> _Fit | None:
+        """``joined`` as small as it must be: as it is, or with tier 1 run over it; at the
+        window (``must_fit``) as a must-fit compaction runs tier 1 (the tight tail, then
+        the last rungs) when that is what fits it; ``None`` when it is still too large."""
+        after = extra + tokens_of(joined, self.analyzer)
+        largest = self._largest(prepared.report)
+        if after <= largest:
+            return _Fit(joined, after)
+        fit = self._trimmed(joined, extra, force=False)
+        if fit.after <= largest or not must_fit:
+            return fit if fit.after <= largest else None
+        fit = self._trimmed(joined, extra, force=True)
+        room = usable_window(self.context_length, self.max_tokens)
+        return fit if fit.after < room else None
+
+    def _trimmed(self, joined: list[Message], extra: int, *, force: bool) -> _Fit:
+        """Tier 1 over ``joined``: every tool output and long call argument outside its own
+        verbatim tail (planned as for a compaction of it, a must-fit one when ``force``)
+        pruned, the texts untouched; a must-fit one then shortened to the window by the
+        last rungs. Archived items index into ``joined``."""
+        analyzer = self.analyzer
+        facts = analyzer.analyze(joined)
+        room = usable_window(self.context_length, self.max_tokens) - extra
+        job = make_job(
+            joined, facts, self.plan(joined), extra, room, self.config, self.context_length,
+            force=force, focus=None,
+        )  # fmt: skip
+        pruned = prune_outside_tail(job, self.config, analyzer)
+        out, after, notes = fitted(job, pruned.messages, analyzer, self.config)
+        return _Fit(out, after, pruned.changed, pruned.archived, notes)
 
     def _largest(self, report: CompressionReport) -> int:
         """The largest applied result worth having: tier 1's own target for a prune-only
@@ -205,15 +285,10 @@ class BackgroundCompaction(ContextEngine):
         return self.soft_mark - 1
 
     def _moved_on(
-        self,
-        prepared: PreparedCompaction,
-        before: int,
-        after: int,
-        messages_before: int,
-        messages_after: int,
+        self, prepared: PreparedCompaction, before: int, after: int, pruned: int
     ) -> CompressionReport:
         """The state after the compaction, as a foreground one leaves it; the report with
-        the figures of the history it was applied to."""
+        the figures of the history it was applied to (``pruned``: by tier 1 on applying)."""
         report = prepared.report
         guard = self.guard
         if report.tier is Tier.SUMMARY:
@@ -225,7 +300,6 @@ class BackgroundCompaction(ContextEngine):
         self.last_prompt_tokens = -1  # the sentinel, until real usage arrives
         return replace(
             report,
-            before_tokens=before, after_tokens=after,
-            before_messages=messages_before, after_messages=messages_after,
-            background=Background(True, None, prepared.prepared_ms),
+            before_tokens=before, after_tokens=after, pruned=report.pruned + pruned,
+            background=Background(True, None, prepared.prepared_ms, pruned),
         )  # fmt: skip

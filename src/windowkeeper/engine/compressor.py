@@ -327,18 +327,21 @@ class ContextCompressor(BackgroundCompaction):
         facts = self.analyzer.analyze(messages)
         return over_window_warning(messages, facts, job.extra, window, after, forced=job.force)
 
-    def _prune_tier(self, job: Job, pruned: PassResult, started: float) -> CompressionResult | None:
-        """Tier 1 alone, when it is enough (or when nothing else can be done)."""
+    def _prune_tier(
+        self, job: Job, pruned: PassResult, started: float, target: int | None = None
+    ) -> CompressionResult | None:
+        """Tier 1 alone, when it is enough (or when nothing else can be done); with a
+        ``target``, only when it brings the request (fitted) to it."""
         if pruned.messages is job.messages:
             return None
-        target = tier1_target(job, self.config, self.threshold_tokens)
-        if job.plan.compressible and job.extra + tokens_of(pruned.messages, self.analyzer) > target:
-            # Fitting aims at the window, far above the target: it cannot make tier 1 enough.
-            return None
+        bounded = target is not None or job.plan.compressible
+        if target is None:
+            target = tier1_target(job, self.config, self.threshold_tokens)
+            reached = job.extra + tokens_of(pruned.messages, self.analyzer)
+            if job.plan.compressible and reached > target:
+                return None  # fitting aims at the window, far above: tier 1 is not enough
         out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
-        if job.plan.compressible and after > target:
-            return None
-        if after >= job.base.before_tokens:
+        if after >= job.base.before_tokens or (bounded and after > target):
             return None
         report = replace(
             job.base, outcome=Outcome.COMPRESSED, tier=Tier.PRUNE, after_tokens=after,

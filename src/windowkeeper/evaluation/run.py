@@ -26,6 +26,7 @@ from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult
 from ..core.tokens import message_tokens, tool_schema_tokens
 from ..engine.compressor import ContextCompressor
+from ..loop.background import InlineWorkers, SessionBackground
 from ..loop.events import Event, EventKind
 from ..loop.hooks import CompressionHook
 from ..loop.manager import ContextManager
@@ -160,6 +161,7 @@ def evaluate(
     name: str = "",
     progress: Callable[[int, int], None] | None = None,
     engine: ContextCompressor | None = None,
+    background: SessionBackground | None = None,
 ) -> EvalReport:
     """Replay ``messages`` as the agent sent them and measure what compaction kept and cost.
 
@@ -170,6 +172,11 @@ def evaluate(
     ``engine`` evaluates that compressor (a configured or customised
     :class:`~windowkeeper.ContextCompressor`) instead of one built from the arguments;
     its own window and settings are used.
+
+    ``background``: where background compactions run; by default at once on this thread
+    (each job done before the request that started it goes out), so the report does not
+    depend on threads' timing. A :class:`~windowkeeper.loop.background.SessionBackground`
+    on worker threads measures a paced replay instead (``progress`` sets the pace).
     """
     observer = _Observer()
     hooks: list[CompressionHook] = [observer]
@@ -182,7 +189,10 @@ def evaluate(
             summary_context_length=summary_context_length,
         )  # fmt: skip
         hooks = []
-    manager = ContextManager(engine, tools=tools, hooks=hooks, on_event=observer.on_event)
+    background = background or SessionBackground(InlineWorkers())
+    manager = ContextManager(
+        engine, tools=tools, hooks=hooks, on_event=observer.on_event, background=background
+    )
     task = next((m for m in messages if user_text(m) is not None), None)
     session = _Session(engine, observer, cache_prices or CachePrices(), task)
     replayed = _replay(messages, manager, session, progress)

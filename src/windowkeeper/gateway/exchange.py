@@ -375,6 +375,7 @@ def receipt_headers(receipt: Receipt | None) -> list[tuple[str, str]]:
         ("x-windowkeeper-receipt-break-even", "never" if even is None else str(even)),
         ("x-windowkeeper-receipt-waited-ms", f"{receipt.waited_ms:.0f}"),
         ("x-windowkeeper-receipt-background", "true" if receipt.background else "false"),
+        ("x-windowkeeper-receipt-deferred-requests", str(receipt.deferred_requests)),
     ]
 
 

@@ -15,7 +15,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from ..core.report import CompressionReport
 from ..engine.compressor import ContextCompressor
 from ..engine.prepared import PreparedCompaction
-from ..loop.events import Event, EventKind
+from ..loop.events import Event, EventKind, Trigger
 
 log = logging.getLogger("windowkeeper.gateway")
 
@@ -46,6 +46,12 @@ class BackgroundCounters:
         self.saved = Counter(
             "windowkeeper_gateway_background_saved_seconds",
             "Time agents did not wait: preparation time of applied compactions less the wait.",
+            registry=registry,
+        )
+        self.deferred = Counter(
+            "windowkeeper_gateway_background_deferred",
+            "Requests past the trigger (by the estimate) sent unchanged while their "
+            "compaction was prepared in the background.",
             registry=registry,
         )
 
@@ -154,6 +160,10 @@ class Metrics:
             if note is not None and note.applied and receipt is not None:
                 self.background.applied.inc()
                 self.background.saved.inc(max(0.0, note.prepared_ms - receipt.waited_ms) / 1000)
+        elif event.kind is EventKind.COMPACTION_DEFERRED:
+            if event.trigger is Trigger.PREFLIGHT:  # as it is sent (real usage follows)
+                self.background.deferred.inc()
+            log.debug("session %s: %s", session, event.message)
         elif event.kind is EventKind.BACKGROUND_DISCARDED:
             self.background.discarded.labels(event.reason or "unknown").inc()
             log.info("session %s: %s", session, event.message)

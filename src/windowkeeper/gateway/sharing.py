@@ -6,7 +6,8 @@ under the session's compression lease and stores its result with the session
 (:class:`~windowkeeper.store.prepared.PreparedCompactions`); a gateway that crosses the
 trigger without a job of its own applies what the store holds for the session as it is
 now (same generation, same content), or sends the request as it is while another live
-gateway holds the lease, or takes the lease for its own foreground compaction (so a job
+gateway holds the lease (at the hard mark it waits for that gateway to let go, then
+applies what it stored), or takes the lease for its own foreground compaction (so a job
 queued elsewhere finds it taken, or the session compacted, and summarizes nothing). A
 restarted gateway finds the stored one the same way.
 
@@ -18,6 +19,7 @@ prepared".
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,7 +28,7 @@ from ..core.report import DiscardReason
 from ..engine.prepared import PreparedCompaction
 from ..loop.background import Outcome, Work
 from ..store import PreparedCompactions, PreparedState, SessionStore
-from ..store.lease import Heartbeat
+from ..store.lease import Heartbeat, lease_is_dead
 
 if TYPE_CHECKING:
     from .sessions import Branch
@@ -118,6 +120,27 @@ class StoreSharing:
                 return found
         self.held = Heartbeat(store, store_id, self.holder).__enter__()
         return None  # the lease is this gateway's, for its foreground compaction
+
+    def released(self, limit: float) -> bool:
+        store_id = self.branch.store_id
+        if store_id is None:
+            return True
+        deadline = time.monotonic() + limit
+        pause = 0.02
+        while True:
+            try:
+                lease = self.store.lease(store_id)
+            except StoreError as exc:
+                log.warning("could not read the compression lease: %s", exc)
+                return True  # the take that follows finds out for itself
+            if lease is None or lease.holder == self.holder:
+                return True
+            if lease_is_dead(lease, lease.read_at or time.time()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(pause)
+            pause = min(0.25, pause * 2)
 
     def release(self) -> None:
         held, self.held = self.held, None

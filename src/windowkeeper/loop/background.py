@@ -7,12 +7,14 @@ exits never waits for a summary nobody needs. Both drivers of the turn machine u
 same jobs: the sync one blocks on a job's future, the async one awaits it, and neither
 runs the job on its own thread or event loop.
 
-A job's life: started at the soft mark (the request goes out unchanged) → running →
-done with a :class:`~windowkeeper.engine.prepared.PreparedCompaction` or a
-:class:`~windowkeeper.core.report.DiscardReason` → taken at the trigger (applied or
-discarded by the manager) or dropped (a foreground compaction superseded it, the session
-was reset). A job still queued when the trigger is crossed is cancelled (``not_started``)
-rather than waited for behind other sessions' jobs.
+A job's life: started at the soft mark, or past the trigger when none was (the request
+goes out unchanged) → running → done with a
+:class:`~windowkeeper.engine.prepared.PreparedCompaction` or a
+:class:`~windowkeeper.core.report.DiscardReason` → taken at the first request that finds
+it done (applied or discarded by the manager) or dropped (a foreground compaction
+superseded it, the session was reset). A job still queued when a request must wait for
+it (at the hard mark) is cancelled (``not_started``) rather than waited for behind other
+sessions' jobs.
 
 With a :class:`Sharing` (the gateway's store) a job runs under the session's lease and
 publishes its result, a session without a job of its own may take one another process
@@ -37,7 +39,9 @@ from ..engine.background import BackgroundCompaction
 from ..engine.prepared import PreparedCompaction
 
 __all__ = (
+    "CLAIM_WAIT",
     "DEFAULT_WORKERS",
+    "InlineWorkers",
     "Job",
     "Outcome",
     "SessionBackground",
@@ -54,6 +58,10 @@ Work = Callable[[], Outcome]
 
 DEFAULT_WORKERS = 4
 """Background compactions running at once in a process, across all its sessions."""
+
+CLAIM_WAIT = 300.0
+"""Seconds a request at the hard mark waits for another process to let go of the
+session's lease (the lease's own time to live; a dead holder's is taken over sooner)."""
 
 
 class Workers:
@@ -114,6 +122,29 @@ class Workers:
             return self._running >= self.workers
 
 
+class InlineWorkers(Workers):
+    """Runs each job at once on the caller's thread, so it is done before the request
+    that started it goes out: for offline replays (``replay``, ``eval``), where no agent
+    turn hides a summary and what they report must not depend on threads' timing (as if
+    every summary finished within one turn of the agent)."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+
+    def submit(self, fn: Callable[[], T]) -> Future[T] | None:
+        future: Future[T] = Future()
+        future.set_running_or_notify_cancel()
+        try:
+            future.set_result(fn())
+        # As on a worker thread: the job's failure is its outcome (a discarded preparation).
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+    def saturated(self) -> bool:
+        return False
+
+
 _shared: Workers | None = None
 _shared_lock = threading.Lock()
 
@@ -148,16 +179,22 @@ class Sharing(Protocol):
     def settled(self, prepared: PreparedCompaction, reason: DiscardReason | None) -> None:
         """``prepared`` was applied (``reason`` ``None``) or discarded."""
 
+    def released(self, limit: float) -> bool:
+        """Block until no live process but this one holds the session's lease, at most
+        ``limit`` seconds; False when one still does (nothing is taken either way)."""
+
 
 @dataclass
 class Job:
-    """One preparation: its future, the history length it was started on, when, and
-    the session's compaction count then (a later compaction supersedes it)."""
+    """One preparation: its future, the history length it was started on, when, the
+    session's compaction count then (a later compaction supersedes it) and the request
+    size it was started at (``None``: not known)."""
 
     future: Future[Outcome]
     length: int
     started: float
     compactions: int
+    tokens: int | None = None
     reported: bool = False
 
 
@@ -190,8 +227,9 @@ class SessionBackground:
         compactions: int,
         tokens: int | None = None,
     ) -> bool:
-        """Start preparing a compaction of ``messages`` as they stand (at the soft mark;
-        ``tokens``: their request size); False when a job exists or the pool is full."""
+        """Start preparing a compaction of ``messages`` as they stand (at the soft mark or
+        past the trigger; ``tokens``: their request size); False when a job exists or the
+        pool is full."""
         if self.job is not None:
             return False
         snapshot = list(messages)  # the caller keeps appending to its own list
@@ -211,7 +249,7 @@ class SessionBackground:
         if future is None:
             log.debug("background pool full; this session compacts in the foreground")
             return False
-        self.job = Job(future, len(snapshot), self.clock(), compactions)
+        self.job = Job(future, len(snapshot), self.clock(), compactions, tokens)
         if self.on_prepared is not None:
             future.add_done_callback(self._done)
         return True
@@ -235,6 +273,12 @@ class SessionBackground:
         job.reported = True
         return _outcome(job.future)
 
+    def running(self, length: int) -> bool:
+        """A job is under way (queued or running) on a history no longer than
+        ``length``: the request past the trigger can go out without it."""
+        job = self.job
+        return job is not None and not job.future.done() and job.length <= length
+
     def pending(self, length: int) -> Future[Outcome] | None:
         """The job the trigger should wait for: one started on a history no longer than
         ``length`` that is running or about to. A job queued while every worker runs
@@ -256,6 +300,7 @@ class SessionBackground:
             if job.future.cancelled():
                 return DiscardReason.NOT_STARTED
             if job.length > length:
+                job.future.cancel()  # a rewound history: a queued job need not run
                 return DiscardReason.EDITED
             outcome = _outcome(job.future)
             if outcome is not DiscardReason.CLAIMED:
@@ -265,6 +310,26 @@ class SessionBackground:
         found = self.sharing.take()
         self.holding = found is None
         return found
+
+    def claim_released(self) -> Future[bool] | None:
+        """Another process holds the session's lease: a future done once it lets go (or
+        :data:`CLAIM_WAIT` passes), watched on a thread of its own so that neither
+        driver blocks its caller's loop; ``None`` without a sharing."""
+        sharing = self.sharing
+        if sharing is None:
+            return None
+        future: Future[bool] = Future()
+        future.set_running_or_notify_cancel()
+
+        def watch() -> None:
+            try:
+                future.set_result(sharing.released(CLAIM_WAIT))
+            # A store's failure ends the wait; the take that follows decides without it.
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        threading.Thread(target=watch, name="windowkeeper-claim", daemon=True).start()
+        return future
 
     def release(self) -> None:
         """After a foreground compaction: the lease :meth:`take` took goes back."""

@@ -6,13 +6,8 @@ defers the next estimate, the events and the receipt stating how long the agent 
 A step that may wait for a background job is a generator yielding
 :class:`~windowkeeper.loop.steps.Wait` (the turn machine's drivers wait their own way;
 :func:`~windowkeeper.loop.steps.settle` runs one without background, which never waits).
-
-At the trigger (and at a preflight over the window), a job of the session is waited for
-when it is already running (what is left of it is less than a foreground compaction
-would take), then applied if it still stands for the head of the history; any other
-outcome is discarded with its reason (in the event and in the foreground compaction's
-report). Overflow recovery and a manual compaction never wait: they compact in the
-foreground and supersede the job.
+What the compaction is past the trigger (a prepared result, tier 1 alone, none yet: the
+request deferred) is decided in :mod:`.deferring`.
 """
 
 from __future__ import annotations
@@ -24,90 +19,29 @@ from typing import Any
 
 from ..core.config import coerce_positive_int
 from ..core.messages import Message, conversation_warnings
-from ..core.report import Background, CompressionResult, DiscardReason, Receipt, Tier
+from ..core.report import CompressionResult, DiscardReason, Receipt, Tier
 from ..engine.base import ContextEngine
-from ..engine.compressor import ContextCompressor
 from ..engine.prepared import PreparedCompaction
-from .background import SessionBackground
-from .events import Reporter, Trigger
+from .deferring import DEFERRED, Deferrals, Deferring, Found, noted
+from .events import Trigger
 from .hooks import HookRunner, budget_blocks, insert_live_state
-from .steps import Wait, Waits
+from .steps import Waits
 
-__all__ = ("Compacting",)
-
-Applied = tuple[PreparedCompaction, CompressionResult]
-Found = Applied | DiscardReason | None
+__all__ = ("Compacting", "Deferrals")
 
 
-class Compacting(abc.ABC):
+class Compacting(Deferring):
     """The compaction part of the manager; the attributes are the manager's own."""
 
-    _compressor: ContextCompressor | None
     hooks: HookRunner
-    events: Reporter
     clock: Callable[[], float]
-    background: SessionBackground
     awaiting_real_usage: bool
     last_prompt_tokens: int
     last_receipt: Receipt | None
-    compactions: int
 
     @property
     @abc.abstractmethod
     def engine(self) -> ContextEngine: ...
-
-    @property
-    @abc.abstractmethod
-    def threshold(self) -> int: ...
-
-    # --- background ------------------------------------------------------------------
-
-    def _soft_mark(self, messages: list[Message], tokens: int) -> None:
-        """Under the trigger: start preparing a compaction once past the soft mark."""
-        compressor = self._compressor
-        self._finished_jobs()
-        if compressor is None or self.background.job is not None:
-            return
-        if tokens < compressor.soft_mark or not compressor.may_prepare():
-            return
-        if self.background.start(compressor, messages, self.compactions, tokens):
-            self.events.background_started(tokens, compressor.soft_mark, len(messages))
-
-    def _finished_jobs(self) -> None:
-        """Report a job that finished with a compaction ready (discards are reported
-        when they are decided, at the trigger)."""
-        done = self.background.finished()
-        if isinstance(done, PreparedCompaction):
-            report = done.report
-            self.events.background_prepared(
-                report.tier, report.before_tokens, report.after_tokens, done.prepared_ms
-            )
-
-    def _from_background(
-        self, messages: list[Message], tokens: int, trigger: Trigger
-    ) -> Waits[Found]:
-        """At the trigger: the session's prepared compaction applied to ``messages``, or
-        why it was not (``claimed``: another process is preparing it), or ``None``."""
-        compressor = self._compressor
-        if compressor is None:
-            return None
-        future = self.background.pending(len(messages))
-        if future is not None:
-            yield Wait(future)
-        self._finished_jobs()
-        found = self.background.take(len(messages))
-        if found is None or found is DiscardReason.CLAIMED:
-            return found
-        if isinstance(found, PreparedCompaction):
-            adopted = compressor.adopt(found, messages, current_tokens=tokens)
-            reason = adopted if isinstance(adopted, DiscardReason) else None
-            if self.background.sharing is not None:
-                self.background.sharing.settled(found, reason)
-            if not isinstance(adopted, DiscardReason):
-                return found, adopted
-            found = adopted
-        self.events.background_discarded(found.value, trigger)
-        return found
 
     # --- one compaction --------------------------------------------------------------
 
@@ -125,7 +59,10 @@ class Compacting(abc.ABC):
         started = self.clock()
         found: Found = None
         if background:
-            found = yield from self._from_background(messages, tokens, trigger)
+            step = yield from self._background_step(messages, tokens, trigger, force)
+            if step is DEFERRED:
+                return messages
+            found = step
             if found is DiscardReason.CLAIMED:
                 if not force:  # another process prepares it; this request still fits
                     self.events.claimed(trigger, tokens, len(messages))
@@ -159,13 +96,12 @@ class Compacting(abc.ABC):
             self._report_hook_failures(trigger)
         if applied is not None:
             return applied[1]
+        if isinstance(found, CompressionResult):
+            return found  # tier 1 alone, done at the hard mark
         result = self.engine.compress(
             messages, current_tokens=tokens, focus_topic=focus, force=force
         )
-        if isinstance(found, DiscardReason):
-            note = Background(False, found)
-            result = replace(result, report=replace(result.report, background=note))
-        return result
+        return noted(result, found)
 
     def _finished(
         self,
@@ -178,13 +114,21 @@ class Compacting(abc.ABC):
         """Everything after the engine's part: live state, book-keeping, events."""
         done = result.report.compressed and result.messages is not messages
         out = self._with_live_state(result.messages, result, trigger) if done else messages
+        deferred = self.deferrals
         if done:
             self._after_compaction(trigger)
+            if self.background.sharing is None:
+                # Still past the soft mark: prepare the next one now. (A shared session is
+                # stored after this, under a new generation a job bound now would miss.)
+                self._soft_mark(out, result.report.after_tokens)
         elapsed = (self.clock() - started) * 1000
         receipt = getattr(result.report, "receipt", None) if done else None
         if receipt is not None:
             # The agent waited for all of it: hooks and a background job's rest included.
-            self.last_receipt = receipt = replace(receipt, waited_ms=elapsed)
+            self.last_receipt = receipt = replace(
+                receipt, waited_ms=elapsed, deferred_requests=deferred.requests,
+                deferred_peak_tokens=deferred.peak_tokens,
+            )  # fmt: skip
         self.events.result(
             result.report, trigger, duration_ms=elapsed, attempt=attempt,
             threshold=self.threshold, receipt=receipt,
@@ -220,6 +164,7 @@ class Compacting(abc.ABC):
         if self._compressor:
             self._compressor.last_prompt_tokens = -1
         self.compactions += 1
+        self.deferrals = Deferrals()
         superseded = self.background.supersede(self.compactions)
         if superseded is not None:
             self.events.background_discarded(superseded.value, trigger)

@@ -38,6 +38,10 @@ class EventKind(enum.StrEnum):
     """A background compaction is ready to be applied at the trigger."""
     BACKGROUND_DISCARDED = "background_discarded"
     """A background compaction was not applied (``reason``: a ``DiscardReason``)."""
+    COMPACTION_DEFERRED = "compaction_deferred"
+    """Past the trigger, under the hard mark: the request goes out unchanged while its
+    compaction is prepared (``reason``: ``preparing``, ``started``, ``claimed`` by another
+    process, or ``no_worker`` free; ``count``: such requests since the last compaction)."""
 
 
 class Trigger(enum.StrEnum):
@@ -223,6 +227,20 @@ class Reporter:
             tokens_before=tokens,
             threshold=soft_mark,
             messages_before=messages,
+        )
+
+    def deferred_past_trigger(
+        self, trigger: Trigger, tokens: int, threshold: int, hard_mark: int, count: int, why: str
+    ) -> None:
+        self.emit(
+            EventKind.COMPACTION_DEFERRED,
+            f"over the trigger (~{tokens:,} >= {threshold:,} tokens, hard mark {hard_mark:,}): "
+            f"sent unchanged while the compaction is prepared ({why}; {count} request(s) so far)",
+            trigger,
+            reason=why,
+            tokens_before=tokens,
+            threshold=threshold,
+            count=count,
         )
 
     def background_prepared(self, tier: Tier | None, before: int, after: int, ms: float) -> None:

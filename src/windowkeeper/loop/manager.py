@@ -10,7 +10,8 @@ The logic exists once, as the generator :meth:`ContextManager.turn`: it yields "
 model with these messages" (or "wait for this background job") and receives the response
 or the exception; ``run`` and ``arun`` are thin loops that only perform the call and the
 wait. Past a soft mark below the trigger a compaction is prepared in the background and
-applied at the trigger (:mod:`.compacting`, :mod:`.background`).
+applied at the first request past the trigger that finds it ready; until then requests
+under the hard mark go out unchanged (:mod:`.compacting`, :mod:`.background`).
 
 What must hold: right after a compaction the rough estimate defers exactly one request
 (real usage is authoritative), except when the estimate already exceeds the window
@@ -33,7 +34,7 @@ from ..core.tokens import IMAGE_TOKENS
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
 from .background import SessionBackground
-from .compacting import Compacting
+from .compacting import Compacting, Deferrals
 from .estimates import EstimateCache, prompt_tokens_of, rough_chars, usage_of
 from .events import EventCallback, Reporter, Trigger, kept_parts
 from .hooks import DEFAULT_LIVE_STATE_BUDGET, CompressionHook, HookRunner
@@ -95,6 +96,11 @@ class ContextManager(Compacting):
         """The receipt of the newest completed compaction (a new object for each)."""
         self.background = background or SessionBackground()
         self.compactions = 0
+        self.deferrals = Deferrals()
+        """Requests sent past the trigger while the compaction was prepared."""
+        self.estimate_margin = 1.0
+        """Real prompt tokens per estimated token of the last answered request, at least 1:
+        what the estimate of a request deferred past the trigger is scaled by."""
         compressor = self._compressor
         image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
         self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
@@ -189,7 +195,9 @@ class ContextManager(Compacting):
         if prompt <= 0:
             return messages  # no real figure: the next preflight estimates instead
         self.last_prompt_tokens = prompt
-        self._evidence.answered_with(self.estimate(messages))
+        estimate = self.estimate(messages)
+        self._evidence.answered_with(estimate)
+        self.estimate_margin = max(1.0, prompt / estimate) if estimate > 0 else 1.0
         if prompt < self.threshold:
             self._soft_mark(messages, prompt)
             self.events.reset()

@@ -22,6 +22,7 @@ from ..core.messages import Message, ToolSchema
 from ..core.tokens import message_tokens, tool_schema_tokens
 from ..engine.compressor import ContextCompressor
 from ..summary.protocol import Summarizer
+from .background import InlineWorkers, SessionBackground
 from .events import Event, EventKind
 from .manager import ContextManager
 
@@ -155,7 +156,9 @@ def replay(
         summary_context_length=summary_context_length,
     )  # fmt: skip
     recorder = _Recorder()
-    manager = ContextManager(engine, tools=tools, on_event=recorder)
+    # Jobs inline: no agent turn hides them, and the report must not depend on timing.
+    manager = ContextManager(engine, tools=tools, on_event=recorder,
+                             background=SessionBackground(InlineWorkers()))  # fmt: skip
     schema = tool_schema_tokens(tools)
     working: list[Message] = []
     baseline = schema
