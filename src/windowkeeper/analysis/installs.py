@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 
+from ..core.hint_scan import literal_scanner
+from ..core.secret_hints import has_folded_letters
+
 _MISSING = re.compile(
     r"No module named ['\"]?([\w.]+)"
     r"|Cannot find module ['\"]([@\w./-]+)['\"]"
@@ -38,16 +41,35 @@ _WHOLE = re.compile(
     r"|go mod (?:download|tidy)|cargo fetch)$"
 )
 _SCAN = 3_000
+# Every match of _MISSING holds one of these (in any case): a part of an output without
+# any is not searched. Found in one Hyperscan pass, ASCII caseless, which is what
+# IGNORECASE matches wherever no character of FOLDED_TO_ASCII occurs (core/hint_scan).
+_MISSING_WORDS = (
+    "no module named", "cannot find module", "not found", "could not find", "unknown",
+    "missing", "requires", "cannot load such file",
+)  # fmt: skip
+_MISSING_SCAN = literal_scanner(_MISSING_WORDS)
 
 
 def missing_names(text: str) -> tuple[str, ...]:
     """The modules, packages or programs an output says are missing (lower case)."""
     found: list[str] = []
     for part in (text[:_SCAN], text[-_SCAN:] if len(text) > _SCAN else ""):
+        if not _may_name_missing(part):
+            continue
         for match in _MISSING.finditer(part):
             name = next(g for g in match.groups() if g)
             found.append(name.split(".")[0].split("/")[0].lower())
     return tuple(dict.fromkeys(n for n in found if n and n not in {"the", "a", "it"}))
+
+
+def _may_name_missing(part: str) -> bool:
+    """Whether ``part`` may hold a match of ``_MISSING`` (``False``: it cannot)."""
+    if not part:
+        return False
+    if _MISSING_SCAN is None or has_folded_letters(part):
+        return True
+    return bool(_MISSING_SCAN.starts(part))
 
 
 def installed(step: str) -> tuple[str, ...] | None:
