@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import installs
+from windowkeeper.analysis import checks, installs, probes
 from windowkeeper.analysis.facts import collapse, dedupe, sentences
 from windowkeeper.analysis.identifiers import text_identifiers
 from windowkeeper.analysis.outputs import error_lines, is_test_command
@@ -241,3 +241,19 @@ def test_a_gate_word_in_folded_letters_still_names_the_missing_module() -> None:
     # IGNORECASE matches the Kelvin sign to "k": Hyperscan's ASCII caseless would not
     assert installs.missing_names("un\u212anown module foo") == ("foo",)
     assert installs.missing_names("nothing is absent here") == ()
+
+
+_COMMAND_PIECES = [
+    " ", "\t", "\n", "x", "|", ">", "&", "&&", ";", "2>&1", " 2>&1", " >/dev/null", ">> out",
+    "| tail -5", "|head", " | grep x", "nohup ", "run_in_background", " &", "mypy", "ruff",
+    "make", "cd a", "django", "-m django test", "python -m pytest", "python3 -c 'x'",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_COMMAND_PIECES), max_size=20).map("".join))
+def test_check_gates_match_the_plain_patterns(command: str) -> None:
+    plain = " ".join(checks._REDIRECT.sub("", checks._TRIM.sub("", command)).split())
+    assert checks._strip(command) == plain
+    assert checks._runs_in_background(command) == bool(checks._BACKGROUND.search(command))
+    assert probes.is_probe(command) == probes._is_probe.__wrapped__(command[:2_000])

@@ -50,9 +50,9 @@ def check_kind(command: str) -> str | None:
     """``"tests"``, ``"lint"`` or ``"build"`` for a command that runs that check (the
     newest such step decides), else ``None``."""
     head = command[:2_000]
-    if _BACKGROUND.search(head):
+    if _runs_in_background(head):
         return None  # its output is not its result
-    if is_test_command(head) or _MORE_TESTS.search(head):
+    if is_test_command(head) or ("django" in head and _MORE_TESTS.search(head)):
         return "tests"
     steps = [_strip(s) for s in segments(head)]
     for step in reversed(steps):
@@ -71,8 +71,19 @@ def check_target(command: str) -> str:
     return collapse(" && ".join(kept) or command, 90)
 
 
+def _runs_in_background(head: str) -> bool:
+    # each alternative of the pattern holds one of these literals: most commands skip it
+    maybe = "&" in head or "nohup" in head or "run_in_background" in head
+    return maybe and _BACKGROUND.search(head) is not None
+
+
 def _strip(step: str) -> str:
-    return " ".join(_REDIRECT.sub("", _TRIM.sub("", step)).split())
+    # every trimming pipe holds a "|" and every redirection a ">": most steps skip both
+    if "|" in step:
+        step = _TRIM.sub("", step)
+    if ">" in step:
+        step = _REDIRECT.sub("", step)
+    return " ".join(step.split())
 
 
 def is_check_run(event: ToolEvent) -> str | None:
