@@ -13,7 +13,7 @@ from windowkeeper.analysis import outputs
 from windowkeeper.core.hint_scan import FORCE_PURE_PYTHON
 
 _PIECES = [
-    " ", "\n", "\t", ":", ".", "x", "é", "😀", "😀😀😀😀😀😀", "ı", "ſ", "İ", "K", "\u0307",
+    " ", "\n", "\t", ":", ".", "x", "é", "😀", "😀😀😀😀😀😀", "ı", "ſ", "İ", "\u212a", "\u0307",
     "Error", "ERROR", "eRRor", "error: x", "Fatal: y", "FAIL", "fail: z", "Traceback",
     "E   assert 1", "E\tx",
     "npm ERR! x", "NPM error", "bash: x: command not found", "SH: ", "** (Foo) x",

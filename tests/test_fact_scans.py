@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from windowkeeper.analysis import checks, installs, probes
 from windowkeeper.analysis.facts import collapse, dedupe, sentences
 from windowkeeper.analysis.identifiers import text_identifiers
 from windowkeeper.analysis.outputs import error_lines, is_test_command
@@ -24,7 +25,7 @@ from windowkeeper.summary.handoff.decide import MAX_DECISIONS, decisions
 
 _PIECES = [
     " ", "\n", "\t", "-", ".", ":", "#", "/", "_", "=", "'", "x", "A", "é", "ı", "ſ", "İ",
-    "K", "1a2b3c4", "deadbeef42", "abc-def-0123-4567-89ab-cdef01234567", "ABC-12", "UTF-8",
+    "\u212a", "1a2b3c4", "deadbeef42", "abc-def-0123-4567-89ab-cdef01234567", "ABC-12", "UTF-8",
     "spotter-gqc.4", "spotter-3r6", "a1b", "-10s", "node-v18", "python-3.11", "#123",
     "commit ", "agent_id: ", "id=", "sha ",
     "https://x.io/a", "Error", "ValueError: bad", "error: x", "E   assert 1", "FAILED t.py",
@@ -202,3 +203,57 @@ def test_exit_codes_match_the_plain_patterns(text: str) -> None:
 def test_exit_codes_in_non_ascii_text(text: str, code: int) -> None:
     assert _reference_exit(text) == code
     assert exit_code(text) == code
+
+
+_MISSING_PIECES = [
+    " ", "\n", "x", "é", "ı", "ſ", "İ", "\u212a", "'", "No module named 'pytz.tz'",
+    "NO MODULE NAMED yaml", "Cannot find module '@x/y'", "rg: command not found",
+    "zsh: command not found: fd", "could not find package foo", "unknown module bar",
+    "miſſing dependency baz", "un\u212anown package q", "Package 'libfoo' was not found",
+    "requires pytest as a test dependency", "cannot load such file -- json/ext", "Not Found",
+    "missing", "the: not found", "module", "requires", "no module", "could not",
+]  # fmt: skip
+
+
+def _plain_missing(text: str) -> tuple[str, ...]:
+    """missing_names without its gate: the pattern over both parts."""
+    found = [
+        next(g for g in m.groups() if g).split(".")[0].split("/")[0].lower()
+        for part in (text[:3_000], text[-3_000:] if len(text) > 3_000 else "")
+        for m in installs._MISSING.finditer(part)
+    ]
+    return tuple(dict.fromkeys(n for n in found if n and n not in {"the", "a", "it"}))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(_MISSING_PIECES), max_size=30).map("".join),
+    st.sampled_from([0, 2_990, 6_000]),
+    st.lists(st.sampled_from(_MISSING_PIECES), max_size=30).map("".join),
+)
+def test_missing_names_match_the_ungated_pattern(head: str, padding: int, tail: str) -> None:
+    # the padding puts the tail in the second part, or across the first part's end
+    text = head + "." * padding + tail
+    assert installs.missing_names(text) == _plain_missing(text)
+
+
+def test_a_gate_word_in_folded_letters_still_names_the_missing_module() -> None:
+    # IGNORECASE matches the Kelvin sign to "k": Hyperscan's ASCII caseless would not
+    assert installs.missing_names("un\u212anown module foo") == ("foo",)
+    assert installs.missing_names("nothing is absent here") == ()
+
+
+_COMMAND_PIECES = [
+    " ", "\t", "\n", "x", "|", ">", "&", "&&", ";", "2>&1", " 2>&1", " >/dev/null", ">> out",
+    "| tail -5", "|head", " | grep x", "nohup ", "run_in_background", " &", "mypy", "ruff",
+    "make", "cd a", "django", "-m django test", "python -m pytest", "python3 -c 'x'",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_COMMAND_PIECES), max_size=20).map("".join))
+def test_check_gates_match_the_plain_patterns(command: str) -> None:
+    plain = " ".join(checks._REDIRECT.sub("", checks._TRIM.sub("", command)).split())
+    assert checks._strip(command) == plain
+    assert checks._runs_in_background(command) == bool(checks._BACKGROUND.search(command))
+    assert probes.is_probe(command) == probes._is_probe.__wrapped__(command[:2_000])

@@ -23,6 +23,7 @@ FRAGMENTS = [
     *("secret", "Token", "api", "API", "key", "access", "private", "client", "auth"),
     *("cred", "entials", "Authorization", "bearer", "Bearer", "Basic", "hooks.slack.com/"),
     *("services/", "-----BEGIN ", "PRIVATE KEY-----", "-----END ", "é", "ß", "─", "😀"),
+    *("\u212aEY", "to\u212aen"),
     *("İ", "Abc", "ABCDEFGHIJKLMNOP", "0123456789", "xxxxxxxx", "$", "{", ",", "str", "@db"),
 ]
 # re's IGNORECASE takes ſ for "s" and ı for "i" where str.lower() does not: the

@@ -50,9 +50,9 @@ def check_kind(command: str) -> str | None:
     """``"tests"``, ``"lint"`` or ``"build"`` for a command that runs that check (the
     newest such step decides), else ``None``."""
     head = command[:2_000]
-    if _BACKGROUND.search(head):
+    if _runs_in_background(head):
         return None  # its output is not its result
-    if is_test_command(head) or _MORE_TESTS.search(head):
+    if is_test_command(head) or ("django" in head and _MORE_TESTS.search(head)):
         return "tests"
     steps = [_strip(s) for s in segments(head)]
     for step in reversed(steps):
@@ -71,8 +71,19 @@ def check_target(command: str) -> str:
     return collapse(" && ".join(kept) or command, 90)
 
 
+def _runs_in_background(head: str) -> bool:
+    # each alternative of the pattern needs one of these: most commands skip it
+    maybe = "nohup" in head or "run_in_background" in head or head.rstrip().endswith("&")
+    return maybe and _BACKGROUND.search(head) is not None
+
+
 def _strip(step: str) -> str:
-    return " ".join(_REDIRECT.sub("", _TRIM.sub("", step)).split())
+    # every trimming pipe holds a "|" and every redirection a ">": most steps skip both
+    if "|" in step:
+        step = _TRIM.sub("", step)
+    if ">" in step:
+        step = _REDIRECT.sub("", step)
+    return " ".join(step.split())
 
 
 def is_check_run(event: ToolEvent) -> str | None:
@@ -95,10 +106,15 @@ def check_result(event: ToolEvent) -> str:
     """``passed (…)`` / ``failed (exit N: …)`` for a check run, with the line that says how
     it went (a test summary, a linter's verdict, the last line). A run whose exit code a
     pipe hides (``pytest | head``) failed when its output says the runner or a module is
-    missing, or ends in an error with no test summary."""
+    missing, or ends in an error with no test summary. Computed once per event."""
+    found: str = remembered(event, "check_result", _check_result)
+    return found
+
+
+def _check_result(event: ToolEvent) -> str:
     result = event.result or ""
     # Of a pruned result, what its stub kept.
-    summary = _stub_gist(result) if is_stub(result) else test_summary(result) or _verdict(result)
+    summary = _stub_gist(result) if is_stub(result) else _test_summary(event) or _verdict(result)
     if event.failed:
         code = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
         return f"failed ({code}{': ' + summary if summary else ''})"
@@ -106,6 +122,12 @@ def check_result(event: ToolEvent) -> str:
     if hidden:
         return f"failed (the exit code was piped away: {hidden})"
     return f"passed ({summary})" if summary else "passed"
+
+
+def _test_summary(event: ToolEvent) -> str | None:
+    """The test summary line of the event's result, computed once per event."""
+    found: str | None = remembered(event, "test_summary", lambda e: test_summary(e.result or ""))
+    return found
 
 
 def _stub_gist(stub: str) -> str:
@@ -124,15 +146,14 @@ def check_passed(event: ToolEvent) -> bool:
 def hidden_failure(event: ToolEvent) -> str:
     """The error line of a piped command that failed although it exited 0 (``""``: it
     did not, as far as its output says)."""
-    result = event.result or ""
-    return _hidden_failure(event, result, test_summary(result) or "")
+    return _hidden_failure(event, event.result or "", _test_summary(event) or "")
 
 
 def _hidden_failure(event: ToolEvent, result: str, summary: str) -> str:
     """The error line of a piped check run that failed although it exited 0."""
     if event.failed or "|" not in (event.action.command or "") or is_stub(result):
         return ""
-    if test_summary(result):
+    if _test_summary(event):
         return ""
     if missing_names(result):
         errors = error_lines(result, failed=True)

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 
+from ..core.hint_scan import literal_scanner
+from ..core.secret_hints import has_folded_letters
+
 _MISSING = re.compile(
     r"No module named ['\"]?([\w.]+)"
     r"|Cannot find module ['\"]([@\w./-]+)['\"]"
@@ -38,16 +41,40 @@ _WHOLE = re.compile(
     r"|go mod (?:download|tidy)|cargo fetch)$"
 )
 _SCAN = 3_000
+# Every match of _MISSING lies on one line (its leading ``\s`` aside, which changes no
+# name) and holds one of these there (in any case): only the lines of an output that
+# hold one are searched. They are found in one Hyperscan pass, ASCII caseless, which is
+# what IGNORECASE matches wherever no character of FOLDED_TO_ASCII occurs (core/hint_scan).
+_MISSING_WORDS = (
+    "no module named", "cannot find module", "not found", "could not find", "unknown",
+    "missing", "requires", "cannot load such file",
+)  # fmt: skip
+_MISSING_SCAN = literal_scanner(_MISSING_WORDS)
 
 
 def missing_names(text: str) -> tuple[str, ...]:
     """The modules, packages or programs an output says are missing (lower case)."""
     found: list[str] = []
     for part in (text[:_SCAN], text[-_SCAN:] if len(text) > _SCAN else ""):
-        for match in _MISSING.finditer(part):
-            name = next(g for g in match.groups() if g)
-            found.append(name.split(".")[0].split("/")[0].lower())
+        for start, end in _candidate_lines(part):
+            for match in _MISSING.finditer(part, start, end):
+                name = next(g for g in match.groups() if g)
+                found.append(name.split(".")[0].split("/")[0].lower())
     return tuple(dict.fromkeys(n for n in found if n and n not in {"the", "a", "it"}))
+
+
+def _candidate_lines(part: str) -> list[tuple[int, int]]:
+    """The (start, end) of each line of ``part`` that may hold a match of ``_MISSING``,
+    in order (all of ``part`` on the pure-Python path)."""
+    if not part:
+        return []
+    if _MISSING_SCAN is None or has_folded_letters(part):
+        return [(0, len(part))]
+    lines = set()
+    for at in _MISSING_SCAN.starts(part):
+        end = part.find("\n", at)
+        lines.add((part.rfind("\n", 0, at) + 1, len(part) if end < 0 else end))
+    return sorted(lines)
 
 
 def installed(step: str) -> tuple[str, ...] | None:

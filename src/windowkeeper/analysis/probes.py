@@ -5,6 +5,7 @@ changes something, and no work done when it succeeds.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .commands import is_read_only
@@ -19,7 +20,13 @@ _INLINE = re.compile(r"(?:^|[\s|;&(])(?:python[\d.]*|node|ruby|perl|php)\s+(?:-c
 def is_probe(command: str) -> bool:
     """Inline code that only looks (nothing redirected into a file, no test run): an
     exploration whose failure the agent moves past."""
-    head = command[:2_000]
+    return _is_probe(command[:2_000])
+
+
+@functools.lru_cache(maxsize=1_024)
+def _is_probe(head: str) -> bool:
+    """:func:`is_probe` of a command's first 2,000 characters (remembered: the failure
+    tracker and the work state ask it of the same commands)."""
     if not _INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
         return False
     return "open(" not in head or ("'w'" not in head and '"w"' not in head)

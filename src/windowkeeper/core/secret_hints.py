@@ -62,9 +62,11 @@ LOWERED_GROUPS: tuple[HintGroup, ...] = (
 LOWERED_HINTS = frozenset(hint for group in LOWERED_GROUPS for hint in group.hints)
 
 # Characters that re's IGNORECASE takes for an ASCII letter although ``str.lower`` does
-# not turn them into it (ſ matches "s", ı "i", K "k", İ "i"); found by trying every code
-# point. Without them, a case-insensitive match of an ASCII word is that word lowered.
-FOLDED_TO_ASCII = "İıſK"
+# not turn them into it (ſ matches "s", ı "i", İ "i"), and the Kelvin sign, which both
+# take to "k" (Hyperscan's ASCII caseless does not); found by trying every code point.
+# Without them, a case-insensitive match of an ASCII word is that word lowered. Escaped:
+# an editor's normalization once turned the Kelvin sign into an ASCII "K" here.
+FOLDED_TO_ASCII = "\u0130\u0131\u017f\u212a"
 
 
 def token_hints(text: str) -> tuple[str, ...]:

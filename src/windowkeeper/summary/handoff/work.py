@@ -243,7 +243,8 @@ def _backed_positions(events: Sequence[ToolEvent]) -> set[int]:
         if change_of(event) and not commit_made(event) and " push" not in f" {command}":
             since = None
         proof = (is_check_run(event) and check_passed(event)) or commit_made(event)
-        if proof or (not event.failed and event.result and re.search(r"\bgit\s+push\b", command)):
+        pushed = "push" in command and re.search(r"\bgit\s+push\b", command)
+        if proof or (not event.failed and event.result and pushed):
             since = event.position
         if since is not None:
             backed.update(range(since, event.position + 2))
