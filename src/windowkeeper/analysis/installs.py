@@ -40,14 +40,16 @@ _WHOLE = re.compile(
 _SCAN = 3_000
 
 
-def missing_names(text: str) -> tuple[str, ...]:
-    """The modules, packages or programs an output says are missing (lower case)."""
+def missing_names(text: str, *, lower: bool = True) -> tuple[str, ...]:
+    """The modules, packages or programs an output says are missing (lower case, for
+    matching; ``lower=False``: as written, for saying what to install)."""
     found: list[str] = []
     for part in (text[:_SCAN], text[-_SCAN:] if len(text) > _SCAN else ""):
         for match in _MISSING.finditer(part):
             name = next(g for g in match.groups() if g)
-            found.append(name.split(".")[0].split("/")[0].lower())
-    return tuple(dict.fromkeys(n for n in found if n and n not in {"the", "a", "it"}))
+            name = name.split(".")[0].split("/")[0]
+            found.append(name.lower() if lower else name)
+    return tuple(dict.fromkeys(n for n in found if n and n.lower() not in {"the", "a", "it"}))
 
 
 def installed(step: str) -> tuple[str, ...] | None:
