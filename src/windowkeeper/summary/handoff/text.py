@@ -9,10 +9,12 @@ of each part a render shows; :mod:`.fit` chooses it to meet the budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from ...analysis.facts import collapse
 from .model import Command, HandoffState, Quote
 from .paths import choose_root, render_paths
 from .quoting import fence, item, list_item, quote
@@ -40,6 +42,9 @@ EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
 COVERED = "Counted through tool call:"
 LAST_ACTION = "Last action:"
 NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the way)."
+_BRIEF_STEP, _BRIEF_ERROR, _BRIEF_FIX = 40, 56, 64
+_ARROW = " → "
+_FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
@@ -61,6 +66,9 @@ class Shown:
     evidence: int = ALL
     """The newest this many evidence entries of each work item."""
     fixed: int = ALL
+    """The newest this many fixes in full; older ones in brief (error → what worked)."""
+    fixed_brief: int = ALL
+    """The newest this many of the older fixes in brief (the rest left out)."""
     changes: int = ALL
     """The newest this many edits with what they changed."""
     last_chars: int = ALL
@@ -170,11 +178,43 @@ def _constraints(state: HandoffState, shown: Shown) -> str:
 
 def _work(state: HandoffState, shown: Shown) -> str:
     work = replace(
-        state.work, fixed=_newest(state.work.fixed, shown.fixed),
+        state.work, fixed=_fixes(state.work.fixed, shown),
         changes=_newest(state.work.changes, shown.changes),
     )  # fmt: skip
     env = [f"{label}: {item(value)}" for label, value in state.environment]
     return "\n".join(render_work(work, shown.done, shown.evidence, bool(state.covered), env))
+
+
+def _fixes(fixed: tuple[str, ...], shown: Shown) -> tuple[str, ...]:
+    """A fix made under an earlier compaction is still part of the plot ("what broke and
+    how did it end?"): older entries are kept in brief before any is left out."""
+    whole = _newest(fixed, shown.fixed)
+    older = _newest(fixed[: len(fixed) - len(whole)], shown.fixed_brief)
+    brief: dict[str, str] = {}
+    for entry in map(short_fix, older):
+        # The same step failing in turn (another error each time) is one brief entry:
+        # its last failure and what fixed it.
+        step = _FAILED_AS.match(entry)
+        key = step.group(1) if step is not None else entry
+        brief.pop(key, None)
+        brief[key] = entry
+    return (*brief.values(), *whole)
+
+
+def short_fix(entry: str) -> str:
+    """An entry in brief: the failing step, the start of its error and the start of its
+    fix (the change that fixed it, or what worked). Shortening a short entry changes
+    nothing, so an entry a handoff carried in brief stays the same."""
+    failure, arrow, fix = entry.partition(_ARROW)
+    if not arrow:
+        return collapse(entry, _BRIEF_STEP + _BRIEF_ERROR + _BRIEF_FIX)
+    step = _FAILED_AS.match(failure)
+    if step is not None:
+        what, code, error = step.groups()
+        failure = f"{collapse(what, _BRIEF_STEP)} {code}: {collapse(error, _BRIEF_ERROR)}"
+    else:
+        failure = collapse(failure, _BRIEF_STEP + _BRIEF_ERROR)
+    return f"{failure}{_ARROW}{collapse(fix, _BRIEF_FIX)}"
 
 
 def _errors(state: HandoffState, shown: Shown) -> str:
