@@ -55,10 +55,11 @@ def _user(text: str) -> Message:
 def test_a_task_kept_in_the_head_gives_its_rules_bans_first() -> None:
     state = state_with_head()
     assert state.constraints == ()  # nothing the user pinned
-    assert state.task_rules[0] == "This means you DON'T have to modify the tests in any way!"
-    assert (
+    # Its scope first (what the work may change), then its bans.
+    assert state.task_rules[:2] == (
         "Your task is to make the minimal changes to non-test files to ensure the description "
-        "is satisfied." in state.task_rules
+        "is satisfied.",
+        "This means you DON'T have to modify the tests in any way!",
     )
     body = render(state)
     lines = [x for x in split_sections(body)["Constraints & Preferences"] if x]
@@ -129,3 +130,25 @@ def test_the_newest_files_read_keep_their_names_until_the_modified_files_are_cut
             read = next(x for x in render(state, shown).split("\n") if x.startswith("Read: "))
             assert read.startswith("Read: src/reader_17.py, src/reader_18.py, src/reader_19.py")
     assert seen_three
+
+
+def test_the_task_scope_is_a_rule_even_without_a_rule_word_and_goes_first() -> None:
+    """A harness's task that says its scope plainly ("Your task is specifically to make
+    changes to non-test files in /testbed") and then lists many bans: the scope is the
+    first rule, so a budget that keeps only a few rules still keeps it."""
+    bans = " ".join(f"Do not use tool number {k} for anything." for k in range(9))
+    task = (
+        "<pr_description>\nThe parser drops the last row.\n</pr_description>\n"
+        "Your task is specifically to make changes to non-test files in /testbed in order to "
+        "fix the issue. <IMPORTANT>This is an interactive process.</IMPORTANT>\n" + bans
+    )
+    head = Analysis([{"role": "system", "content": "You are an agent."}, _user(task)])
+    state = extract_state(Analysis(work(2)), previous_state(None), HEAD, head=head)
+    scope = (
+        "Your task is specifically to make changes to non-test files in /testbed in order to "
+        "fix the issue."
+    )
+    assert state.task_rules[0] == scope and len(state.task_rules) > 4
+    rules = split_sections(render(state, replace(fitted(state, 10_000), task_rules=2)))
+    shown = rules["Constraints & Preferences"]
+    assert shown[1] == f"- {scope}" and len([x for x in shown if x.startswith("- ")]) == 2

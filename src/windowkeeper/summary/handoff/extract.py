@@ -48,6 +48,7 @@ from .users import (
     quoted,
     strongest_first,
     task_quote,
+    task_scope,
     user_turns,
 )
 from .valuetext import grouped_values, merged_commits
@@ -119,7 +120,9 @@ def extract_state(
     head_task = _head_task(head) if said.task_in_head else ""
     # A task kept verbatim in the head is quoted here by its opening only: its rules are
     # listed, so the handoff read alone still carries them.
-    rules = strongest_first(constraints_of([head_task] if head_task else []))
+    # Its scope ("your task is to change X") first, then its bans, then its obligations.
+    rules = [*task_scope(head_task), *strongest_first(constraints_of([head_task]))]
+    rules = rules if head_task else []
     state = replace(
         trail, task=said.task, task_in_head=said.task_in_head,
         task_opening=_opening(head_task), request=said.request,
