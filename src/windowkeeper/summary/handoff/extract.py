@@ -16,6 +16,7 @@ from ...analysis.facts import dedupe
 from ...analysis.specexcerpt import SPEC_CHARS
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
+from .closing import closing_steps
 from .decide import decisions, focus_words
 from .errors import open_errors, still_open
 from .fixes import merged_fixed
@@ -135,7 +136,9 @@ def extract_state(
     step = state.next_step
     if step != previous.next_step:  # newly derived: what the specs say is ahead goes with it
         ahead = ahead_in_specs(specs, {i.id for i in state.work.items})
-        step = "\n".join(x for x in (step, *ahead) if x)
+        # And what the task says to do once the work is done (submit the patch).
+        closing = closing_steps(head_task or (said.task.text if said.task else ""))
+        step = "\n".join(x for x in (step, *ahead, closing) if x)
     return replace(state, specs=specs, next_step=step)
 
 
