@@ -145,10 +145,8 @@ def test_the_task_scope_is_a_rule_even_without_a_rule_word_and_goes_first() -> N
     )
     head = Analysis([{"role": "system", "content": "You are an agent."}, _user(task)])
     state = extract_state(Analysis(work(2)), previous_state(None), HEAD, head=head)
-    scope = (
-        "Your task is specifically to make changes to non-test files in /testbed in order to "
-        "fix the issue."
-    )
+    # What to change and where; its purpose ("in order to fix the issue") is cut.
+    scope = "Your task is specifically to make changes to non-test files in /testbed"
     assert state.task_rules[0] == scope and len(state.task_rules) > 4
     rules = split_sections(render(state, replace(fitted(state, 10_000), task_rules=2)))
     shown = rules["Constraints & Preferences"]

@@ -220,6 +220,7 @@ _SCOPE = re.compile(
 )
 
 
+_PURPOSE = re.compile(r"(?<=\w) (?:in order to|so that|so as to) ", re.IGNORECASE)
 _INNER_TAG = re.compile(r"\s*</?[A-Za-z][\w-]*>")
 
 
@@ -230,6 +231,8 @@ def task_scope(text: str) -> list[str]:
     found = [s for s in rule_sentences(text[:20_000]) if _SCOPE.search(s)]
     # A harness's tag glued on ("... codebase. <IMPORTANT>This is ...") is no part of it.
     found = [_INNER_TAG.split(_MARKUP_ENDS.sub("", s), maxsplit=1)[0].strip() for s in found]
+    # What to change and where is said first; the purpose after it is the task's own.
+    found = [_PURPOSE.split(s, maxsplit=1)[0].rstrip(" ,") for s in found]
     return [s for s in found if 8 <= len(s) <= CONSTRAINT_CHARS]
 
 
