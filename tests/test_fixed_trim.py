@@ -66,7 +66,7 @@ def test_older_fixes_are_kept_in_brief_before_any_is_left_out() -> None:
     # Every failure is still named with what fixed it, the oldest first, in brief.
     assert len(listed) == 6
     for k, line in enumerate(listed):
-        assert f"`tool{k} push` exit 128: fatal: step{k} has no upstream" in line
+        assert f"`tool{k} push` exit 128: " in line and f"step{k} has no upstream" in line
         assert f"`tool{k} push --set-upstream origin b{k}`" in line
     assert all(len(line) < 220 for line in listed[: 6 - shown.fixed])
     assert "detail29" not in " ".join(listed[: 6 - shown.fixed])
@@ -81,6 +81,12 @@ def test_a_brief_entry_is_stable_and_keeps_both_sides() -> None:
     )
     assert short_fix(brief) == brief  # carried in brief, it stays the same
     assert short_fix("no arrow here") == "no arrow here"
+    # "fatal: " says nothing the exit code does not: the brief spends its room on the cause.
+    push = (
+        "`git push 2>&1` exit 128: fatal: The current branch main-work has no upstream branch."
+        " → `git push --set-upstream origin main-work 2>&1` then ok"
+    )
+    assert short_fix(push) == push.replace("fatal: ", "")
 
 
 def test_a_carried_list_keeps_more_than_the_few_newest() -> None:

@@ -42,8 +42,9 @@ EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
 COVERED = "Counted through tool call:"
 LAST_ACTION = "Last action:"
 NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the way)."
-_BRIEF_STEP, _BRIEF_ERROR, _BRIEF_FIX = 36, 48, 56
+_BRIEF_STEP, _BRIEF_ERROR, _BRIEF_FIX = 36, 56, 64
 _ARROW = " → "
+_SEVERITY = re.compile(r"^(?:\[tool error\]\s*)?(?:fatal|error|err!?)\s*:\s*", re.IGNORECASE)
 _FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
@@ -211,6 +212,7 @@ def short_fix(entry: str) -> str:
     step = _FAILED_AS.match(failure)
     if step is not None:
         what, code, error = step.groups()
+        error = _SEVERITY.sub("", error)  # "fatal: ", "error: ": the exit code says it failed
         failure = f"{collapse(what, _BRIEF_STEP)} {code}: {collapse(error, _BRIEF_ERROR)}"
     else:
         failure = collapse(failure, _BRIEF_STEP + _BRIEF_ERROR)
