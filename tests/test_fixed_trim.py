@@ -14,7 +14,7 @@ from windowkeeper.core.tokens import estimate_tokens
 from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
 from windowkeeper.summary.handoff.fit import fitted
 from windowkeeper.summary.handoff.fixes import MAX_FIXED, merged_fixed
-from windowkeeper.summary.handoff.model import HandoffState
+from windowkeeper.summary.handoff.model import HandoffState, WorkState
 from windowkeeper.summary.handoff.parse import split_sections
 from windowkeeper.summary.handoff.text import Shown, render, short_fix
 from windowkeeper.summary.handoff.worktext import FIXED
@@ -94,3 +94,20 @@ def test_a_carried_list_keeps_more_than_the_few_newest() -> None:
     new = "`step8` exit 1: broke → ran `fix8` then ok"
     assert merged_fixed(carried, (new,)) == (*carried, new)  # the oldest too
     assert merged_fixed((*carried, *carried), (new,)) == (*carried, new)  # each once
+
+
+def test_brief_entries_merge_only_the_same_error_of_the_same_step() -> None:
+    """Two attempts of one step that failed alike are one brief entry; attempts that
+    failed otherwise were fixed otherwise (a config edit, then a dependency): both stay."""
+    step = "`mix test test/app_web/live/project_review_live_test.exs 2>&1`"
+    fixed = (
+        f"{step} exit 2: Nested modules could be aliased → fixed by: edited a.ex; ok",
+        f"{step} exit 6: Nested modules could be aliased → fixed by: edited b.ex; ok",
+        f"{step} exit 2: no :secret_key_base configured → fixed by: edited config/test.exs",
+        f"{step} exit 2: requires lazy_html as a test dependency → fixed by: edited mix.exs",
+        "`git push` exit 128: no upstream branch → `git push --set-upstream origin b` then ok",
+    )
+    body = render(HandoffState(work=WorkState(fixed=fixed)), Shown(fixed=1))
+    listed = fixed_lines(body)
+    assert len(listed) == 4 and "edited b.ex" in listed[0] and "edited a.ex" not in body
+    assert "config/test.exs" in listed[1] and "mix.exs" in listed[2]

@@ -193,10 +193,11 @@ def _fixes(fixed: tuple[str, ...], shown: Shown) -> tuple[str, ...]:
     older = _newest(fixed[: len(fixed) - len(whole)], shown.fixed_brief)
     brief: dict[str, str] = {}
     for entry in map(short_fix, older):
-        # The same step failing in turn (another error each time) is one brief entry:
-        # its last failure and what fixed it.
-        step = _FAILED_AS.match(entry)
-        key = step.group(1) if step is not None else entry
+        # The same step failing in turn with the same error (another exit code, say) is
+        # one brief entry, its last; another error is another fix, kept apart.
+        failure = entry.partition(_ARROW)[0]
+        step = _FAILED_AS.match(failure)
+        key = f"{step.group(1)}: {step.group(3)}" if step is not None else failure
         brief.pop(key, None)
         brief[key] = entry
     return (*brief.values(), *whole)
