@@ -45,6 +45,11 @@ NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the wa
 _BRIEF_STEP, _BRIEF_ERROR, _BRIEF_FIX = 36, 56, 64
 _ARROW = " → "
 _SEVERITY = re.compile(r"^(?:\[tool error\]\s*)?(?:fatal|error|err!?)\s*:\s*", re.IGNORECASE)
+_REASON = re.compile(
+    r"\b(?:because|since (?:the|it|we|this)|so that|instead of|rather than|the reason|which"
+    r" (?:will|would) (?:fail|break)|otherwise|to avoid|in order to|due to|caused by)\b",
+    re.IGNORECASE,
+)
 _FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
@@ -242,8 +247,18 @@ def shown_command(command: str) -> str:
 
 
 def _decisions(state: HandoffState, shown: Shown) -> str:
-    kept = state.decisions[len(state.decisions) - min(shown.decisions, len(state.decisions)) :]
+    kept = _reasoned_first(state.decisions, shown.decisions)
     return "\n".join(f"- {item(_cut(d, shown.decision_chars))}" for d in kept)
+
+
+def _reasoned_first(decisions: tuple[str, ...], count: int) -> tuple[str, ...]:
+    """The ``count`` decisions shown, in their order: those that say why (``because``,
+    ``instead of``, ``so that``) before bare choices, the newest of each first. A reader
+    asked why the agent chose its approach needs the reason, not "I'll use that"."""
+    if count >= len(decisions):
+        return decisions
+    ranked = sorted(range(len(decisions)), key=lambda i: (_REASON.search(decisions[i]) is None, -i))
+    return tuple(decisions[i] for i in sorted(ranked[:count]))
 
 
 def _files(state: HandoffState, shown: Shown) -> str:
