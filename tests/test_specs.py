@@ -333,3 +333,38 @@ def test_the_next_step_carries_the_done_criteria_and_the_items_not_started() -> 
     # A compaction with nothing new carries the step as it was (nothing said twice).
     again = extract_state(Analysis([user("continue")]), previous_state(body), where)
     assert again.next_step == state.next_step
+
+
+def test_a_design_limit_outside_a_rules_section_is_kept_with_the_rules() -> None:
+    """ "Keep all logic in X; no new module" under a heading that names no rule binds the
+    work as much as a rules section: a tight excerpt keeps it (and its heading) before
+    the technical details, and a line that only names a file does not rank with it."""
+    spec = "\n".join(
+        [
+            "item-7 · Close the review session",
+            "DESCRIPTION",
+            "Close every open annotation of the project in one action.",
+            "Technical specs:",
+            *(
+                f"- step {k}: compute and reload the assigns of part {k} of the page"
+                for k in range(8)
+            ),
+            "Component usage:",
+            "- Use the existing :close action of the annotation resource.",
+            "- Keep all logic in `ReviewLive`; no new service module for this task.",
+            "Source references:",
+            "- lib/app/review_live.ex",
+            "Architecture constraints:",
+            "- No extra state values or reopen workflow.",
+            "Definition of Done:",
+            "- Tests cover N>0 and N=0.",
+        ]
+    )
+    text, cut = spec_excerpt(spec, 420)
+    assert cut
+    lines = text.splitlines()
+    assert "- Keep all logic in `ReviewLive`; no new service module for this task." in lines
+    assert "Component usage:" in lines
+    assert "- No extra state values or reopen workflow." in lines
+    assert "- Tests cover N>0 and N=0." in lines
+    assert "- lib/app/review_live.ex" not in lines

@@ -11,6 +11,7 @@ from typing import Any
 from windowkeeper.analysis.events import Analysis
 from windowkeeper.analysis.facts import sentences
 from windowkeeper.analysis.toolshapes import ToolKind, change_verb, overwrote
+from windowkeeper.summary.handoff.closing import CLOSING_LABEL, closing_steps
 from windowkeeper.summary.handoff.extract import Placement, extract_state, previous_state
 from windowkeeper.summary.handoff.fit import fitted
 from windowkeeper.summary.handoff.model import HandoffState
@@ -55,10 +56,11 @@ def _user(text: str) -> Message:
 def test_a_task_kept_in_the_head_gives_its_rules_bans_first() -> None:
     state = state_with_head()
     assert state.constraints == ()  # nothing the user pinned
-    assert state.task_rules[0] == "This means you DON'T have to modify the tests in any way!"
-    assert (
+    # Its scope first (what the work may change), then its bans.
+    assert state.task_rules[:2] == (
         "Your task is to make the minimal changes to non-test files to ensure the description "
-        "is satisfied." in state.task_rules
+        "is satisfied.",
+        "This means you DON'T have to modify the tests in any way!",
     )
     body = render(state)
     lines = [x for x in split_sections(body)["Constraints & Preferences"] if x]
@@ -129,3 +131,55 @@ def test_the_newest_files_read_keep_their_names_until_the_modified_files_are_cut
             read = next(x for x in render(state, shown).split("\n") if x.startswith("Read: "))
             assert read.startswith("Read: src/reader_17.py, src/reader_18.py, src/reader_19.py")
     assert seen_three
+
+
+def test_the_task_scope_is_a_rule_even_without_a_rule_word_and_goes_first() -> None:
+    """A harness's task that says its scope plainly ("Your task is specifically to make
+    changes to non-test files in /testbed") and then lists many bans: the scope is the
+    first rule, so a budget that keeps only a few rules still keeps it."""
+    bans = " ".join(f"Do not use tool number {k} for anything." for k in range(9))
+    task = (
+        "<pr_description>\nThe parser drops the last row.\n</pr_description>\n"
+        "Your task is specifically to make changes to non-test files in /testbed in order to "
+        "fix the issue. <IMPORTANT>This is an interactive process.</IMPORTANT>\n" + bans
+    )
+    head = Analysis([{"role": "system", "content": "You are an agent."}, _user(task)])
+    state = extract_state(Analysis(work(2)), previous_state(None), HEAD, head=head)
+    # What to change and where; its purpose ("in order to fix the issue") is cut.
+    scope = "Your task is specifically to make changes to non-test files in /testbed"
+    assert state.task_rules[0] == scope and len(state.task_rules) > 4
+    rules = split_sections(render(state, replace(fitted(state, 10_000), task_rules=2)))
+    shown = rules["Constraints & Preferences"]
+    assert shown[1] == f"- {scope}" and len([x for x in shown if x.startswith("- ")]) == 2
+
+
+SUBMIT_TASK = (
+    "Fix the parser.\n\n## Recommended Workflow\n\n1. Read the code\n2. Edit it\n\n"
+    "## Submission\n\nWhen you've completed your work, submit your changes as a patch.\n"
+    "Step 1: Create the patch file\nRun `git diff -- src/a.py > patch.txt` listing the files.\n"
+    "Step 2: Submit (EXACT command required)\n\n```bash\necho DONE && cat patch.txt\n```\n\n"
+    "## Notes\n\n1. Not a closing step.\n"
+)
+
+
+def test_the_next_step_ends_with_the_tasks_closing_steps() -> None:
+    """After the step the newest actions call for, a reader needs what the task says to do
+    once the work is done: the steps of its closing section, the exact command with them;
+    not the workflow's steps nor a later section's."""
+    steps = closing_steps(SUBMIT_TASK)
+    assert steps == (
+        f"{CLOSING_LABEL} 1. Create the patch file (Run `git diff -- src/a.py > patch.txt` "
+        "listing the files.); 2. Submit (EXACT command required): `echo DONE && cat patch.txt`"
+    )
+    assert closing_steps("Fix the parser.\n1. Read it\n2. Edit it") == ""
+    assert closing_steps("## Submission\nJust say so when done.") == ""
+    head = Analysis([{"role": "system", "content": "You are an agent."}, _user(SUBMIT_TASK)])
+    state = extract_state(Analysis(work(2)), previous_state(None), HEAD, head=head)
+    assert state.next_step.splitlines()[-1] == steps
+    reread = parse_state(render(state))
+    assert reread is not None and reread.next_step == state.next_step
+    plain = Analysis([{"role": "system", "content": "You are an agent."}, _user(TASK)])
+    assert (
+        CLOSING_LABEL
+        not in extract_state(Analysis(work(2)), previous_state(None), HEAD, head=plain).next_step
+    )

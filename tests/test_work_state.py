@@ -101,7 +101,19 @@ def test_a_missing_module_is_resolved_by_installing_it() -> None:
     assert [e.lines[-1] for e in state.errors] == [
         "ModuleNotFoundError: No module named 'sqlparse'"
     ]
-    assert "fix the failure of `python reproduce.py`" in state.next_step
+    # The next step says what the failure asks for: install it (as written), run again.
+    assert (
+        "install the missing `sqlparse` (see Open Errors), then run `python reproduce.py` again"
+        in (state.next_step)
+    )
+    assert missing_names("No module named 'PIL'", lower=False) == ("PIL",)
+    failed = state_of(
+        [
+            user("Run it."),
+            *bash("r3", "python go.py", "SyntaxError: bad\n<returncode>1</returncode>"),
+        ]
+    )
+    assert "fix the failure of `python go.py`" in failed.next_step
 
 
 @pytest.mark.parametrize(

@@ -52,15 +52,17 @@ _MISSING_WORDS = (
 _MISSING_SCAN = literal_scanner(_MISSING_WORDS)
 
 
-def missing_names(text: str) -> tuple[str, ...]:
-    """The modules, packages or programs an output says are missing (lower case)."""
+def missing_names(text: str, *, lower: bool = True) -> tuple[str, ...]:
+    """The modules, packages or programs an output says are missing (lower case, for
+    matching; ``lower=False``: as written, for saying what to install)."""
     found: list[str] = []
     for part in (text[:_SCAN], text[-_SCAN:] if len(text) > _SCAN else ""):
         for start, end in _candidate_lines(part):
             for match in _MISSING.finditer(part, start, end):
                 name = next(g for g in match.groups() if g)
-                found.append(name.split(".")[0].split("/")[0].lower())
-    return tuple(dict.fromkeys(n for n in found if n and n not in {"the", "a", "it"}))
+                name = name.split(".")[0].split("/")[0]
+                found.append(name.lower() if lower else name)
+    return tuple(dict.fromkeys(n for n in found if n and n.lower() not in {"the", "a", "it"}))
 
 
 def _candidate_lines(part: str) -> list[tuple[int, int]]:

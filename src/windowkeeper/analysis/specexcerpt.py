@@ -11,6 +11,8 @@ work has started. So when a spec must shrink, it keeps, in this order:
 3. the sections that constrain the work, each whole and in the text's order within a
    class: rules and no-gos, then done criteria and tests, then technical specs, then
    edge cases (a section that does not fit whole keeps the lines that fit, whole lines);
+   — a ban or design limit found elsewhere ("keep all logic in X; no new service module",
+   "do not add …") ranks with the rules and comes with its section's heading;
 4. the rest of the goal, then rule lines found elsewhere (with their section's heading);
 5. the first line of a narrative section, then other headings.
 
@@ -70,6 +72,14 @@ _NARRATIVE = re.compile(
 _RULE_LINE = re.compile(
     r"\b(?:goal|must|should|never|always|acceptance|criteria|constraints?|required?|do not"
     r"|don't|only|expected|given|when|then|no-go|definition of done|keep|avoid)\b",
+    re.IGNORECASE,
+)
+# A ban or a design limit (where the logic lives, what not to add), wherever it stands:
+# it constrains the work as much as a rules section does.
+_LIMIT_LINE = re.compile(
+    r"\b(?:must|never|do not|don't|shall not|may not|no (?:new|extra|separate|additional"
+    r"|second)|keep (?:all|every|existing)|all (?:the )?logic|(?:not|never) (?:add|introduce"
+    r"|create|replace|change|modify))\b",
     re.IGNORECASE,
 )
 _BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)]|\[[ xX]\])\s+")
@@ -197,9 +207,9 @@ def _priorities(
             sections[-1][1].append(index)
         depth += 1
         found.append(_line_priority(index, stripped, kind, strength, depth))
-        if found[-1] == _RULE and sections:  # a rule elsewhere comes with its heading
-            heading = sections[-1][0]
-            found[heading] = min(found[heading], _RULE)
+        if kind not in ("constraining", "goal") and found[-1] in (_SECTION, _RULE) and sections:
+            heading = sections[-1][0]  # a rule elsewhere comes with its heading
+            found[heading] = min(found[heading], found[-1])
     return tuple(found), tuple((h, tuple(under)) for h, under in sections)
 
 
@@ -222,6 +232,8 @@ def _line_priority(index: int, line: str, kind: str, strength: int, depth: int) 
         return _GOAL_LINE if depth == 1 else _GOAL_REST
     if kind == "narrative":
         return _NARRATIVE_LINE if depth == 1 else _REST
+    if _LIMIT_LINE.search(line):
+        return _SECTION  # with the rules sections: a limit outside them binds as much
     if _RULE_LINE.search(line):
         return _RULE
     if kind == "intro" and len(line.split()) >= _PROSE_WORDS:

@@ -16,6 +16,7 @@ from ...analysis.facts import dedupe
 from ...analysis.specexcerpt import SPEC_CHARS
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
+from .closing import closing_steps
 from .decide import decisions, focus_words
 from .errors import open_errors, still_open
 from .fixes import merged_fixed
@@ -48,6 +49,7 @@ from .users import (
     quoted,
     strongest_first,
     task_quote,
+    task_scope,
     user_turns,
 )
 from .valuetext import grouped_values, merged_commits
@@ -119,7 +121,9 @@ def extract_state(
     head_task = _head_task(head) if said.task_in_head else ""
     # A task kept verbatim in the head is quoted here by its opening only: its rules are
     # listed, so the handoff read alone still carries them.
-    rules = strongest_first(constraints_of([head_task] if head_task else []))
+    # Its scope ("your task is to change X") first, then its bans, then its obligations.
+    rules = [*task_scope(head_task), *strongest_first(constraints_of([head_task]))]
+    rules = rules if head_task else []
     state = replace(
         trail, task=said.task, task_in_head=said.task_in_head,
         task_opening=_opening(head_task), request=said.request,
@@ -132,7 +136,9 @@ def extract_state(
     step = state.next_step
     if step != previous.next_step:  # newly derived: what the specs say is ahead goes with it
         ahead = ahead_in_specs(specs, {i.id for i in state.work.items})
-        step = "\n".join(x for x in (step, *ahead) if x)
+        # And what the task says to do once the work is done (submit the patch).
+        closing = closing_steps(head_task or (said.task.text if said.task else ""))
+        step = "\n".join(x for x in (step, *ahead, closing) if x)
     return replace(state, specs=specs, next_step=step)
 
 

@@ -8,9 +8,10 @@ step takes out stays recoverable — an old user message keeps its first line an
 archive handle, old done work becomes counts, a command list becomes a count (the
 files read keep their newest three names until the modified files are cut to 24); the
 task's own rules go (the task is verbatim in the context: they are listed for the
-handoff read alone). The task and the pinned constraints are only ever shortened (head
-and tail, long sentences cut), never dropped, so a tiny budget may be exceeded by them
-alone.
+handoff read alone); older fixes are kept in brief (failing step, error, fix) once only
+the newest are shown whole, and left out last. The task and the pinned constraints are
+only ever shortened (head and tail, long sentences cut), never dropped, so a tiny budget
+may be exceeded by them alone.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ _KNOBS = {
     "Task Spec": ("spec_chars",),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars", "task_rules"),
-    "Work State": ("done", "evidence", "fixed", "changes"),
+    "Work State": ("done", "evidence", "fixed", "fixed_brief", "changes"),
     "Open Errors": ("errors", "error_lines_each"),
     "Key Decisions": ("decisions", "decision_chars"),
     "Files": ("files", "files_read"),
@@ -42,11 +43,12 @@ LADDER: tuple[tuple[str, int], ...] = (
     ("decisions", 8), ("done", 10), ("error_lines", 0),
     ("commands", 0), ("evidence", 6), ("fixed", 5), ("files_read", 12),
     ("values", 12), ("files_read", 3), ("error_lines_each", 3), ("done", 4), ("users_full", 6),
-    ("values", 8), ("task_rules", 4), ("done", 0), ("evidence", 3), ("fixed", 3),
+    ("values", 8), ("task_rules", 4), ("done", 0), ("evidence", 3), ("fixed", 1),
     ("changes", 2), ("decisions", 3), ("decision_chars", 200), ("spec_chars", 700),
     ("task_rules", 0), ("files", 24), ("user_line_chars", 120), ("users_full", 2),
-    ("values", 0), ("decisions", 0), ("fixed", 1), ("changes", 1), ("last_chars", 160),
-    ("files_read", 0), ("files", 6), ("evidence", 1), ("fixed", 0), ("changes", 0),
+    ("fixed_brief", 4), ("values", 0), ("decisions", 0), ("changes", 1), ("last_chars", 160),
+    ("files_read", 0), ("files", 6), ("evidence", 1), ("fixed_brief", 3), ("fixed", 0),
+    ("changes", 0), ("fixed_brief", 0),
     ("users_full", 0), ("spec_chars", 400),
     ("user_line_chars", 60), ("task_chars", 1_500), ("errors", 2), ("error_lines_each", 1),
     ("last_chars", 80), ("files", 0), ("constraint_chars", 200), ("task_chars", 600),
@@ -102,7 +104,8 @@ def _useful_max(state: HandoffState, knob: str) -> int:
         "files": len(state.files), "files_read": len(state.files), "values": len(state.values),
         "commands": len(state.commands), "error_lines": len(state.error_lines),
         "evidence": max((len(i.evidence) for i in state.work.items), default=0),
-        "fixed": len(state.work.fixed), "changes": len(state.work.changes),
+        "fixed": len(state.work.fixed), "fixed_brief": len(state.work.fixed),
+        "changes": len(state.work.changes),
         "task_rules": len(state.task_rules),
     }  # fmt: skip
     lengths = {

@@ -26,7 +26,8 @@ from ...analysis.resolution import OpenFailures, Reason
 from ...analysis.toolshapes import ToolKind, change_verb
 from .text import shown_command
 
-MAX_FIXED = 6
+MAX_FIXED = 10
+"""Entries carried from compaction to compaction (the fit shortens older ones first)."""
 _SHOWN_CHANGES = 3
 
 

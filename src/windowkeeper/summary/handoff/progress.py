@@ -16,6 +16,7 @@ from ...analysis.changes import edit_change
 from ...analysis.checks import check_result, check_target, is_check_run
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, paragraphs, prose
+from ...analysis.installs import missing_names
 from ...analysis.resolution import counts_as_failure
 from ...analysis.todos import TodoItem, todo_items
 from ...analysis.toolshapes import ToolKind, change_verb
@@ -177,7 +178,7 @@ def _from_state(
     """The step the state of the work calls for, or ``None`` when it calls for none."""
     last = events[-1]
     if last.result is not None and counts_as_failure(last):
-        return f"fix the failure of {what_failed(last)} (see Open Errors)"
+        return _after_failure(last)
     working = [i for i in items if item_status(i).startswith("in progress")]
     steps = {evidence_key(e).split(" ", 1)[0] for i in items for e in i.evidence}
     item = working[-1] if working else None
@@ -201,6 +202,16 @@ def _from_state(
     if status.endswith("tested, not closed"):
         return after.removeprefix(", then ") or f"finish {item.id}"
     return f"continue {item.id}"
+
+
+def _after_failure(last: ToolEvent) -> str:
+    """The step a failed last call asks for: what it says is missing installed, then the
+    same call again (the obvious continuation a reader must not have to infer)."""
+    missing = missing_names(last.result or "", lower=False)
+    if not missing:
+        return f"fix the failure of {what_failed(last)} (see Open Errors)"
+    names = ", ".join(f"`{name}`" for name in missing[:3])
+    return f"install the missing {names} (see Open Errors), then run {what_failed(last)} again"
 
 
 def _after_tests(item: WorkItem, steps: set[str]) -> str:

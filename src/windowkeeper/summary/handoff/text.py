@@ -9,10 +9,12 @@ of each part a render shows; :mod:`.fit` chooses it to meet the budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from ...analysis.facts import collapse
 from .model import Command, HandoffState, Quote
 from .paths import choose_root, render_paths
 from .quoting import fence, item, list_item, quote
@@ -40,6 +42,15 @@ EARLIER_COMMANDS = "Earlier commands (counted, not listed):"
 COVERED = "Counted through tool call:"
 LAST_ACTION = "Last action:"
 NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the way)."
+_BRIEF_STEP, _BRIEF_ERROR, _BRIEF_FIX = 36, 56, 64
+_ARROW = " → "
+_SEVERITY = re.compile(r"^(?:\[tool error\]\s*)?(?:fatal|error|err!?)\s*:\s*", re.IGNORECASE)
+_REASON = re.compile(
+    r"\b(?:because|since (?:the|it|we|this)|so that|instead of|rather than|the reason|which"
+    r" (?:will|would) (?:fail|break)|otherwise|to avoid|in order to|due to|caused by)\b",
+    re.IGNORECASE,
+)
+_FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
@@ -61,6 +72,9 @@ class Shown:
     evidence: int = ALL
     """The newest this many evidence entries of each work item."""
     fixed: int = ALL
+    """The newest this many fixes in full; older ones in brief (error → what worked)."""
+    fixed_brief: int = ALL
+    """The newest this many of the older fixes in brief (the rest left out)."""
     changes: int = ALL
     """The newest this many edits with what they changed."""
     last_chars: int = ALL
@@ -170,11 +184,45 @@ def _constraints(state: HandoffState, shown: Shown) -> str:
 
 def _work(state: HandoffState, shown: Shown) -> str:
     work = replace(
-        state.work, fixed=_newest(state.work.fixed, shown.fixed),
+        state.work, fixed=_fixes(state.work.fixed, shown),
         changes=_newest(state.work.changes, shown.changes),
     )  # fmt: skip
     env = [f"{label}: {item(value)}" for label, value in state.environment]
     return "\n".join(render_work(work, shown.done, shown.evidence, bool(state.covered), env))
+
+
+def _fixes(fixed: tuple[str, ...], shown: Shown) -> tuple[str, ...]:
+    """A fix made under an earlier compaction is still part of the plot ("what broke and
+    how did it end?"): older entries are kept in brief before any is left out."""
+    whole = _newest(fixed, shown.fixed)
+    older = _newest(fixed[: len(fixed) - len(whole)], shown.fixed_brief)
+    brief: dict[str, str] = {}
+    for entry in map(short_fix, older):
+        # The same step failing in turn with the same error (another exit code, say) is
+        # one brief entry, its last; another error is another fix, kept apart.
+        failure = entry.partition(_ARROW)[0]
+        step = _FAILED_AS.match(failure)
+        key = f"{step.group(1)}: {step.group(3)}" if step is not None else failure
+        brief.pop(key, None)
+        brief[key] = entry
+    return (*brief.values(), *whole)
+
+
+def short_fix(entry: str) -> str:
+    """An entry in brief: the failing step, the start of its error and the start of its
+    fix (the change that fixed it, or what worked). Shortening a short entry changes
+    nothing, so an entry a handoff carried in brief stays the same."""
+    failure, arrow, fix = entry.partition(_ARROW)
+    if not arrow:
+        return collapse(entry, _BRIEF_STEP + _BRIEF_ERROR + _BRIEF_FIX)
+    step = _FAILED_AS.match(failure)
+    if step is not None:
+        what, code, error = step.groups()
+        error = _SEVERITY.sub("", error)  # "fatal: ", "error: ": the exit code says it failed
+        failure = f"{collapse(what, _BRIEF_STEP)} {code}: {collapse(error, _BRIEF_ERROR)}"
+    else:
+        failure = collapse(failure, _BRIEF_STEP + _BRIEF_ERROR)
+    return f"{failure}{_ARROW}{collapse(fix, _BRIEF_FIX)}"
 
 
 def _errors(state: HandoffState, shown: Shown) -> str:
@@ -199,8 +247,18 @@ def shown_command(command: str) -> str:
 
 
 def _decisions(state: HandoffState, shown: Shown) -> str:
-    kept = state.decisions[len(state.decisions) - min(shown.decisions, len(state.decisions)) :]
+    kept = _reasoned_first(state.decisions, shown.decisions)
     return "\n".join(f"- {item(_cut(d, shown.decision_chars))}" for d in kept)
+
+
+def _reasoned_first(decisions: tuple[str, ...], count: int) -> tuple[str, ...]:
+    """The ``count`` decisions shown, in their order: those that say why (``because``,
+    ``instead of``, ``so that``) before bare choices, the newest of each first. A reader
+    asked why the agent chose its approach needs the reason, not "I'll use that"."""
+    if count >= len(decisions):
+        return decisions
+    ranked = sorted(range(len(decisions)), key=lambda i: (_REASON.search(decisions[i]) is None, -i))
+    return tuple(decisions[i] for i in sorted(ranked[:count]))
 
 
 def _files(state: HandoffState, shown: Shown) -> str:

@@ -212,6 +212,30 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
     return dedupe(found)
 
 
+# The sentence of a task that says what the work may change ("Your task is specifically
+# to make changes to non-test files in /testbed"): no rule word, yet the first rule.
+_SCOPE = re.compile(
+    r"\b(?:your|the) (?:task|job|assignment) (?:here )?is (?:specifically |only |simply )?to\b",
+    re.IGNORECASE,
+)
+
+
+_PURPOSE = re.compile(r"(?<=\w) (?:in order to|so that|so as to) ", re.IGNORECASE)
+_INNER_TAG = re.compile(r"\s*</?[A-Za-z][\w-]*>")
+
+
+def task_scope(text: str) -> list[str]:
+    """The sentences of a task text that say what the task is to change (its scope)."""
+    if not _SCOPE.search(text[:20_000]):
+        return []
+    found = [s for s in rule_sentences(text[:20_000]) if _SCOPE.search(s)]
+    # A harness's tag glued on ("... codebase. <IMPORTANT>This is ...") is no part of it.
+    found = [_INNER_TAG.split(_MARKUP_ENDS.sub("", s), maxsplit=1)[0].strip() for s in found]
+    # What to change and where is said first; the purpose after it is the task's own.
+    found = [_PURPOSE.split(s, maxsplit=1)[0].rstrip(" ,") for s in found]
+    return [s for s in found if 8 <= len(s) <= CONSTRAINT_CHARS]
+
+
 def strongest_first(rules: list[str]) -> list[str]:
     """``rules`` with the bans first, then the obligations, then the rest (each in the
     text's order): when a long message (a task with its instructions) states more rules
