@@ -372,9 +372,14 @@ class ContextCompressor(BackgroundCompaction):
             )  # fmt: skip
         assert request.state is not None
         # The state and the written text come from the transcript: redact the whole.
-        body = redact(
-            compose(outcome.body, request.state, plan.summary_budget_tokens, complete=complete)
+        written = compose(
+            outcome.body, request.state, plan.summary_budget_tokens, complete=complete
         )
+        summarizer = outcome.summarizer
+        # The extraction's analysis and state are done with: released before the handoff,
+        # the output and the archive are built (they set the compaction's peak memory).
+        del turns, analysis, request, run, outcome
+        body = redact(written)
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
@@ -385,7 +390,7 @@ class ContextCompressor(BackgroundCompaction):
             after_tokens=after, after_messages=len(assembled),
             pruned=pruned.changed, summarized_messages=plan.tail_start - plan.head_end,
             summary_tokens=estimate_tokens(body), fallback_used=failure is not None,
-            summarizer=outcome.summarizer, failure=failure.kind if failure else None,
+            summarizer=summarizer, failure=failure.kind if failure else None,
             repairs=repairs, warnings=cuts,
         )  # fmt: skip
         archived = (*pruned.archived, *archive_turns(messages, plan, pruned.archived, job.facts))
