@@ -192,7 +192,8 @@ _TEXTS = st.lists(st.sampled_from(_PIECES), max_size=16).map("".join)
 
 
 def _gist_of_whole_lines(old: str, new: str) -> str:
-    """The gist as first written: both texts split whole, every changed line listed."""
+    """The gist as first written: both texts split whole, every changed line listed
+    (the lines shown chosen from those lists)."""
     before, after = old.splitlines(), new.splitlines()
     removed: list[str] = []
     added: list[str] = []
@@ -209,17 +210,7 @@ def _gist_of_whole_lines(old: str, new: str) -> str:
         return found or [line for line in lines if line.strip()]
 
     old_shown, new_shown = telling(removed)[:1], telling(added)[: changes.ADDED_SHOWN]
-    more = len(removed) + len(added) - len(old_shown) - len(new_shown)
-    if old_shown and new_shown:
-        gist = f"{changes._code(old_shown)} → {changes._code(new_shown)}"
-    elif new_shown:
-        gist = f"added {changes._code(new_shown)}"
-    elif old_shown:
-        gist = f"removed {changes._code(old_shown)}"
-    else:
-        gist = f"changed {more} blank or comment line{'s' if more > 1 else ''}"
-        more = 0
-    return gist + (f" (+{more} more changed line{'s' if more > 1 else ''})" if more > 0 else "")
+    return changes.gist_text(old_shown, new_shown, len(removed) + len(added))
 
 
 @settings(max_examples=500, deadline=None)

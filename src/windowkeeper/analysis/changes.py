@@ -138,7 +138,12 @@ def text_gist(old: str, new: str) -> str:
     new_shown, new_count = _shown(new, added, ADDED_SHOWN)
     if not old_count and not new_count:
         return ""
-    more = old_count + new_count - len(old_shown) - len(new_shown)
+    return gist_text(old_shown, new_shown, old_count + new_count)
+
+
+def gist_text(old_shown: Sequence[str], new_shown: Sequence[str], changed: int) -> str:
+    """The gist of ``changed`` changed lines, showing ``old_shown`` → ``new_shown``."""
+    more = changed - len(old_shown) - len(new_shown)
     if old_shown and new_shown:
         gist = f"{_code(old_shown)} → {_code(new_shown)}"
     elif new_shown:
