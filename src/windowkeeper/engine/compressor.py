@@ -372,13 +372,9 @@ class ContextCompressor(BackgroundCompaction):
             )  # fmt: skip
         assert request.state is not None
         # The state and the written text come from the transcript: redact the whole.
-        written = compose(
-            outcome.body, request.state, plan.summary_budget_tokens, complete=complete
-        )
-        summarizer = outcome.summarizer
-        # The extraction's analysis and state are done with: released before the handoff,
-        # the output and the archive are built (they set the compaction's peak memory).
-        del turns, analysis, request, run, outcome
+        budget, summarizer = plan.summary_budget_tokens, outcome.summarizer
+        written = compose(outcome.body, request.state, budget, complete=complete)
+        del turns, analysis, request, run, outcome  # done with, before the peak: the archive
         body = redact(written)
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
