@@ -4,9 +4,14 @@ of an edit" and found only "edited helpers.py"): the gist of each of the newest 
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.analysis import changes
 from windowkeeper.analysis.changes import edit_gist, sed_change, text_gist
 from windowkeeper.analysis.events import Analysis, ToolEvent
 from windowkeeper.core.tokens import estimate_tokens
@@ -178,3 +183,48 @@ def test_an_in_place_sed_substitution_has_the_pattern_and_the_replacement() -> N
         *call("s2", "bash", {"command": "sed -i 's/a/b/' gone.py"}, missing),
     ]  # fmt: skip
     assert state_of(turns).work.changes == ("pkg/compiler.py: sed `re.M)` → `re.S)`",)
+
+
+# Every line end str.splitlines knows, and lines that do and do not say what code does.
+_PIECES = ["a", "x = 1", "# note", "", " ", "}", "`q`", "é→", "\n", "\r\n", "\r", "\x0b",
+           "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\n\n"]  # fmt: skip
+_TEXTS = st.lists(st.sampled_from(_PIECES), max_size=16).map("".join)
+
+
+def _gist_of_whole_lines(old: str, new: str) -> str:
+    """The gist as first written: both texts split whole, every changed line listed
+    (the lines shown chosen from those lists)."""
+    before, after = old.splitlines(), new.splitlines()
+    removed: list[str] = []
+    added: list[str] = []
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            removed += before[i1:i2]
+            added += after[j1:j2]
+    if not removed and not added:
+        return ""
+
+    def telling(lines: list[str]) -> list[str]:
+        found = [line for line in lines if not changes._TRIVIAL.match(line)]
+        return found or [line for line in lines if line.strip()]
+
+    old_shown, new_shown = telling(removed)[:1], telling(added)[: changes.ADDED_SHOWN]
+    return changes.gist_text(old_shown, new_shown, len(removed) + len(added))
+
+
+@settings(max_examples=500, deadline=None)
+@given(old=_TEXTS, new=_TEXTS, extra=_TEXTS)
+def test_the_gist_read_line_by_line_is_that_of_the_whole_lines(
+    old: str, new: str, extra: str
+) -> None:
+    # shared lines (new holds old), one-sided ones, every line end
+    for before, after in ((old, new), (old, old + extra), (old + extra, extra + old)):
+        assert list(changes._lines(before)) == before.splitlines()
+        assert text_gist(before, after) == _gist_of_whole_lines(before, after)
+
+
+def test_an_edit_adding_a_long_text_is_gisted_from_its_first_lines() -> None:
+    added = "".join(f"line → {i}\n" for i in range(400))
+    gist = text_gist("keep\n", "keep\n" + added)
+    assert gist == "added `line → 0` ⏎ `line → 1` (+398 more changed lines)"

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from test_secret_hints import PADDING, TEXTS
 from windowkeeper.core import hint_scan, secret_hints, secrets
@@ -115,3 +116,21 @@ def test_each_thread_scans_with_its_own_scratch_space() -> None:
     finally:
         secrets._SCANNER = active
     assert results == [expected] * 80
+
+
+_WIDE = st.lists(st.sampled_from(["a", "é", "→", "😀", "\ud800", "\udfff", " key="])).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=_WIDE, length=st.integers(0, 3 * hint_scan._CHUNK), tail=_WIDE)
+def test_a_text_encoded_in_slices_is_the_text_encoded_whole(
+    head: str, length: int, tail: str
+) -> None:
+    # slices of _CHUNK characters: lengths around and across the slice size
+    text = head + ("→é😀a" * length)[:length] + tail
+    data = hint_scan._utf8(text)
+    assert bytes(data) == text.encode("utf-8", "surrogatepass")
+    starts = {0, len(data), *(i for i, byte in enumerate(data) if byte < 0x80)}
+    assert hint_scan._char_offsets(data, starts) == {
+        start: len(bytes(data[:start]).decode("utf-8", "surrogatepass")) for start in starts
+    }

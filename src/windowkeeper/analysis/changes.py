@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.secrets import redact
@@ -119,19 +119,31 @@ def _text(args: Mapping[str, Any], keys: Sequence[str]) -> str | None:
 def text_gist(old: str, new: str) -> str:
     """``old → new`` of the first changed lines of ``old`` and ``new`` (see the module
     docstring); ``""`` when nothing changed."""
-    before, after = old.splitlines(), new.splitlines()
-    removed: list[str] = []
-    added: list[str] = []
+    # The texts are compared line by line but never held as lists of lines: a line only
+    # one side has matches nothing, so it is compared as a marker (one per side), and
+    # the changed lines shown are read back from the text (an edit that adds a long
+    # text otherwise holds all its lines and indexes each).
+    small, large = sorted((old, new), key=len)
+    shared = set(_lines(small)).intersection(_lines(large))
+    before, after = _keyed(old, shared, _OLD_ONLY), _keyed(new, shared, _NEW_ONLY)
+    removed: list[tuple[int, int]] = []
+    added: list[tuple[int, int]] = []
     matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            removed += before[i1:i2]
-            added += after[j1:j2]
-    if not removed and not added:
+            removed.append((i1, i2))
+            added.append((j1, j2))
+    del before, after, matcher
+    old_shown, old_count = _shown(old, removed, 1)
+    new_shown, new_count = _shown(new, added, ADDED_SHOWN)
+    if not old_count and not new_count:
         return ""
-    old_shown = _telling(removed)[:1]
-    new_shown = _telling(added)[:ADDED_SHOWN]
-    more = len(removed) + len(added) - len(old_shown) - len(new_shown)
+    return gist_text(old_shown, new_shown, old_count + new_count)
+
+
+def gist_text(old_shown: Sequence[str], new_shown: Sequence[str], changed: int) -> str:
+    """The gist of ``changed`` changed lines, showing ``old_shown`` → ``new_shown``."""
+    more = changed - len(old_shown) - len(new_shown)
     if old_shown and new_shown:
         gist = f"{_code(old_shown)} → {_code(new_shown)}"
     elif new_shown:
@@ -144,10 +156,50 @@ def text_gist(old: str, new: str) -> str:
     return gist + (f" (+{more} more changed line{'s' if more > 1 else ''})" if more > 0 else "")
 
 
-def _telling(lines: Sequence[str]) -> list[str]:
-    """The lines that say what the code does (all of them when none does)."""
-    telling = [line for line in lines if not _TRIVIAL.match(line)]
-    return telling or [line for line in lines if line.strip()]
+# The line ends of ``str.splitlines``.
+_ENDS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE = re.compile(f"([^{re.escape(_ENDS)}]*)(?:\r\n|[{re.escape(_ENDS)}])?")
+# What stands for each line only one side has (the two never equal, nor equal a line).
+_OLD_ONLY = object()
+_NEW_ONLY = object()
+
+
+def _lines(text: str) -> Iterator[str]:
+    """``text.splitlines()``, one line at a time."""
+    for match in _LINE.finditer(text):
+        if match.end() == match.start():  # only at the end of the text
+            return
+        yield match[1]
+
+
+def _keyed(text: str, shared: set[str], alone: object) -> list[object]:
+    """The lines of ``text``, each one the other side lacks as ``alone``."""
+    return [line if line in shared else alone for line in _lines(text)]
+
+
+def _shown(text: str, spans: Sequence[tuple[int, int]], count: int) -> tuple[list[str], int]:
+    """The first ``count`` lines of ``text`` at ``spans`` (ascending index ranges) that
+    say what the code does (when none does, the first non-blank ones), and how many
+    lines the spans hold."""
+    total = sum(end - start for start, end in spans)
+    telling: list[str] = []
+    others: list[str] = []
+    ranges = iter(spans)
+    start, end = next(ranges, (0, 0))
+    for index, line in enumerate(_lines(text) if total else ()):
+        while index >= end:
+            start, end = next(ranges, (-1, -1))
+            if end < 0:
+                return telling or others, total
+        if index < start:
+            continue
+        if not _TRIVIAL.match(line):
+            telling.append(line)
+            if len(telling) == count:
+                break
+        elif len(others) < count and line.strip():
+            others.append(line)
+    return telling or others, total
 
 
 def _code(lines: Sequence[str]) -> str:

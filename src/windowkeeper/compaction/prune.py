@@ -65,7 +65,7 @@ def content_handle(record: MessageFacts) -> str:
 # Characters encoded at a time when hashing: the hash never holds a whole large message
 # as bytes (or a joined copy of it). Encoding a str in slices gives the same bytes as
 # encoding it whole (a str holds code points; no pair spans a slice boundary).
-_HASH_CHUNK = 8_192
+_HASH_CHUNK = 1_024
 
 
 def make_handle(*parts: str) -> str:

@@ -23,10 +23,11 @@ the pure-Python path, with the same results.
 
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from .secret_hints import TOKEN_GROUPS, word_start_of
 
@@ -77,14 +78,16 @@ class _Compiled:
         self._scratch = hyperscan.Scratch(self._database)
         self._local = threading.local()
 
-    def _found(self, text: str) -> tuple[bytes, list[tuple[int, int]]]:
+    def _found(self, text: str) -> tuple[bytes | bytearray, list[tuple[int, int]]]:
         """``text`` as scanned (ASCII or UTF-8) and each match's (expression, start byte)."""
         found: list[tuple[int, int]] = []
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = self._scratch.clone()
-        data = text.encode("ascii" if text.isascii() else "utf-8", "surrogatepass")
-        self._database.scan(data, match_event_handler=_collect, context=found, scratch=scratch)
+        data = text.encode("ascii") if text.isascii() else _utf8(text)
+        # hyperscan reads any buffer (its stub says bytes)
+        scanned = cast(bytes, data)
+        self._database.scan(scanned, match_event_handler=_collect, context=found, scratch=scratch)
         return data, found
 
 
@@ -114,16 +117,36 @@ class HintScanner(_Compiled):
         return HintPositions(text, exact, lowered)
 
 
-def _char_offsets(data: bytes, starts: set[int]) -> dict[int, int]:
+def _utf8(text: str) -> bytearray:
+    """``text.encode("utf-8", "surrogatepass")``, encoded a slice at a time: encoding a
+    whole non-ASCII text reserves up to four bytes per character at once (a 10,000
+    character text ~30 KB for its 10 KB of bytes); this holds the bytes and one slice."""
+    data = bytearray()
+    for start in range(0, len(text), _CHUNK):
+        data += text[start : start + _CHUNK].encode("utf-8", "surrogatepass")
+    return data
+
+
+def _char_offsets(data: bytes | bytearray, starts: set[int]) -> dict[int, int]:
     """The character offset of each byte offset in ``starts`` of UTF-8 ``data`` (each is
     where an ASCII hint begins, so on a character boundary)."""
     offsets: dict[int, int] = {}
     done = chars = 0
+    view = memoryview(data)
     for start in sorted(starts):
-        chars += len(data[done:start].decode("utf-8", "surrogatepass"))
+        # Decoded a slice at a time (no copy of a long text, twice, for a count); a slice
+        # that ends inside a character leaves it to the next (``used``).
+        while done < start:
+            piece, used = codecs.utf_8_decode(
+                view[done : min(done + _CHUNK, start)], "surrogatepass"
+            )
+            chars += len(piece)
+            done += used
         offsets[start] = chars
-        done = start
     return offsets
+
+
+_CHUNK = 2_048
 
 
 def _collect(index: int, start: int, end: int, flags: int, found: Any) -> None:

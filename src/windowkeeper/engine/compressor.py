@@ -372,9 +372,10 @@ class ContextCompressor(BackgroundCompaction):
             )  # fmt: skip
         assert request.state is not None
         # The state and the written text come from the transcript: redact the whole.
-        body = redact(
-            compose(outcome.body, request.state, plan.summary_budget_tokens, complete=complete)
-        )
+        budget, summarizer = plan.summary_budget_tokens, outcome.summarizer
+        written = compose(outcome.body, request.state, budget, complete=complete)
+        del turns, analysis, request, run, outcome  # done with, before the peak: the archive
+        body = redact(written)
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
@@ -385,7 +386,7 @@ class ContextCompressor(BackgroundCompaction):
             after_tokens=after, after_messages=len(assembled),
             pruned=pruned.changed, summarized_messages=plan.tail_start - plan.head_end,
             summary_tokens=estimate_tokens(body), fallback_used=failure is not None,
-            summarizer=outcome.summarizer, failure=failure.kind if failure else None,
+            summarizer=summarizer, failure=failure.kind if failure else None,
             repairs=repairs, warnings=cuts,
         )  # fmt: skip
         archived = (*pruned.archived, *archive_turns(messages, plan, pruned.archived, job.facts))
