@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 from ..analysis.kinds import handoff_body, live_text
 from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig, summary_budget_tokens
 from ..core.messages import Message, call_arguments, is_in_place_instruction, tool_calls
 from ..core.report import ArchivedItem
-from ..core.tokens import estimate_tokens
+from ..core.tokens import estimate_tokens, message_tokens
 from .boundaries import head_end, newest_real_user, system_end, tail_cut
-from .handoff import unwrap
+from .handoff import render_handoff, system_note, unwrap
 from .media import strip_historical_media
 from .placement import extra_parts, place_handoff, with_system_note
 from .prune import content_handle, make_handle
@@ -133,13 +134,22 @@ def _handoff_first(
     tail's large tool results (verbatim output the agent can read again, archived) give
     way first, down to their own floor; only then does the handoff get less, down to a
     minimum that still carries the essentials."""
-    left = room - _kept(messages, costs, plan) - HANDOFF_FRAME_TOKENS
+    left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, frame_tokens())
     if not plan.compressible or left >= plan.summary_budget_tokens:
         return plan
     facts = facts if facts is not None else Analyzer().analyze(messages)
     give = max(0, min(plan.summary_budget_tokens - left, tail_slack(facts, plan.tail_start)))
     budget = max(MIN_FIT_BUDGET, left + give)
     return replace(plan, summary_budget_tokens=budget, tail_cut_tokens=give)
+
+
+@cache
+def frame_tokens() -> int:
+    """What the handoff's framing and the one-time system note cost, measured: a tail cut
+    planned on less would leave the request over the window and be cut again, its handle
+    with it."""
+    framed = message_tokens({"role": "assistant", "content": render_handoff("")})
+    return framed + estimate_tokens(f"\n\n{system_note()}")
 
 
 def _fits(
