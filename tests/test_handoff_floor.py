@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from factories import assistant, call, system, tool, user
+from factories import assistant, call, image_part, system, tool, user
 from windowkeeper.compaction.plan import fitting_plan
 from windowkeeper.compaction.truncate import TAIL_KEEP_TOKENS
 from windowkeeper.core.config import CompressionConfig
@@ -167,3 +167,18 @@ def test_every_failed_attempt_of_a_step_is_counted_and_named_by_its_error() -> N
     assert "moved on: edited" in line and "helpers.py" in line
     # The error is what the tool said about the edit, not a line of the quoted old text.
     assert "No replacement was performed" in line and "UnitsError" not in line
+
+
+def test_only_the_text_of_a_tail_result_counts_as_what_it_can_give() -> None:
+    """A screenshot's image cannot be cut for the handoff: a result of a short caption
+    and three images gives nothing, so the plan does not count on it."""
+    messages = session()
+    caption = {"type": "text", "text": "Screenshot of the failing page."}
+    messages[-1] = tool("v1", [caption, image_part(), image_part(), image_part()])
+    comp = ContextCompressor(CompressionConfig(), context_length=WINDOW)
+    facts = comp.analyzer.analyze(messages)
+    assert facts[-1].tokens > 3 * TAIL_KEEP_TOKENS
+    costs = [f.tokens for f in facts]
+    plan = fitting_plan(messages, costs, comp.plan(messages), comp.config, WINDOW, 6_000, facts)
+    assert plan.tail_cut_tokens == 0
+    assert plan.summary_budget_tokens < comp.config.summary_min_tokens

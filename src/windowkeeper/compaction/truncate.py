@@ -18,6 +18,7 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig
 from ..core.messages import Message
 from ..core.report import ArchivedItem
+from ..core.tokens import estimate_tokens
 from .prune import PassResult, PruneSettings, content_handle, truncate_tool_arguments
 
 TRUNCATION_MARKER = (
@@ -183,12 +184,16 @@ def _shorten(text: str, cap: int, marker: str = TRUNCATION_MARKER) -> str:
 
 
 def tail_results(facts: Sequence[MessageFacts], start: int) -> dict[int, int]:
-    """Index -> tokens of the tool results from ``start`` on that have text to give."""
-    return {
-        i: facts[i].tokens
-        for i in range(start, len(facts))
-        if facts[i].role == "tool" and facts[i].tokens > TAIL_KEEP_TOKENS and facts[i].text
-    }
+    """Index -> text tokens of the tool results from ``start`` on that have text to give."""
+    sizes = {i: _text_tokens(facts[i]) for i in range(start, len(facts)) if facts[i].role == "tool"}
+    return {i: size for i, size in sizes.items() if size > TAIL_KEEP_TOKENS}
+
+
+def _text_tokens(record: MessageFacts) -> int:
+    """A result's tokens that a cut can reach: of a list (text and images), its text."""
+    if isinstance(record.message.get("content"), str):
+        return record.tokens
+    return estimate_tokens(record.text)
 
 
 def tail_slack(facts: Sequence[MessageFacts], start: int) -> int:
