@@ -91,7 +91,7 @@ def test_forced_compaction_that_would_not_fit_keeps_only_the_minimum_tail() -> N
     comp = compressor(window=8_000)
     messages = [system(), user(TASK), *rounds(0, 4, 400), *big_edits(8, 1_500)]
     assert estimate_messages_tokens(messages) > 8_000
-    costs = [comp._cost(m) for m in messages]
+    costs = [comp.analyzer.facts(m).tokens for m in messages]
     usual = comp.plan(messages)
     tight = fitting_plan(messages, costs, usual, comp.config, comp.context_length, 8_000)
     assert tight.tail_start > usual.tail_start

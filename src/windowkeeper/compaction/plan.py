@@ -8,19 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 from ..analysis.kinds import handoff_body, live_text
 from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig, summary_budget_tokens
 from ..core.messages import Message, call_arguments, is_in_place_instruction, tool_calls
 from ..core.report import ArchivedItem
-from ..core.tokens import estimate_tokens
+from ..core.tokens import estimate_tokens, message_tokens
 from .boundaries import head_end, newest_real_user, system_end, tail_cut
-from .handoff import unwrap
+from .handoff import render_handoff, system_note, unwrap
 from .media import strip_historical_media
 from .placement import extra_parts, place_handoff, with_system_note
 from .prune import content_handle, make_handle
 from .sanitize import sanitize_tool_pairs
+from .truncate import tail_slack
 
 MIN_FIT_BUDGET = 400
 """The smallest handoff budget a compaction that must fit the window may shrink to."""
@@ -40,6 +42,9 @@ class CompactionPlan:
     summary_budget_tokens: int
     middle_tokens: int
     previous_summary: str | None
+    tail_cut_tokens: int = 0
+    """Tokens the tail's large tool results give up so the handoff keeps its budget (a
+    compaction that must fit a small window; see :func:`fitting_plan`)."""
 
 
 def make_plan(
@@ -115,12 +120,36 @@ def fitting_plan(
         smallest = make_plan(messages, costs, least, context_length, 0, facts)
         if smallest.compressible and smallest.tail_start > chosen.tail_start:
             chosen = smallest
-    # On a small window the handoff's floor (design §5) may itself be what does not fit:
-    # then it gets what is left, down to a minimum that still carries the essentials.
-    left = room - _kept(messages, costs, chosen) - HANDOFF_FRAME_TOKENS
-    if chosen.compressible and left < chosen.summary_budget_tokens:
-        return replace(chosen, summary_budget_tokens=max(MIN_FIT_BUDGET, left))
-    return chosen
+    return _handoff_first(messages, costs, chosen, room, facts)
+
+
+def _handoff_first(
+    messages: Sequence[Message],
+    costs: Sequence[int],
+    plan: CompactionPlan,
+    room: int,
+    facts: Sequence[MessageFacts] | None,
+) -> CompactionPlan:
+    """On a small window the handoff's floor (design §6) may be what does not fit. The
+    tail's large tool results (verbatim output the agent can read again, archived) give
+    way first, down to their own floor; only then does the handoff get less, down to a
+    minimum that still carries the essentials."""
+    left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, frame_tokens())
+    if not plan.compressible or left >= plan.summary_budget_tokens:
+        return plan
+    facts = facts if facts is not None else Analyzer().analyze(messages)
+    give = max(0, min(plan.summary_budget_tokens - left, tail_slack(facts, plan.tail_start)))
+    budget = max(MIN_FIT_BUDGET, left + give)
+    return replace(plan, summary_budget_tokens=budget, tail_cut_tokens=give)
+
+
+@cache
+def frame_tokens() -> int:
+    """What the handoff's framing and the one-time system note cost, measured: a tail cut
+    planned on less would leave the request over the window and be cut again, its handle
+    with it."""
+    framed = message_tokens({"role": "assistant", "content": render_handoff("")})
+    return framed + estimate_tokens(f"\n\n{system_note()}")
 
 
 def _fits(

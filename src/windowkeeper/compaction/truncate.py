@@ -10,18 +10,27 @@ marker, so the model knows text is missing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.record import Analyzer
+from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig
 from ..core.messages import Message
-from .prune import PruneSettings, truncate_tool_arguments
+from ..core.report import ArchivedItem
+from ..core.tokens import estimate_tokens
+from .prune import PassResult, PruneSettings, content_handle, truncate_tool_arguments
 
 TRUNCATION_MARKER = (
     "\n[... {cut:,} characters cut here: the request exceeded the context window ...]\n"
 )
+TAIL_CUT_MARKER = (
+    "\n[... {cut:,} characters cut here so the handoff keeps its budget; the whole output "
+    "is archived (ref {handle}) ...]\n"
+)
+TAIL_KEEP_TOKENS = 500
+"""The least a tail tool result keeps when it gives way to the handoff's floor: its
+head and tail, enough for the start of a file view and the end of a test run."""
 
 
 _MIN_KEEP_CHARS = 400
@@ -84,19 +93,19 @@ def _is_text_part(part: object) -> bool:
     return isinstance(part, Mapping) and isinstance(part.get("text"), str)
 
 
-def _shorten_content(content: Any, cap: int) -> Any:
+def _shorten_content(content: Any, cap: int, marker: str = TRUNCATION_MARKER) -> Any:
     """``content`` with its text cut to about ``cap`` characters. A list's text parts become
     one shortened text part in place of the first (other parts, such as images, stay), so
     many short parts cannot each keep a head and grow by a marker."""
     if isinstance(content, str):
-        return _shorten(content, cap)
+        return _shorten(content, cap, marker)
     text: str | None = "\n".join(p["text"] for p in content if _is_text_part(p))
     shortened: list[Any] = []
     for part in content:
         if not _is_text_part(part):
             shortened.append(part)
         elif text is not None:
-            shortened.append({**part, "text": _shorten(text, cap)})
+            shortened.append({**part, "text": _shorten(text, cap, marker)})
             text = None
     return shortened
 
@@ -155,20 +164,66 @@ def last_rungs(
     return messages, tokens, tuple(cuts)
 
 
-def _water_level(sizes: list[int], need: int) -> int | None:
-    """The largest cap whose cut (sum of ``size - cap`` over larger sizes) reaches ``need``."""
+def _water_level(sizes: list[int], need: int, least: int = _MIN_KEEP_CHARS) -> int | None:
+    """The largest cap whose cut (sum of ``size - cap`` over larger sizes) reaches ``need``
+    (never under ``least``)."""
     if need <= 0 or not sizes:
         return None
     for count in range(1, len(sizes) + 1):
         floor = sizes[count] if count < len(sizes) else 0
         level = (sum(sizes[:count]) - need) // count
         if level >= floor:
-            return max(_MIN_KEEP_CHARS, level)
-    return _MIN_KEEP_CHARS
+            return max(least, level)
+    return least
 
 
-def _shorten(text: str, cap: int) -> str:
+def _shorten(text: str, cap: int, marker: str = TRUNCATION_MARKER) -> str:
     head = cap * 2 // 3
     tail = cap - head
-    marker = TRUNCATION_MARKER.format(cut=len(text) - cap)
-    return f"{text[:head]}{marker}{text[len(text) - tail :]}"
+    return f"{text[:head]}{marker.format(cut=len(text) - cap)}{text[len(text) - tail :]}"
+
+
+def tail_results(facts: Sequence[MessageFacts], start: int) -> dict[int, int]:
+    """Index -> text tokens of the tool results from ``start`` on that have text to give."""
+    sizes = {i: _text_tokens(facts[i]) for i in range(start, len(facts)) if facts[i].role == "tool"}
+    return {i: size for i, size in sizes.items() if size > TAIL_KEEP_TOKENS}
+
+
+def _text_tokens(record: MessageFacts) -> int:
+    """A result's tokens that a cut can reach: of a list (text and images), its text."""
+    if isinstance(record.message.get("content"), str):
+        return record.tokens
+    return estimate_tokens(record.text)
+
+
+def tail_slack(facts: Sequence[MessageFacts], start: int) -> int:
+    """Tokens the tool results from ``start`` on can give before any is under its floor."""
+    return sum(tokens - TAIL_KEEP_TOKENS for tokens in tail_results(facts, start).values())
+
+
+def shorten_tail_results(
+    messages: list[Message], facts: Sequence[MessageFacts], start: int, excess_tokens: int
+) -> PassResult:
+    """The tail's largest tool results cut to give about ``excess_tokens`` to the handoff
+    (design §6: the handoff's floor before verbatim output the agent can read again).
+
+    Water-filling over their token sizes, each keeping at least :data:`TAIL_KEEP_TOKENS`;
+    a cut one keeps its head and tail around a marker with its archive handle, and the
+    whole original is archived. ``facts``: the records of ``messages`` (same indices).
+    User and assistant messages, and pairing, are never touched."""
+    sizes = tail_results(facts, start)
+    cap = _water_level(sorted(sizes.values(), reverse=True), excess_tokens, TAIL_KEEP_TOKENS)
+    if cap is None:
+        return PassResult(messages)
+    out, archived = list(messages), []
+    for index, tokens in sizes.items():
+        if tokens <= cap:
+            continue
+        record = facts[index]
+        handle = content_handle(record)
+        keep = len(record.text) * cap // tokens
+        marker = TAIL_CUT_MARKER.replace("{handle}", handle)
+        content = _shorten_content(messages[index]["content"], keep, marker)
+        out[index] = {**messages[index], "content": content}
+        archived.append(ArchivedItem(handle, "tool_output", index, messages[index]))
+    return PassResult(out, len(archived), tuple(archived))

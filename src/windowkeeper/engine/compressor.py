@@ -47,6 +47,7 @@ from .guard import (
 from .pipeline import (
     Job,
     can_prune,
+    cut_tail,
     fitted,
     make_job,
     over_window_warning,
@@ -127,9 +128,6 @@ class ContextCompressor(BackgroundCompaction):
         copy.__dict__.update(self.__dict__)
         copy.analyzer = Analyzer(image_tokens=self.config.image_tokens, count=self.token_counter)
         return copy
-
-    def _cost(self, message: Message) -> int:
-        return self.analyzer.facts(message).tokens
 
     @property
     def compression_count(self) -> int:
@@ -351,7 +349,7 @@ class ContextCompressor(BackgroundCompaction):
         return self._finish(job, result, started, job.plan.previous_summary)
 
     def _summary_tier(self, job: Job, pruned: PassResult, started: float) -> CompressionResult:
-        messages, plan = job.messages, job.plan
+        messages, plan, pruned = job.messages, job.plan, cut_tail(job, pruned)
         turns = summarized_turns(messages, plan, job.facts)
         analysis = Analysis(turns, self.analyzer.analyze(turns))
         request = summary_request(

@@ -17,7 +17,7 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..compaction.boundaries import newest_real_user, newest_request, system_end
 from ..compaction.plan import HANDOFF_FRAME_TOKENS, MIN_FIT_BUDGET, CompactionPlan, fitting_plan
 from ..compaction.prune import PassResult, PruneSettings, prune
-from ..compaction.truncate import Cut, last_rungs
+from ..compaction.truncate import Cut, last_rungs, shorten_tail_results
 from ..compaction.usertexts import (
     UserBudget,
     excerpt_tokens,
@@ -136,6 +136,16 @@ def prune_head(job: Job, config: CompressionConfig, analyzer: Analyzer) -> PassR
         if i < plan.head_end or i >= plan.tail_start or i == plan.restated_user
     ]  # fmt: skip
     return _with_users(job, prune(job.messages, settings), kept)
+
+
+def cut_tail(job: Job, pruned: PassResult) -> PassResult:
+    """``pruned`` with the tail's large tool results shortened as the plan says, so the
+    handoff of a must-fit compaction keeps its budget (:func:`fitting_plan`)."""
+    start, excess = job.plan.tail_start, job.plan.tail_cut_tokens
+    if excess <= 0:
+        return pruned
+    cut = shorten_tail_results(pruned.messages, job.facts, start, excess)
+    return PassResult(cut.messages, pruned.changed + cut.changed, (*pruned.archived, *cut.archived))
 
 
 STUB_TOKENS = 24

@@ -70,12 +70,32 @@ def decisions(
     return tuple(kept)
 
 
+# A sentence that only gives the reason for the one before it ("This is because …").
+_REASON_NEXT = re.compile(
+    r"(?:this is |that is |that's |it's )?(?:because|since|so that|otherwise|that way"
+    r"|this (?:will|would|should|lets|allows|way)|which (?:allows|lets|means|would))\b",
+    re.IGNORECASE,
+)
+REASON_CHARS = 200
+"""The longest reason sentence joined to the decision it explains."""
+
+
 def _decisions_in(text: str) -> list[str]:
     body = prose(text[:20_000])
-    items = clued_items(paragraphs(body), _DECISION_CLUES)
-    return [
-        collapse(s, 300)
-        for item in items
-        for s in item_sentences(item)
-        if len(s) >= 20 and s[-1] not in "?:" and _DECISION.search(s)
-    ]
+    found: list[str] = []
+    for item in clued_items(paragraphs(body), _DECISION_CLUES):
+        sentences = item_sentences(item)
+        joined = -1  # the reason sentence already joined to the decision before it
+        for k, sentence in enumerate(sentences):
+            if k == joined or len(sentence) < 20 or sentence[-1] in "?:":
+                continue
+            if not _DECISION.search(sentence):
+                continue
+            # The agent's stated reason stays with its decision: a trimmed list that
+            # keeps the choice must keep why it was made.
+            after = sentences[k + 1] if k + 1 < len(sentences) else ""
+            sentence = collapse(sentence, 300)
+            if after and len(after) <= REASON_CHARS and _REASON_NEXT.match(after):
+                sentence, joined = f"{sentence} {after}", k + 1
+            found.append(sentence)
+    return found

@@ -110,7 +110,7 @@ def _useful_max(state: HandoffState, knob: str) -> int:
     }  # fmt: skip
     lengths = {
         "task_chars": len(state.task.text) if state.task else 0, "user_line_chars": 240,
-        "decision_chars": 300, "constraint_chars": 600, "last_chars": len(state.last_action),
+        "decision_chars": 500, "constraint_chars": 600, "last_chars": len(state.last_action),
         "spec_chars": max((len(spec.text) for spec in state.specs), default=0),
     }  # fmt: skip
     return counts.get(knob, lengths.get(knob, ALL))

@@ -21,7 +21,7 @@ from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent, remembered
 from ...analysis.facts import collapse
 from ...analysis.gist import is_stub, stub_error
-from ...analysis.outputs import event_errors, last_line
+from ...analysis.outputs import error_lines, event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
 from ...analysis.toolshapes import ToolKind, change_verb
 from .text import shown_command
@@ -53,9 +53,23 @@ def first_error(event: ToolEvent) -> str:
     one its stub kept)."""
     if event.result and is_stub(event.result):
         return collapse(stub_error(event.result).split(" | ")[-1], 160)
-    errors = event_errors(event)
+    found: str = remembered(event, "first_error", _first_error)
+    return found
+
+
+def _first_error(event: ToolEvent) -> str:
+    result = event.result or ""
+    echoed = [v for v in event.args.values() if isinstance(v, str) and "\n" in v and v in result]
+    if echoed and event.action.kind is not ToolKind.SHELL:
+        # A tool that quotes the call's own text back ("old_str `…` did not appear
+        # verbatim"): the error is what it says about that text, not a line of it.
+        for text in echoed:
+            result = result.replace(text, "…")
+        errors = error_lines(result, failed=event.failed)
+    else:
+        errors = event_errors(event)
     causes = [e for e in errors if not _WRAPPER.search(e.lstrip("* ").lstrip("(").strip())]
-    chosen = (causes or errors)[-1] if errors else _telling_line(event.result or "")
+    chosen = (causes or errors)[-1] if errors else _telling_line(result)
     return collapse(chosen, 160)
 
 
@@ -127,20 +141,20 @@ class FixLog:
             self._attempts(chain)
             if id(failure) not in self._done:
                 self._done.add(id(failure))
-                self._add(failure, self._fix(failure, success))
+                self._add(failure, self._fix(failure, success), _repeats(chain))
 
     def replaced(self, failure: ToolEvent) -> None:
         """Entries for the earlier attempts of a step that failed again otherwise."""
         self._attempts([*self.tracker.replaced(failure), failure])
 
     def _attempts(self, chain: Sequence[ToolEvent]) -> None:
-        for older, newer in pairwise(chain):
+        for count, (older, newer) in enumerate(pairwise(chain), 1):
             if id(older) in self._done or first_error(older) == first_error(newer):
                 continue
             self._done.add(id(older))
             changes = self._between(older, newer)
             fix = f"fixed by: {changes}; the next run failed otherwise" if changes else ""
-            self._add(older, fix or "the next run failed otherwise")
+            self._add(older, fix or "the next run failed otherwise", _repeats(chain[:count]))
 
     def _fix(self, failure: ToolEvent, success: ToolEvent) -> str:
         how = self.tracker.how(failure)
@@ -175,12 +189,24 @@ class FixLog:
         more = len(changes) - _SHOWN_CHANGES
         return ", ".join(changes[-_SHOWN_CHANGES:]) + (f" (+{more} earlier)" if more > 0 else "")
 
-    def _add(self, failure: ToolEvent, fix: str) -> None:
+    def _add(self, failure: ToolEvent, fix: str, tries: int = 1) -> None:
         code = f"exit {failure.exit_code}" if failure.exit_code is not None else "failed"
         error = collapse(first_error(failure), 140)
-        entry = f"{what_failed(failure, 80)} {code}: {error} → {fix}"
+        # Every failed attempt counts ("the first two edits failed"), not only the last.
+        again = f" (the same error in {tries} attempts)" if tries > 1 else ""
+        entry = f"{what_failed(failure, 80)} {code}: {error}{again} → {fix}"
         self.fixed[:] = [e for e in self.fixed if e != entry][-(MAX_FIXED * 2) :]
         self.fixed.append(entry)
+
+
+def _repeats(chain: Sequence[ToolEvent]) -> int:
+    """How many attempts at the end of ``chain`` failed with its last one's error."""
+    last, count = first_error(chain[-1]), 0
+    for event in reversed(chain):
+        if first_error(event) != last:
+            break
+        count += 1
+    return count
 
 
 def _did(event: ToolEvent) -> str:

@@ -80,7 +80,8 @@ class Shown:
     last_chars: int = ALL
     """Characters of the last action (the agent's words that led to it go first)."""
     decisions: int = ALL
-    decision_chars: int = 300
+    decision_chars: int = 500
+    """A decision and the short reason joined to it (decide.REASON_CHARS)."""
     errors: int = ALL
     error_lines_each: int = 6
     files: int = ALL
@@ -268,7 +269,8 @@ def _files(state: HandoffState, shown: Shown) -> str:
     unlisted = dict(state.unlisted)
     for status in STATUSES:
         group = tuple(p for p, how in state.files if how == status)
-        limit = shown.files_read if status == "read" else shown.files
+        # A list that must shrink keeps its newest name: "(and 3 more)" alone says nothing.
+        limit = max(1, shown.files_read if status == "read" else shown.files)
         if not group and not unlisted.get(status):
             continue
         listed = group[len(group) - min(limit, len(group)) :]
