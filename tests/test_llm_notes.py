@@ -21,7 +21,10 @@ from windowkeeper.analysis.kinds import handoff_body, is_handoff
 from windowkeeper.cli import app as cli
 from windowkeeper.core.messages import content_text
 from windowkeeper.core.report import CompressionResult, FailureKind
-from windowkeeper.summary.handoff.parse import split_sections
+from windowkeeper.summary.handoff.parse import parse_state, split_sections
+from windowkeeper.summary.handoff.text import NOTES_BESIDE, Shown, section_text
+from windowkeeper.summary.handoff.worktext import AS_OF
+from windowkeeper.summary.llm.output import written_part
 from windowkeeper.summary.llm.prompt import DATA_OPEN
 from windowkeeper.summary.trim import trim_sections
 from windowkeeper.testing import OpenAITestServer, Step
@@ -83,9 +86,39 @@ def test_notes_over_the_budget_lose_whole_items_oldest_first() -> None:
     trimmed = [HANDLE.findall(line)[0] for line in done[: len(done) - len(kept)]]
     assert f"recall {', '.join(trimmed[-12:])}, the newest 12 of {len(trimmed)} handles" in marker
     assert "- Wiring the exporter into the CLI (wkffffffffff)" in work  # in progress kept
-    assert sections["Next Step"].strip() == "Run the whole suite, then commit."
+    assert (
+        sections["Next Step"].split(NOTES_BESIDE)[1].strip() == "Run the whole suite, then commit."
+    )
     assert "### Risks" in work and "- The CSV may exceed 1 GB" in work  # own heading kept
     assert "- Kept SQLite because the host has no Redis." in sections["Key Decisions"]
+
+
+def test_model_notes_sit_below_the_state_at_compaction_time_and_round_trip() -> None:
+    """A model writes from the summarized turns: its Work State and Next Step are labelled
+    as of the cut, below the state extracted at compaction time, never in its place."""
+    reply = (
+        "## Work State\nIn progress:\n- Wiring the exporter into the CLI (wk00000000aa)\n\n"
+        "## Key Decisions\n- Kept SQLite because the host has no Redis.\n\n"
+        "## Next Step\nWire the exporter, then run the suite."
+    )
+    with OpenAITestServer() as server:
+        result = compress(server, reply)
+    sections = written(result)
+    state_part, notes = sections["Work State"].split(NOTES_BESIDE)
+    assert state_part.startswith(AS_OF) and "Done" in state_part  # extracted, tail included
+    assert notes.strip() == "In progress:\n- Wiring the exporter into the CLI (wk00000000aa)"
+    last, next_notes = sections["Next Step"].split(NOTES_BESIDE)
+    assert last.startswith("Last action: ran `pytest tests/test_29.py`")
+    assert next_notes.strip() == "Wire the exporter, then run the suite."
+    body = handoff_body(content_text(next(m for m in result.messages if is_handoff(m))["content"]))
+    assert body is not None
+    parsed = parse_state(body)
+    assert parsed is not None
+    for title in ("Work State", "Next Step"):  # carried exactly to the next compaction
+        assert section_text(title, parsed, Shown()) == f"## {title}\n{sections[title]}".strip()
+    assert dict(parsed.written)["Next Step"] == "Wire the exporter, then run the suite."
+    again = written_part(body)  # what the model is given to update next time
+    assert AS_OF not in again and "Wiring the exporter into the CLI" in again
 
 
 @pytest.mark.usefixtures("summary_tier")
