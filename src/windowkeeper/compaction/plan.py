@@ -40,6 +40,10 @@ class CompactionPlan:
     summary_budget_tokens: int
     middle_tokens: int
     previous_summary: str | None
+    notes_room: int | None = None
+    """Tokens left in the window beyond the handoff budget, where a compaction that must
+    fit measured it (``None``: not measured, the window has room). A summary model's notes
+    come on top of the extracted state only as far as this allows."""
 
 
 def make_plan(
@@ -119,8 +123,8 @@ def fitting_plan(
     # then it gets what is left, down to a minimum that still carries the essentials.
     left = room - _kept(messages, costs, chosen) - HANDOFF_FRAME_TOKENS
     if chosen.compressible and left < chosen.summary_budget_tokens:
-        return replace(chosen, summary_budget_tokens=max(MIN_FIT_BUDGET, left))
-    return chosen
+        return replace(chosen, summary_budget_tokens=max(MIN_FIT_BUDGET, left), notes_room=0)
+    return replace(chosen, notes_room=max(0, left - chosen.summary_budget_tokens))
 
 
 def _fits(

@@ -59,7 +59,7 @@ NOTES_BESIDE = (
     "The summary model's notes, as of the cut (the turns kept after this handoff may have "
     "finished or changed some of this):"
 )
-_BESIDE = frozenset({"Work State", "Next Step"})
+BESIDE = frozenset({"Work State", "Next Step"})
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
@@ -113,7 +113,7 @@ def section_text(title: str, state: HandoffState, shown: Shown) -> str:
     written = dict(state.written).get(title)
     if written is None:
         body = _RENDERERS[title](state, shown)
-    elif title in _BESIDE:
+    elif title in BESIDE:
         body = "\n".join(x for x in (_RENDERERS[title](state, shown), NOTES_BESIDE, written) if x)
     else:
         body = written
