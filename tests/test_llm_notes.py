@@ -120,9 +120,10 @@ def test_model_notes_sit_below_the_state_at_compaction_time_and_round_trip() -> 
     assert body is not None
     parsed = parse_state(body)
     assert parsed is not None
-    for title in ("Work State", "Next Step"):  # carried exactly to the next compaction
+    for title in ("Work State", "Key Decisions", "Next Step"):  # carried exactly
         assert section_text(title, parsed, Shown()) == f"## {title}\n{sections[title]}".strip()
     assert dict(parsed.written)["Next Step"] == "Wire the exporter, then run the suite."
+    assert dict(parsed.written)["Key Decisions"] == "- Kept SQLite because the host has no Redis."
     again = written_part(body)  # what the model is given to update next time
     assert AS_OF not in again and "Wiring the exporter into the CLI" in again
 
@@ -150,13 +151,21 @@ def test_model_notes_come_on_top_of_the_extracted_state() -> None:
     assert "Earlier commands (counted, not listed)" in alone["State Ledger"]  # it was fitted
     assert "Finding 79" in llm["Work State"]  # the newest notes are there
     assert llm["Work State"].split(NOTES_BESIDE)[0].strip() == alone["Work State"].strip()
-    for title in ("Files", "State Ledger", "Open Errors"):
+    for title in ("Files", "Open Errors"):
         assert llm.get(title) == alone.get(title), title
+
+    def commands(ledger: str) -> set[str]:
+        return {line for line in ledger.split("\n") if line.startswith("- `")}
+
+    # The ledger, the first to give way, lists at least the commands it lists alone.
+    assert commands(alone["State Ledger"]) <= commands(llm["State Ledger"])
+    extracted = llm["Key Decisions"].split(NOTES_BESIDE)[0].strip()
+    assert extracted == alone.get("Key Decisions", "").strip()  # the agent's own, kept
 
 
 def test_notes_share_the_budget_when_the_window_has_no_room() -> None:
     plan = CompactionPlan(0, 5, (), None, True, 2_000, 50_000, None)
-    labels = 2 * LABEL_TOKENS  # the notes' label lines in Work State and Next Step
+    labels = 3 * LABEL_TOKENS  # the notes' label lines in their three sections
     assert notes_on_top(plan) == written_budget(2_000) + labels  # the window has room
     assert notes_on_top(replace(plan, notes_room=300)) == 300
     assert notes_on_top(replace(plan, notes_room=0)) == 0

@@ -23,7 +23,7 @@ from .handoff.extract import Placement, extract_state, previous_state
 from .handoff.fit import fitted
 from .handoff.model import HandoffState
 from .handoff.parse import split_sections
-from .handoff.text import BESIDE, NOTES_BESIDE, render
+from .handoff.text import NOTES_BESIDE, render
 from .handoff.users import written_text
 from .protocol import WRITTEN_TITLES, SummaryRequest, written_budget
 from .redact import MaskedTurns, masked_analysis
@@ -78,7 +78,7 @@ def notes_on_top(plan: CompactionPlan) -> int:
     to the extracted state; taking their room out of the state's budget would trade the
     state's facts (fixes, files, the spec) for them (the reader benchmark's LLM variant)."""
     # The share, and the lines that label the notes where they sit beside the state.
-    share = written_budget(plan.summary_budget_tokens) + len(BESIDE) * LABEL_TOKENS
+    share = written_budget(plan.summary_budget_tokens) + len(WRITTEN_TITLES) * LABEL_TOKENS
     return share if plan.notes_room is None else min(share, plan.notes_room)
 
 
@@ -124,11 +124,8 @@ def compose(body: str, request: SummaryRequest, *, complete: bool) -> str:
 
 def _cost(merged: HandoffState) -> int:
     """Tokens the notes add to a render: each written section with the line that labels
-    it (where it sits beside the extracted state), or the free-text notes."""
-    texts = (
-        estimate_tokens(text) + 1 + (LABEL_TOKENS if t in BESIDE else 0)
-        for t, text in merged.written
-    )
+    it beside the extracted state, or the free-text notes."""
+    texts = (estimate_tokens(text) + 1 + LABEL_TOKENS for _, text in merged.written)
     return sum(texts) + (estimate_tokens(merged.notes) if merged.notes else 0)
 
 

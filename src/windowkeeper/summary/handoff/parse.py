@@ -75,6 +75,7 @@ def parse_state(text: str) -> HandoffState | None:
     notes = read_fence(sections.get("Notes", []), 0)
     work_lines, work_notes = _beside(sections.get("Work State", []))
     next_lines, next_notes = _beside(sections.get("Next Step", []))
+    decision_lines, decision_notes = _beside(sections.get("Key Decisions", []))
     work = parse_work(work_lines)
     values, commits = parse_values(_plain(sections.get("Critical Values", [])))
     last_action, next_step = _parse_next(_plain(next_lines))
@@ -85,6 +86,8 @@ def parse_state(text: str) -> HandoffState | None:
         written = (("Work State", work_notes),)
     elif work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
         written = (("Work State", "\n".join(work_lines).strip()),)
+    if decision_notes:
+        written += (("Key Decisions", decision_notes),)
     if next_notes:
         written += (("Next Step", next_notes),)
     return HandoffState(
@@ -98,7 +101,7 @@ def parse_state(text: str) -> HandoffState | None:
         work=work,
         written=written,
         errors=_parse_errors(sections.get("Open Errors", [])),
-        decisions=tuple(_items(sections.get("Key Decisions", []))),
+        decisions=tuple(_items(decision_lines)),
         root=root,
         files=files,
         unlisted=unlisted,

@@ -52,14 +52,14 @@ _REASON = re.compile(
 )
 _FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
 # A summary model writes from the summarized turns only: its notes stand as of the cut.
-# In these sections they sit under this line, after the state extracted at compaction time
+# In its sections they sit under this line, after the state extracted at compaction time
 # (tail included), never in its place: a reader of the handoff alone must not take work the
-# tail finished for work in progress (issue 24: the LLM handoff's misleading answers).
+# tail finished for work in progress (issue 24: the LLM handoff's misleading answers), and
+# the extracted facts (the agent's own decisions with their reasons) stay.
 NOTES_BESIDE = (
     "The summary model's notes, as of the cut (the turns kept after this handoff may have "
     "finished or changed some of this):"
 )
-BESIDE = frozenset({"Work State", "Next Step"})
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
@@ -113,10 +113,8 @@ def section_text(title: str, state: HandoffState, shown: Shown) -> str:
     written = dict(state.written).get(title)
     if written is None:
         body = _RENDERERS[title](state, shown)
-    elif title in BESIDE:
-        body = "\n".join(x for x in (_RENDERERS[title](state, shown), NOTES_BESIDE, written) if x)
     else:
-        body = written
+        body = "\n".join(x for x in (_RENDERERS[title](state, shown), NOTES_BESIDE, written) if x)
     if not body:
         return "" if title not in _ALWAYS else f"## {title}\n{NONE}"
     return f"## {title}\n{body}"
