@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -19,17 +20,25 @@ from factories import long_session
 from windowkeeper import CompressionConfig, ContextCompressor, LLMSummarizer, LLMSummarizerConfig
 from windowkeeper.analysis.kinds import handoff_body, is_handoff
 from windowkeeper.cli import app as cli
-from windowkeeper.core.messages import content_text
+from windowkeeper.compaction.plan import CompactionPlan
+from windowkeeper.core.messages import Message, content_text
 from windowkeeper.core.report import CompressionResult, FailureKind
-from windowkeeper.summary.handoff.parse import split_sections
+from windowkeeper.summary.handoff.parse import parse_state, split_sections
+from windowkeeper.summary.handoff.text import NOTES_BESIDE, Shown, section_text
+from windowkeeper.summary.handoff.worktext import AS_OF
+from windowkeeper.summary.llm.output import written_part
 from windowkeeper.summary.llm.prompt import DATA_OPEN
+from windowkeeper.summary.protocol import written_budget
+from windowkeeper.summary.request import LABEL_TOKENS, notes_on_top
 from windowkeeper.summary.trim import trim_sections
 from windowkeeper.testing import OpenAITestServer, Step
 
 HANDLE = re.compile(r"\bwk[0-9a-f]{10}\b")
 
 
-def compress(server: OpenAITestServer, reply: str) -> CompressionResult:
+def compress(
+    server: OpenAITestServer, reply: str, session: list[Message] | None = None
+) -> CompressionResult:
     server.script(Step.completion(reply))
     summarizer = LLMSummarizer(
         LLMSummarizerConfig(model="summ", base_url=server.base_url, timeout=2, total_timeout=8)
@@ -38,7 +47,7 @@ def compress(server: OpenAITestServer, reply: str) -> CompressionResult:
         CompressionConfig(prune_only_ratio=0.01), context_length=32_000,
         summarizer=summarizer, today=lambda: date(2026, 12, 1),
     )  # fmt: skip
-    return compressor.compress(long_session(30), force=True)
+    return compressor.compress(session or long_session(30), force=True)
 
 
 def written(result: CompressionResult) -> dict[str, str]:
@@ -83,9 +92,83 @@ def test_notes_over_the_budget_lose_whole_items_oldest_first() -> None:
     trimmed = [HANDLE.findall(line)[0] for line in done[: len(done) - len(kept)]]
     assert f"recall {', '.join(trimmed[-12:])}, the newest 12 of {len(trimmed)} handles" in marker
     assert "- Wiring the exporter into the CLI (wkffffffffff)" in work  # in progress kept
-    assert sections["Next Step"].strip() == "Run the whole suite, then commit."
+    assert (
+        sections["Next Step"].split(NOTES_BESIDE)[1].strip() == "Run the whole suite, then commit."
+    )
     assert "### Risks" in work and "- The CSV may exceed 1 GB" in work  # own heading kept
     assert "- Kept SQLite because the host has no Redis." in sections["Key Decisions"]
+
+
+def test_model_notes_sit_below_the_state_at_compaction_time_and_round_trip() -> None:
+    """A model writes from the summarized turns: its Work State and Next Step are labelled
+    as of the cut, below the state extracted at compaction time, never in its place."""
+    reply = (
+        "## Work State\nIn progress:\n- Wiring the exporter into the CLI (wk00000000aa)\n\n"
+        "## Key Decisions\n- Kept SQLite because the host has no Redis.\n\n"
+        "## Next Step\nWire the exporter, then run the suite."
+    )
+    with OpenAITestServer() as server:
+        result = compress(server, reply)
+    sections = written(result)
+    state_part, notes = sections["Work State"].split(NOTES_BESIDE)
+    assert state_part.startswith(AS_OF) and "Done" in state_part  # extracted, tail included
+    assert notes.strip() == "In progress:\n- Wiring the exporter into the CLI (wk00000000aa)"
+    last, next_notes = sections["Next Step"].split(NOTES_BESIDE)
+    assert last.startswith("Last action: ran `pytest tests/test_29.py`")
+    assert next_notes.strip() == "Wire the exporter, then run the suite."
+    body = handoff_body(content_text(next(m for m in result.messages if is_handoff(m))["content"]))
+    assert body is not None
+    parsed = parse_state(body)
+    assert parsed is not None
+    for title in ("Work State", "Key Decisions", "Next Step"):  # carried exactly
+        assert section_text(title, parsed, Shown()) == f"## {title}\n{sections[title]}".strip()
+    assert dict(parsed.written)["Next Step"] == "Wire the exporter, then run the suite."
+    assert dict(parsed.written)["Key Decisions"] == "- Kept SQLite because the host has no Redis."
+    again = written_part(body)  # what the model is given to update next time
+    assert AS_OF not in again and "Wiring the exporter into the CLI" in again
+
+
+def test_model_notes_come_on_top_of_the_extracted_state() -> None:
+    """The notes add to the handoff budget as far as the window allows: the extracted
+    state (work, files, ledger) stays as the extractive handoff shows it, not traded for
+    the notes."""
+    finding = (
+        "- Finding {n}: refunds round half-even in payments/refunds.py because {n} (wk{n:010x})"
+    )
+    reply = "\n".join([
+        "## Work State", *(finding.format(n=n) for n in range(80)),
+        "## Key Decisions", "- Kept Decimal because floats lose cents.",
+        "## Next Step", "Ship it.",
+    ])  # fmt: skip
+    session = long_session(160, 300)  # its extractive handoff fills the budget
+    with OpenAITestServer() as server:
+        llm = written(compress(server, reply, session))
+    extractive = ContextCompressor(
+        CompressionConfig(prune_only_ratio=0.01), context_length=32_000,
+        today=lambda: date(2026, 12, 1),
+    ).compress(session, force=True)  # fmt: skip
+    alone = written(extractive)
+    assert "Earlier commands (counted, not listed)" in alone["State Ledger"]  # it was fitted
+    assert "Finding 79" in llm["Work State"]  # the newest notes are there
+    assert llm["Work State"].split(NOTES_BESIDE)[0].strip() == alone["Work State"].strip()
+    for title in ("Files", "Open Errors"):
+        assert llm.get(title) == alone.get(title), title
+
+    def commands(ledger: str) -> set[str]:
+        return {line for line in ledger.split("\n") if line.startswith("- `")}
+
+    # The ledger, the first to give way, lists at least the commands it lists alone.
+    assert commands(alone["State Ledger"]) <= commands(llm["State Ledger"])
+    extracted = llm["Key Decisions"].split(NOTES_BESIDE)[0].strip()
+    assert extracted == alone.get("Key Decisions", "").strip()  # the agent's own, kept
+
+
+def test_notes_share_the_budget_when_the_window_has_no_room() -> None:
+    plan = CompactionPlan(0, 5, (), None, True, 2_000, 50_000, None)
+    labels = 3 * LABEL_TOKENS  # the notes' label lines in their three sections
+    assert notes_on_top(plan) == written_budget(2_000) + labels  # the window has room
+    assert notes_on_top(replace(plan, notes_room=300)) == 300
+    assert notes_on_top(replace(plan, notes_room=0)) == 0
 
 
 @pytest.mark.usefixtures("summary_tier")

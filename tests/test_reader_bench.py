@@ -248,3 +248,63 @@ def test_repository_quiz_fits_its_real_session(path: Path) -> None:
         assert meta["compaction_summary_indices"][0] == quiz.cut
     else:
         assert not meta.get("compaction_summary_indices") and quiz.cut_reason
+
+
+# The stand-in summary model (stand_in.py): prompts for a model to answer, replies served.
+
+
+def build_command(base: Path, *extra: str) -> list[str]:
+    return [sys.executable, str(READER / "builder.py"), "--sessions", str(base / "sessions"),
+            "--quizzes", str(base / "quizzes"), *extra]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stand_in_base(run: Path) -> Path:
+    """The synthetic session's folders (next to ``run``) with a stand-in folder."""
+    return run.parent
+
+
+def test_stand_in_writes_prompts_then_serves_the_replies(stand_in_base: Path) -> None:
+    from windowkeeper.summary.protocol import WRITTEN_TITLES
+
+    base, folder = stand_in_base, stand_in_base / "model"
+    asked = subprocess.run(build_command(base, "--summary-prompts", str(folder)),
+                           capture_output=True, text=True)  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    prompts = sorted((folder / "prompts").iterdir())
+    assert prompts and f"{len(prompts)} summary prompt(s) without a reply" in asked.stdout
+    page = prompts[0].read_text()
+    assert "pytest -k t1" in page  # the summarized turns, as sent
+    assert f"replies/{prompts[0].stem}.md" in page  # where the answering model writes
+
+    early = build_command(base, "--out", str(base / "early"), "--stand-in", str(folder))
+    refused = subprocess.run(early, capture_output=True, text=True)
+    assert refused.returncode != 0 and "without a reply" in refused.stderr
+
+    notes = "\n".join(f"## {title}\n- STANDINNOTE {n}" for n, title in enumerate(WRITTEN_TITLES))
+    for prompt in prompts:
+        (folder / "replies" / prompt.name).write_text(notes)
+    again = subprocess.run(build_command(base, "--summary-prompts", str(folder)),
+                           capture_output=True, text=True)  # fmt: skip
+    assert "0 summary prompt(s) without a reply" in again.stdout, again.stdout
+
+    out = base / "with-llm"
+    command = build_command(base, "--out", str(out), "--stand-in", str(folder), "--seed", "3")
+    built = subprocess.run(command, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    labels = {v["variant"]: label for label, v in mapping(out).items()}
+    assert sorted(labels) == ["A", "B", "B+", "B+8k", "L", "L+"]
+    for variant in ("L", "L+"):
+        assert "STANDINNOTE" in (out / "readers" / f"reader-{labels[variant]}.md").read_text()
+    for variant in ("B", "B+", "B+8k"):
+        assert "STANDINNOTE" not in (out / "readers" / f"reader-{labels[variant]}.md").read_text()
+
+
+def test_stand_in_key_ignores_the_model_but_not_the_messages() -> None:
+    import stand_in
+
+    messages = [{"role": "user", "content": "summarize this"}]
+    assert stand_in.request_key(messages) == stand_in.request_key([dict(messages[0])])
+    assert stand_in.request_key(messages) != stand_in.request_key(
+        [{"role": "user", "content": "summarize that"}]
+    )

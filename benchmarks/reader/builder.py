@@ -9,7 +9,11 @@ written as one reader file under a random label. Run from the checkout's root:
     python benchmarks/reader/builder.py --collect DIR     # after the readers answered
 
 The LLM variants are built when ``WINDOWKEEPER_READER_LLM_MODEL`` names a summary model
-(``WINDOWKEEPER_READER_LLM_BASE_URL`` optional; the key as for ``--summarizer llm``).
+(``WINDOWKEEPER_READER_LLM_BASE_URL`` optional; the key as for ``--summarizer llm``), or,
+without an endpoint, from a stand-in whose replies a model wrote by hand (``stand_in.py``):
+
+    python benchmarks/reader/builder.py --summary-prompts DIR   # until nothing is pending
+    python benchmarks/reader/builder.py --out RUN --stand-in DIR
 """
 
 from __future__ import annotations
@@ -39,11 +43,14 @@ from readerlib import (
     variant_tokens,
     write_json,
 )
+from stand_in import MODEL, StandIn, serving
 
 Message = dict[str, Any]
 LLM_MODEL_ENV = "WINDOWKEEPER_READER_LLM_MODEL"
 LLM_URL_ENV = "WINDOWKEEPER_READER_LLM_BASE_URL"
 UNANSWERED = "(not yet answered)"
+# The stand-in claims a frontier model's window, so the prompt is built as for one.
+STAND_IN_WINDOW = 200_000
 
 
 def commit_of(root: Path) -> str:
@@ -145,7 +152,30 @@ def handoff_of(messages: Sequence[Message]) -> Message | None:
     return next((m for m in messages if is_handoff(m)), None)
 
 
-def variants_of(quiz: Quiz, messages: Sequence[Message], meta: Mapping[str, Any]) -> dict:
+def llm_options() -> tuple[str, ...] | None:
+    """``--summarizer llm`` options for the endpoint the environment names, if any."""
+    if not os.environ.get(LLM_MODEL_ENV):
+        return None
+    llm = ["--summarizer", "llm", "--summary-model", os.environ[LLM_MODEL_ENV]]
+    if os.environ.get(LLM_URL_ENV):
+        llm += ["--summary-base-url", os.environ[LLM_URL_ENV]]
+    return tuple(llm)
+
+
+def stand_in_options(url: str) -> tuple[str, ...]:
+    return (
+        "--summarizer", "llm", "--summary-model", MODEL, "--summary-base-url", url,
+        "--summary-context-length", str(STAND_IN_WINDOW), "--summary-timeout", "60",
+    )  # fmt: skip
+
+
+def variants_of(
+    quiz: Quiz,
+    messages: Sequence[Message],
+    meta: Mapping[str, Any],
+    llm: Sequence[str] | None = None,
+    stand_in: StandIn | None = None,
+) -> dict:
     """Variant name → (reader text, JSON payload, compaction report or None)."""
     prefix, tools = list(messages[: quiz.cut]), meta.get("tools")
     found: dict[str, tuple[str, object, dict[str, Any] | None]] = {}
@@ -156,13 +186,16 @@ def variants_of(quiz: Quiz, messages: Sequence[Message], meta: Mapping[str, Any]
         ("B+", "B", 16_000, ()),
         ("B+8k", None, 8_000, ()),
     ]
-    if os.environ.get(LLM_MODEL_ENV):
-        llm = ["--summarizer", "llm", "--summary-model", os.environ[LLM_MODEL_ENV]]
-        if os.environ.get(LLM_URL_ENV):
-            llm += ["--summary-base-url", os.environ[LLM_URL_ENV]]
+    if llm:
         runs.append(("L+", "L", 16_000, tuple(llm)))
     for whole, alone, length, extra in runs:
         output, report = compress(prefix, tools, length, extra)
+        if extra and stand_in is not None and stand_in.pending:
+            # The summarizer fell back to the extractive handoff: not an L variant.
+            raise SystemExit(
+                f"{quiz.session}: {len(stand_in.pending)} summary prompt(s) without a reply in "
+                f"{stand_in.folder / 'prompts'}; run --summary-prompts and answer them first"
+            )
         found[whole] = (render_transcript(output), output, report)
         if alone is None:
             continue
@@ -172,6 +205,23 @@ def variants_of(quiz: Quiz, messages: Sequence[Message], meta: Mapping[str, Any]
         else:
             found[alone] = (text_of(handoff.get("content")), handoff, report)
     return found
+
+
+def summary_prompts(folder: Path, quizzes: Sequence[Quiz], sessions: Path) -> int:
+    """Ask the stand-in every LLM compaction's summary; the number still without a reply.
+
+    A compaction whose input needs several summary calls (chunks) asks the next one only
+    once the previous has its reply, so run this again after answering until it says 0."""
+    with serving(folder) as (stand_in, url):
+        for quiz in quizzes:
+            messages, meta = load_session(sessions, quiz.session)
+            check_cut(quiz, messages, meta)
+            compress(messages[: quiz.cut], meta.get("tools"), 16_000, stand_in_options(url))
+        pending = sorted(stand_in.pending)
+    for key in pending:
+        print(f"  waiting: {folder / 'prompts' / key}.md")
+    print(f"{len(pending)} summary prompt(s) without a reply in {folder / 'replies'}")
+    return len(pending)
 
 
 def blinded(value: object) -> object:
@@ -202,14 +252,21 @@ def write_reader(out: Path, label: str, quiz: Quiz, text: str) -> None:
     (out / "readers" / f"reader-{label}.md").write_text(page, encoding="utf-8")
 
 
-def build(out: Path, quizzes: Sequence[Quiz], sessions: Path, seed: int) -> dict[str, Any]:
+def build(
+    out: Path,
+    quizzes: Sequence[Quiz],
+    sessions: Path,
+    seed: int,
+    llm: Sequence[str] | None = None,
+    stand_in: StandIn | None = None,
+) -> dict[str, Any]:
     rng = random.Random(seed)
     taken: set[str] = set()
     mapping: dict[str, dict[str, Any]] = {}
     for quiz in quizzes:
         messages, meta = load_session(sessions, quiz.session)
         check_cut(quiz, messages, meta)
-        variants = variants_of(quiz, messages, meta)
+        variants = variants_of(quiz, messages, meta, llm, stand_in)
         for label, variant in assign_labels(rng, list(variants), taken):
             text, payload, report = variants[variant]
             write_reader(out, label, quiz, text)
@@ -260,6 +317,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sessions", type=Path, default=SESSIONS)
     parser.add_argument("--only", nargs="*", default=(), help="sessions to build")
     parser.add_argument("--seed", type=int, default=None, help="label seed [random]")
+    parser.add_argument(
+        "--summary-prompts", type=Path, metavar="DIR",
+        help="write the stand-in summary model's prompts to DIR and say how many wait",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stand-in", type=Path, metavar="DIR",
+        help="build the LLM variants from the replies in DIR (stand_in.py)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     quizzes = load_quizzes(args.quizzes, args.only)
     if args.collect:
@@ -268,11 +333,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if not args.sessions.is_dir():
         raise SystemExit(f"sessions not found at {args.sessions.resolve()}; nothing to build")
+    if args.summary_prompts:
+        summary_prompts(args.summary_prompts, quizzes, args.sessions)
+        return
     out = args.out or Path(tempfile.gettempdir()) / f"reader-run-{commit_of(ROOT)}"
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} is not empty; pass another --out")
     seed = secrets.randbits(64) if args.seed is None else args.seed
-    mapping = build(out, quizzes, args.sessions, seed)
+    if args.stand_in:
+        with serving(args.stand_in) as (stand_in, url):
+            mapping = build(out, quizzes, args.sessions, seed, stand_in_options(url), stand_in)
+    else:
+        mapping = build(out, quizzes, args.sessions, seed, llm_options())
     print(f"run directory {out}: {len(mapping)} reader files for {len(quizzes)} sessions")
     for name in ("readers", "graders"):
         for path in sorted((out / name).iterdir()):

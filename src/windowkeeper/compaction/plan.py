@@ -45,6 +45,10 @@ class CompactionPlan:
     tail_cut_tokens: int = 0
     """Tokens the tail's large tool results give up so the handoff keeps its budget (a
     compaction that must fit a small window; see :func:`fitting_plan`)."""
+    notes_room: int | None = None
+    """Tokens left in the window beyond the handoff budget, where a compaction that must
+    fit measured it (``None``: not measured, the window has room). A summary model's notes
+    come on top of the extracted state only as far as this allows."""
 
 
 def make_plan(
@@ -136,11 +140,11 @@ def _handoff_first(
     minimum that still carries the essentials."""
     left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, frame_tokens())
     if not plan.compressible or left >= plan.summary_budget_tokens:
-        return plan
+        return replace(plan, notes_room=max(0, left - plan.summary_budget_tokens))
     facts = facts if facts is not None else Analyzer().analyze(messages)
     give = max(0, min(plan.summary_budget_tokens - left, tail_slack(facts, plan.tail_start)))
     budget = max(MIN_FIT_BUDGET, left + give)
-    return replace(plan, summary_budget_tokens=budget, tail_cut_tokens=give)
+    return replace(plan, summary_budget_tokens=budget, tail_cut_tokens=give, notes_room=0)
 
 
 @cache

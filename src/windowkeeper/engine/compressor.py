@@ -368,10 +368,9 @@ class ContextCompressor(BackgroundCompaction):
                 "session.",
                 failure=failure.kind, summarizer=outcome.summarizer,
             )  # fmt: skip
-        assert request.state is not None
         # The state and the written text come from the transcript: redact the whole.
-        budget, summarizer = plan.summary_budget_tokens, outcome.summarizer
-        written = compose(outcome.body, request.state, budget, complete=complete)
+        summarizer = outcome.summarizer
+        written = compose(outcome.body, request, complete=complete)
         del turns, analysis, request, run, outcome  # done with, before the peak: the archive
         body = redact(written)
         assembled, repairs = assemble(messages, pruned.messages, plan, render_handoff(body))

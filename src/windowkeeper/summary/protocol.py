@@ -46,6 +46,9 @@ class SummaryRequest:
         state: the handoff state the compressor extracted mechanically (merged with the
             previous handoff); a summarizer writes the judgment sections
             (:data:`WRITTEN_TITLES`), the compressor fills in the rest from it.
+        notes_on_top: tokens a summarizer's own sections may add to ``budget_tokens``
+            (the extracted state keeps the whole budget); 0 when the window leaves no room,
+            and then they share it.
     """
 
     turns: Sequence[Message]
@@ -57,6 +60,7 @@ class SummaryRequest:
     has_user_turn: bool
     analysis: Analysis | None = field(default=None, compare=False, repr=False)
     state: HandoffState | None = field(default=None, compare=False, repr=False)
+    notes_on_top: int = 0
 
     def analysed(self) -> Analysis:
         """The analysis of ``turns``: the given one, else made now."""

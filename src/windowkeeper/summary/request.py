@@ -18,17 +18,19 @@ from ..analysis.record import Analyzer, MessageFacts
 from ..analysis.specexcerpt import spec_chars
 from ..compaction.plan import CompactionPlan, restatement
 from ..core.messages import Message
+from ..core.tokens import estimate_tokens
 from .handoff.extract import Placement, extract_state, previous_state
 from .handoff.fit import fitted
 from .handoff.model import HandoffState
 from .handoff.parse import split_sections
-from .handoff.text import render
+from .handoff.text import NOTES_BESIDE, render
 from .handoff.users import written_text
 from .protocol import WRITTEN_TITLES, SummaryRequest, written_budget
 from .redact import MaskedTurns, masked_analysis
 from .trim import trim_sections, trim_text
 
 SNAPSHOT_CHARS = 1_400
+LABEL_TOKENS = estimate_tokens(NOTES_BESIDE) + 1
 
 
 def summary_request(
@@ -66,7 +68,18 @@ def summary_request(
         has_user_turn=any(f.role == "user" and written_text(f) for f in facts),
         analysis=analysis,
         state=state,
+        notes_on_top=notes_on_top(plan),
     )
+
+
+def notes_on_top(plan: CompactionPlan) -> int:
+    """What a summary model's notes may add to the handoff budget: their share of it, as
+    far as the window allows. The notes add judgment (reasons, what was tried and why)
+    to the extracted state; taking their room out of the state's budget would trade the
+    state's facts (fixes, files, the spec) for them (the reader benchmark's LLM variant)."""
+    # The share, and the lines that label the notes where they sit beside the state.
+    share = written_budget(plan.summary_budget_tokens) + len(WRITTEN_TITLES) * LABEL_TOKENS
+    return share if plan.notes_room is None else min(share, plan.notes_room)
 
 
 def placement(
@@ -93,18 +106,27 @@ def _snapshot(messages: Sequence[Message], plan: CompactionPlan, state: HandoffS
     return quoted.text if quoted is not None else None
 
 
-def compose(body: str, state: HandoffState, budget: int, *, complete: bool) -> str:
-    """The handoff body: ``body`` itself when it is a complete render of ``state`` (the
-    extractive summarizer's), else the state with ``body``'s judgment sections in place
-    of the extracted ones, within ``budget``."""
+def compose(body: str, request: SummaryRequest, *, complete: bool) -> str:
+    """The handoff body: ``body`` itself when it is a complete render of the request's
+    state (the extractive summarizer's), else the state with ``body``'s judgment sections
+    beside the extracted ones, within the budget plus the notes' room on top."""
     if complete:
         return body
+    assert request.state is not None
+    state, budget = request.state, request.budget_tokens
     share = written_budget(budget)
     written = written_sections(body, share)
     merged = replace(state, written=written)
     if not written and body.strip():  # free text without our headings: kept as notes
         merged = replace(state, notes=trim_text(body.strip(), share))
-    return render(merged, fitted(merged, budget))
+    return render(merged, fitted(merged, budget + min(request.notes_on_top, _cost(merged))))
+
+
+def _cost(merged: HandoffState) -> int:
+    """Tokens the notes add to a render: each written section with the line that labels
+    it beside the extracted state, or the free-text notes."""
+    texts = (estimate_tokens(text) + 1 + LABEL_TOKENS for _, text in merged.written)
+    return sum(texts) + (estimate_tokens(merged.notes) if merged.notes else 0)
 
 
 def written_sections(body: str, budget: int) -> tuple[tuple[str, str], ...]:

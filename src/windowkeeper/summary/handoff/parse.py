@@ -23,6 +23,7 @@ from .text import (
     ERROR_LINES,
     LAST_ACTION,
     NONE,
+    NOTES_BESIDE,
     OPEN,
     ORIGINAL,
     ORIGINAL_IN_HEAD,
@@ -72,15 +73,23 @@ def parse_state(text: str) -> HandoffState | None:
     root, files, unlisted = _parse_files(sections.get("Files", []))
     ledger = _parse_ledger(sections.get("State Ledger", []))
     notes = read_fence(sections.get("Notes", []), 0)
-    work_lines = sections.get("Work State", [])
+    work_lines, work_notes = _beside(sections.get("Work State", []))
+    next_lines, next_notes = _beside(sections.get("Next Step", []))
+    decision_lines, decision_notes = _beside(sections.get("Key Decisions", []))
     work = parse_work(work_lines)
     values, commits = parse_values(_plain(sections.get("Critical Values", [])))
-    last_action, next_step = _parse_next(_plain(sections.get("Next Step", [])))
+    last_action, next_step = _parse_next(_plain(next_lines))
     constraints, task_rules = _parse_constraints(sections.get("Constraints & Preferences", []))
     # A work state written in a summary model's own words is carried as it was.
     written: tuple[tuple[str, str], ...] = ()
-    if work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
+    if work_notes:
+        written = (("Work State", work_notes),)
+    elif work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
         written = (("Work State", "\n".join(work_lines).strip()),)
+    if decision_notes:
+        written += (("Key Decisions", decision_notes),)
+    if next_notes:
+        written += (("Next Step", next_notes),)
     return HandoffState(
         task=task,
         task_in_head=in_head,
@@ -92,7 +101,7 @@ def parse_state(text: str) -> HandoffState | None:
         work=work,
         written=written,
         errors=_parse_errors(sections.get("Open Errors", [])),
-        decisions=tuple(_items(sections.get("Key Decisions", []))),
+        decisions=tuple(_items(decision_lines)),
         root=root,
         files=files,
         unlisted=unlisted,
@@ -114,6 +123,14 @@ def _parse_constraints(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str
     """The pinned constraints, then the task's rules (after their label)."""
     cut = list(lines).index(TASK_RULES) if TASK_RULES in lines else len(lines)
     return tuple(_items(lines[:cut])), tuple(_items(lines[cut:]))
+
+
+def _beside(lines: Sequence[str]) -> tuple[list[str], str]:
+    """A section's extracted lines, and the summary model's notes below them (if any)."""
+    if NOTES_BESIDE not in lines:
+        return list(lines), ""
+    cut = list(lines).index(NOTES_BESIDE)
+    return list(lines[:cut]), "\n".join(lines[cut + 1 :]).strip()
 
 
 def _framing(line: str) -> bool:

@@ -51,6 +51,15 @@ _REASON = re.compile(
     re.IGNORECASE,
 )
 _FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
+# A summary model writes from the summarized turns only: its notes stand as of the cut.
+# In its sections they sit under this line, after the state extracted at compaction time
+# (tail included), never in its place: a reader of the handoff alone must not take work the
+# tail finished for work in progress (issue 24: the LLM handoff's misleading answers), and
+# the extracted facts (the agent's own decisions with their reasons) stay.
+NOTES_BESIDE = (
+    "The summary model's notes, as of the cut (the turns kept after this handoff may have "
+    "finished or changed some of this):"
+)
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")
 
@@ -103,7 +112,10 @@ def render(state: HandoffState, shown: Shown = Shown()) -> str:
 def section_text(title: str, state: HandoffState, shown: Shown) -> str:
     """One section (``""`` when it has nothing to say)."""
     written = dict(state.written).get(title)
-    body = written if written is not None else _RENDERERS[title](state, shown)
+    if written is None:
+        body = _RENDERERS[title](state, shown)
+    else:
+        body = "\n".join(x for x in (_RENDERERS[title](state, shown), NOTES_BESIDE, written) if x)
     if not body:
         return "" if title not in _ALWAYS else f"## {title}\n{NONE}"
     return f"## {title}\n{body}"
