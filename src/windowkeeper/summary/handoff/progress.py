@@ -55,9 +55,17 @@ def newest_changes(events: Sequence[ToolEvent], previous: Sequence[str]) -> tupl
     """The newest edits with what they changed (``path: `old` → `new```, the gist of
     :func:`~windowkeeper.analysis.changes.edit_change`), the carried ones first; newest
     last. A reader asks what the code does now, which "edited helpers.py" does not say."""
-    changes = filter(None, (edit_change(e) for e in events))
-    found = [f"{collapse(path, 120)}: {gist}" for path, gist in changes]
-    return tuple(dedupe([*previous, *found], keep_last=True)[-MAX_CHANGES:])
+    # Only the newest MAX_CHANGES distinct entries are kept: the events are read newest
+    # first until that many are found (a gist costs a diff of the edit's texts), which
+    # keeps what ``dedupe(keep_last=True)`` of all of them keeps, in the same order.
+    newest: dict[str, None] = {}
+    for event in reversed(events):
+        change = edit_change(event)
+        if change is not None:
+            newest.setdefault(f"{collapse(change[0], 120)}: {change[1]}")
+            if len(newest) == MAX_CHANGES:
+                return tuple(reversed(newest))
+    return tuple(dedupe([*previous, *reversed(newest)], keep_last=True)[-MAX_CHANGES:])
 
 
 def check_key(entry: str) -> str:
