@@ -8,6 +8,7 @@ straightforward computation on one copy each.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ from hypothesis import strategies as st
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import collapse, dedupe
+from windowkeeper.analysis.record import LazyArguments
+from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
 from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
 
@@ -66,3 +69,41 @@ def test_newest_changes_match_a_gist_of_every_edit(
     found = [f"{collapse(path, 120)}: {gist}" for path, gist in changes]
     expected = tuple(dedupe([*previous, *found], keep_last=True)[-MAX_CHANGES:])
     assert newest_changes(events, previous) == expected
+
+
+# --- todo lists --------------------------------------------------------------------------
+
+_KEYS = ["todos", "plan", "steps", "items", "command", "todo", "state", "text", "stepsX"]
+_entry = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": st.sampled_from(["Fix it", 'Run "tests"']),
+        "status": st.sampled_from(["done", "pending", "x"]),
+    },
+)
+_value = st.one_of(st.lists(_entry, max_size=3), st.sampled_from(["", "plan", '"todos"', 3]))
+_arguments = st.dictionaries(st.sampled_from(_KEYS), _value, max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_arguments, st.booleans(), st.sampled_from([None, 2]), st.booleans())
+def test_todo_items_of_unparsed_arguments_match_the_parsed(
+    args: dict[str, Any], ascii_only: bool, indent: int | None, escaped_key: bool
+) -> None:
+    raw = json.dumps(args, ensure_ascii=ascii_only, indent=indent)
+    if escaped_key:  # a key spelled with an escape is found only by a parse
+        raw = raw.replace('"todos"', '"\\u0074odos"')
+    assert todo_items("TodoWrite", LazyArguments(raw)) == todo_items("TodoWrite", json.loads(raw))
+
+
+def test_event_todos_are_remembered_per_arguments() -> None:
+    """An event's memo is its result's, shared by the event of the call's masked copy:
+    each set of arguments gets its own items."""
+    action = ToolAction("TodoWrite", ToolKind.OTHER, "todos")
+    listed = {"todos": [{"content": "Fix the parser", "status": "pending"}]}
+    masked = {"todos": [{"content": "Fix the [REDACTED]", "status": "pending"}]}
+    first = ToolEvent(0, action, listed, "ok", None, False)
+    second = ToolEvent(0, action, masked, "ok", None, False, memo=first.memo)
+    assert event_todos(first) == [TodoItem("Fix the parser", "pending")]
+    assert event_todos(second) == [TodoItem("Fix the [REDACTED]", "pending")]
+    assert event_todos(first) is event_todos(first)

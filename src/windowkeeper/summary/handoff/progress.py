@@ -18,7 +18,7 @@ from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, paragraphs, prose
 from ...analysis.installs import missing_names
 from ...analysis.resolution import counts_as_failure
-from ...analysis.todos import TodoItem, todo_items
+from ...analysis.todos import TodoItem, event_todos
 from ...analysis.toolshapes import ToolKind, change_verb
 from .fixes import what_failed
 from .items import evidence_key, item_status
@@ -78,7 +78,7 @@ def check_key(entry: str) -> str:
 
 def newest_todos(events: Sequence[ToolEvent]) -> list[tuple[int, list[TodoItem]]] | None:
     """Every todo/plan list the agent wrote, with its position; ``None`` when none."""
-    lists = [(e.position, items) for e in events if (items := todo_items(e.action.name, e.args))]
+    lists = [(e.position, items) for e in events if (items := event_todos(e))]
     return lists or None
 
 
@@ -146,8 +146,8 @@ def next_step(
         return f"Next ({INTENT_LABEL}): {intent}"
     if not events:
         return previous
-    todos = newest_todos(events)
-    open_items = [t.text for t in todos[-1][1] if t.status != "done"] if todos else []
+    todos = next((found for e in reversed(events) if (found := event_todos(e))), None)
+    open_items = [t.text for t in todos if t.status != "done"] if todos else []
     if open_items:
         derived: str | None = f"the newest todo item open: {collapse(open_items[0], 200)}"
     else:
