@@ -15,10 +15,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from windowkeeper.analysis import checks
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import collapse, dedupe
+from windowkeeper.analysis.outputs import is_test_command
 from windowkeeper.analysis.record import LazyArguments
+from windowkeeper.analysis.resolution import segments
 from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
 from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
@@ -107,3 +110,62 @@ def test_event_todos_are_remembered_per_arguments() -> None:
     assert event_todos(first) == [TodoItem("Fix the parser", "pending")]
     assert event_todos(second) == [TodoItem("Fix the [REDACTED]", "pending")]
     assert event_todos(first) is event_todos(first)
+
+
+# --- check kinds ---------------------------------------------------------------------------
+
+# Every program the lint and build patterns name (listed here, not taken from the gates),
+# and words that look like one.
+_PROGRAMS = [
+    "mix", "ruff", "flake8", "pylint", "mypy", "pyright", "black", "isort", "eslint",
+    "prettier", "rubocop", "golangci-lint", "go", "cargo", "shellcheck", "tsc", "stylelint",
+    "hadolint", "biome", "make", "npm", "yarn", "pnpm", "mvn", "gradle", "gradlew", "dotnet",
+    "cmake", "python", "vite", "webpack", "next", "python3", "xmypy", "make.", "go-vet",
+    "pytest", "echo", "nohup", "cd", "./make",
+]  # fmt: skip
+_ARGUMENTS = [
+    "", "check", "lint", "vet", "build", "--check", "--noEmit", "clippy", "fmt --check",
+    "credo", "dialyzer", "format --check-formatted", "compile", "run build", "-m build",
+    "--build", "clean package", "package", "all", "-n", "--dry-run", "x.py", "2>&1",
+    "> /dev/null", "| tail -5", "&",
+]  # fmt: skip
+_SPACES = [" ", "  ", "\t", "\u00a0", "\x1c"]
+_step = st.builds(
+    lambda program, space, argument: f"{program}{space}{argument}",
+    st.sampled_from(_PROGRAMS),
+    st.sampled_from(_SPACES),
+    st.sampled_from(_ARGUMENTS),
+)
+_commands = st.lists(
+    st.tuples(_step, st.sampled_from([" && ", " || ", "; ", " | ", "\n", "&&", " & "])),
+    min_size=1,
+    max_size=4,
+).map(lambda steps: "".join(step + operator for step, operator in steps))
+
+
+def _plain_check_kind(command: str) -> str | None:
+    """``check_kind`` as it was before the program-word gates."""
+    head = command[:2_000]
+    if checks._runs_in_background(head):
+        return None
+    if is_test_command(head) or ("django" in head and checks._MORE_TESTS.search(head)):
+        return "tests"
+    for step in reversed([checks._strip(s) for s in segments(head)]):
+        if checks._LINT.search(" " + step):
+            return "lint"
+        if checks._BUILD.search(" " + step) and not step.startswith(("make -n", "make --dry")):
+            return "build"
+    return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(_commands)
+def test_check_kind_matches_the_plain_patterns(command: str) -> None:
+    assert checks.check_kind(command) == _plain_check_kind(command)
+
+
+def test_check_kind_matches_the_plain_patterns_on_every_program_and_argument() -> None:
+    for program in _PROGRAMS:
+        for argument in _ARGUMENTS:
+            for command in (f"{program} {argument}", f"cd /w && {program}\t{argument} | tail"):
+                assert checks.check_kind(command) == _plain_check_kind(command), command
