@@ -15,13 +15,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import checks
+from windowkeeper.analysis import checks, probes, resolution
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import collapse, dedupe
 from windowkeeper.analysis.outputs import is_test_command
 from windowkeeper.analysis.record import LazyArguments
-from windowkeeper.analysis.resolution import segments
+from windowkeeper.analysis.resolution import segments, turned_down
 from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
 from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
@@ -169,3 +169,50 @@ def test_check_kind_matches_the_plain_patterns_on_every_program_and_argument() -
         for argument in _ARGUMENTS:
             for command in (f"{program} {argument}", f"cd /w && {program}\t{argument} | tail"):
                 assert checks.check_kind(command) == _plain_check_kind(command), command
+
+
+# --- probes and turned-down calls ----------------------------------------------------------
+
+_PROBE_PIECES = [
+    " ", "\t", "\n", "|", ";", "&", "(", "python", "python3", "python3.11", "node", "ruby",
+    "perl", "php", "pyth", "-c", "-e", "-", "'print(1)'", "open(", "'w'", "> out", "2>&1",
+    "pytest", "cat f", "xnode",
+]  # fmt: skip
+_probes = st.lists(st.sampled_from(_PROBE_PIECES), max_size=10).map("".join)
+
+
+def _plain_is_probe(command: str) -> bool:
+    head = command[:2_000]
+    if not probes._INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
+        return False
+    return "open(" not in head or ("'w'" not in head and '"w"' not in head)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_probes, _probes.map(lambda c: c.replace(" ", " "))))
+def test_is_probe_matches_the_plain_pattern(command: str) -> None:
+    assert probes.is_probe(command) == _plain_is_probe(command)
+
+
+def test_is_probe_matches_the_plain_pattern_on_every_interpreter() -> None:
+    for program in ("python", "python3.11", "node", "ruby", "perl", "php", "xnode", "Python"):
+        for flag in ("-c", "-e", "-", "-x", ""):
+            for before in ("", "cat f | ", "cd /w;", "(", "echo "):
+                command = f"{before}{program} {flag} 'print(1)'"
+                assert probes.is_probe(command) == _plain_is_probe(command), command
+
+
+_REFUSALS = [
+    " ", "\n", "The ", "user", "USER", "uſer", "Uſer", "doesn't", "does not", "want to proceed",
+    "rejected", "denied", "declined", "by", "the", "tool", "call", "request", "command", "x",
+    "İ", "\u212a", "ok",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_REFUSALS), max_size=10).map(" ".join))
+def test_turned_down_matches_the_plain_pattern(result: str) -> None:
+    action = ToolAction("bash", ToolKind.SHELL, "ls", command="ls")
+    event = ToolEvent(0, action, {"command": "ls"}, result, 1, True)
+    first = result[:400].lstrip().split("\n", 1)[0]
+    assert turned_down(event) == (resolution._REJECTED.search(first) is not None)
