@@ -32,6 +32,18 @@ _BUILD = re.compile(
     r"|gradlew?\s+build|dotnet\s+build|cmake\s+--build|python\s+-m\s+build|vite\s+build"
     r"|webpack|next\s+build)(?:\s|$)"
 )
+# The program each alternative of ``_LINT`` / ``_BUILD`` starts with: a whole word there
+# (whitespace or the start before it, whitespace or the end after it), so a step none of
+# whose words is one cannot match and is not searched.
+_LINT_PROGRAMS = frozenset({
+    "mix", "ruff", "flake8", "pylint", "mypy", "pyright", "black", "isort", "eslint",
+    "prettier", "rubocop", "golangci-lint", "go", "cargo", "shellcheck", "tsc", "stylelint",
+    "hadolint", "biome",
+})  # fmt: skip
+_BUILD_PROGRAMS = frozenset({
+    "mix", "cargo", "go", "make", "tsc", "npm", "yarn", "pnpm", "mvn", "gradle", "gradlew",
+    "dotnet", "cmake", "python", "vite", "webpack", "next",
+})  # fmt: skip
 _STARTED = re.compile(r"\s*Command running in background|\s*Started background", re.I)
 _MORE_TESTS = re.compile(r"-m\s+django\s+test\b|django-admin\s+test\b")
 _BACKGROUND = re.compile(r"&\s*$|\bnohup\b|run_in_background")
@@ -56,9 +68,14 @@ def check_kind(command: str) -> str | None:
         return "tests"
     steps = [_strip(s) for s in segments(head)]
     for step in reversed(steps):
-        if _LINT.search(" " + step):
+        words = step.split(" ")  # _strip leaves one space between words
+        if not _LINT_PROGRAMS.isdisjoint(words) and _LINT.search(" " + step):
             return "lint"
-        if _BUILD.search(" " + step) and not step.startswith(("make -n", "make --dry")):
+        if (
+            not _BUILD_PROGRAMS.isdisjoint(words)
+            and _BUILD.search(" " + step)
+            and not step.startswith(("make -n", "make --dry"))
+        ):
             return "build"
     return None
 

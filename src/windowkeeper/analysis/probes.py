@@ -15,6 +15,9 @@ from .toolshapes import ToolKind
 
 # Inline code run by an interpreter (``python3 -c '…'``, ``node -e``, ``python3 - <<EOF``).
 _INLINE = re.compile(r"(?:^|[\s|;&(])(?:python[\d.]*|node|ruby|perl|php)\s+(?:-c|-e|-)(?:\s|$)")
+# Each match holds one of these (the pattern has no literal to scan for: without this
+# gate it is tried at every position of every command).
+_INTERPRETERS = ("python", "node", "ruby", "perl", "php")
 
 
 def is_probe(command: str) -> bool:
@@ -27,6 +30,8 @@ def is_probe(command: str) -> bool:
 def _is_probe(head: str) -> bool:
     """:func:`is_probe` of a command's first 2,000 characters (remembered: the failure
     tracker and the work state ask it of the same commands)."""
+    if not any(word in head for word in _INTERPRETERS):
+        return False
     if not _INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
         return False
     return "open(" not in head or ("'w'" not in head and '"w"' not in head)

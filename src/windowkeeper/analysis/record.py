@@ -17,6 +17,7 @@ them reassigned is analysed again. Callers never edit messages in place (design 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from typing import Any, NamedTuple
 
@@ -131,6 +132,12 @@ class LazyArguments(Mapping[str, Any]):
             and key.isidentifier()
             and f'"{key}"' not in self.raw
         )
+
+    def lacks_keys(self, quoted: re.Pattern[str]) -> bool:
+        """Whether none of some keys is present, told without a parse: ``quoted``
+        matches each of them between double quotes (and each is an ASCII identifier,
+        see :meth:`_absent`); ``False`` when a parse would be needed to tell."""
+        return self._literal_keys and quoted.search(self.raw) is None
 
     def _value(self) -> dict[str, Any]:
         global _LAST_PARSE

@@ -40,7 +40,7 @@ from itertools import takewhile
 
 from .commands import is_read_only
 from .events import ToolEvent
-from .facts import collapse
+from .facts import collapse, folded
 from .installs import covers, installed, missing_names
 from .outputs import error_lines, is_test_command
 from .probes import changes_something, is_probe
@@ -369,7 +369,8 @@ def operation_word(event: ToolEvent) -> str:
 def turned_down(event: ToolEvent) -> bool:
     """Whether the user turned the call down (its result's first line says so)."""
     first = (event.result or "")[:400].lstrip().split("\n", 1)[0]
-    return _REJECTED.search(first) is not None
+    # Every alternative says "user" (case-insensitively, ``ſ`` for ``s`` too: folded).
+    return "user" in folded(first) and _REJECTED.search(first) is not None
 
 
 def counts_as_failure(event: ToolEvent) -> bool:

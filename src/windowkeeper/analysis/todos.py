@@ -8,8 +8,12 @@ and a status (``status``, ``state``). Any call whose arguments hold such a list 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+from .events import ToolEvent
+from .record import LazyArguments
 
 _TEXT_KEYS = ("content", "step", "title", "description", "task", "text", "name")
 _STATUS_KEYS = ("status", "state")
@@ -21,6 +25,9 @@ _STATUS = {
     "open": "pending", "planned": "pending",
 }  # fmt: skip
 _LIST_KEYS = ("todos", "plan", "items", "tasks", "task_list", "todoList", "todo_list", "steps")
+# Every list key quoted, in one pattern: arguments not yet parsed that hold none of them
+# hold no list (each key is an ASCII identifier, see LazyArguments.lacks_keys).
+_QUOTED_LIST_KEYS = re.compile("|".join(f'"{key}"' for key in _LIST_KEYS))
 
 
 class TodoItem(NamedTuple):
@@ -31,6 +38,8 @@ class TodoItem(NamedTuple):
 
 def todo_items(name: str, args: Mapping[str, Any]) -> list[TodoItem] | None:
     """The items of a todo/plan call, or ``None`` when the call holds no such list."""
+    if isinstance(args, LazyArguments) and args.lacks_keys(_QUOTED_LIST_KEYS):
+        return None
     for key in _LIST_KEYS:
         value = args.get(key)
         if isinstance(value, list) and value:
@@ -38,6 +47,16 @@ def todo_items(name: str, args: Mapping[str, Any]) -> list[TodoItem] | None:
             if items and all(i is not None for i in items):
                 return [i for i in items if i is not None and i.status]
     return None
+
+
+def event_todos(event: ToolEvent) -> list[TodoItem] | None:
+    """:func:`todo_items` of an event's call, computed once per event (the result must
+    not be mutated). The memo is checked against the arguments it was computed from: an
+    event's memo is its result's, which the event of the call's masked copy shares."""
+    found: tuple[object, list[TodoItem] | None] | None = event.memo.get("todos")
+    if found is None or found[0] is not event.args:
+        found = event.memo["todos"] = (event.args, todo_items(event.action.name, event.args))
+    return found[1]
 
 
 def _item(entry: object) -> TodoItem | None:

@@ -18,7 +18,7 @@ from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, dedupe, item_sentences, paragraphs, prose
 from ...analysis.installs import missing_names
 from ...analysis.resolution import counts_as_failure
-from ...analysis.todos import TodoItem, todo_items
+from ...analysis.todos import TodoItem, event_todos
 from ...analysis.toolshapes import ToolKind, change_verb
 from .fixes import what_failed
 from .items import evidence_key, item_status
@@ -55,9 +55,17 @@ def newest_changes(events: Sequence[ToolEvent], previous: Sequence[str]) -> tupl
     """The newest edits with what they changed (``path: `old` → `new```, the gist of
     :func:`~windowkeeper.analysis.changes.edit_change`), the carried ones first; newest
     last. A reader asks what the code does now, which "edited helpers.py" does not say."""
-    changes = filter(None, (edit_change(e) for e in events))
-    found = [f"{collapse(path, 120)}: {gist}" for path, gist in changes]
-    return tuple(dedupe([*previous, *found], keep_last=True)[-MAX_CHANGES:])
+    # Only the newest MAX_CHANGES distinct entries are kept: the events are read newest
+    # first until that many are found (a gist costs a diff of the edit's texts), which
+    # keeps what ``dedupe(keep_last=True)`` of all of them keeps, in the same order.
+    newest: dict[str, None] = {}
+    for event in reversed(events):
+        change = edit_change(event)
+        if change is not None:
+            newest.setdefault(f"{collapse(change[0], 120)}: {change[1]}")
+            if len(newest) == MAX_CHANGES:
+                return tuple(reversed(newest))
+    return tuple(dedupe([*previous, *reversed(newest)], keep_last=True)[-MAX_CHANGES:])
 
 
 def check_key(entry: str) -> str:
@@ -70,7 +78,7 @@ def check_key(entry: str) -> str:
 
 def newest_todos(events: Sequence[ToolEvent]) -> list[tuple[int, list[TodoItem]]] | None:
     """Every todo/plan list the agent wrote, with its position; ``None`` when none."""
-    lists = [(e.position, items) for e in events if (items := todo_items(e.action.name, e.args))]
+    lists = [(e.position, items) for e in events if (items := event_todos(e))]
     return lists or None
 
 
@@ -138,8 +146,8 @@ def next_step(
         return f"Next ({INTENT_LABEL}): {intent}"
     if not events:
         return previous
-    todos = newest_todos(events)
-    open_items = [t.text for t in todos[-1][1] if t.status != "done"] if todos else []
+    todos = next((found for e in reversed(events) if (found := event_todos(e))), None)
+    open_items = [t.text for t in todos if t.status != "done"] if todos else []
     if open_items:
         derived: str | None = f"the newest todo item open: {collapse(open_items[0], 200)}"
     else:

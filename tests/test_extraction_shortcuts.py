@@ -1,0 +1,218 @@
+"""The extraction's shortcuts agree with the plain computations they stand in for.
+
+The handoff's extraction reads fewer events or fewer texts than a plain pass would (the
+newest entries only, literal gates in front of patterns, a fact computed once per event);
+each property here builds the same events twice and compares the shortcut with the
+straightforward computation on one copy each.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.analysis import checks, probes, resolution
+from windowkeeper.analysis.changes import edit_change
+from windowkeeper.analysis.events import ToolEvent
+from windowkeeper.analysis.facts import collapse, dedupe
+from windowkeeper.analysis.outputs import is_test_command
+from windowkeeper.analysis.record import LazyArguments
+from windowkeeper.analysis.resolution import segments, turned_down
+from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
+from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
+from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
+
+_PATHS = ["/w/a.py", "/w/b.py", "src/c.py", "x" * 130]
+_LINES = ["", "x = 1", "x = 2", "# note", "return y", "def f():", "    pass", "}"]
+_text = st.lists(st.sampled_from(_LINES), max_size=4).map("\n".join)
+
+
+@st.composite
+def _edit(draw: st.DrawFn) -> Callable[[int], ToolEvent]:
+    """An event maker (fresh memo on each call): an edit, a ``sed -i``, or a read."""
+    path = draw(st.sampled_from(_PATHS))
+    failed = draw(st.booleans()) and draw(st.booleans())
+    shape = draw(st.sampled_from(["edit", "sed", "read"]))
+    if shape == "edit":
+        args: dict[str, Any] = {"path": path, "old_str": draw(_text), "new_str": draw(_text)}
+        action = ToolAction("str_replace", ToolKind.EDIT, path, path=path)
+    elif shape == "sed":
+        old, new = draw(st.sampled_from(["a", "b", "x"])), draw(st.sampled_from(["a", "c"]))
+        command = f"sed -i 's/{old}/{new}/' {path}"
+        args, action = (
+            {"command": command},
+            ToolAction("bash", ToolKind.SHELL, command, command=command),
+        )
+    else:
+        args, action = {"path": path}, ToolAction("read", ToolKind.READ, path, path=path)
+
+    def make(position: int) -> ToolEvent:
+        return ToolEvent(position, action, args, "ok", 1 if failed else None, failed)
+
+    return make
+
+
+_previous = st.lists(
+    st.sampled_from(["a.py: `x` → `y`", "b.py: added `z`", "/w/a.py: `x = 1` → `x = 2`"])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_edit(), max_size=12), _previous)
+def test_newest_changes_match_a_gist_of_every_edit(
+    makers: list[Callable[[int], ToolEvent]], previous: list[str]
+) -> None:
+    events = [make(i) for i, make in enumerate(makers)]
+    plain = [make(i) for i, make in enumerate(makers)]
+    changes = filter(None, (edit_change(e) for e in plain))
+    found = [f"{collapse(path, 120)}: {gist}" for path, gist in changes]
+    expected = tuple(dedupe([*previous, *found], keep_last=True)[-MAX_CHANGES:])
+    assert newest_changes(events, previous) == expected
+
+
+# --- todo lists --------------------------------------------------------------------------
+
+_KEYS = ["todos", "plan", "steps", "items", "command", "todo", "state", "text", "stepsX"]
+_entry = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": st.sampled_from(["Fix it", 'Run "tests"']),
+        "status": st.sampled_from(["done", "pending", "x"]),
+    },
+)
+_value = st.one_of(st.lists(_entry, max_size=3), st.sampled_from(["", "plan", '"todos"', 3]))
+_arguments = st.dictionaries(st.sampled_from(_KEYS), _value, max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_arguments, st.booleans(), st.sampled_from([None, 2]), st.booleans())
+def test_todo_items_of_unparsed_arguments_match_the_parsed(
+    args: dict[str, Any], ascii_only: bool, indent: int | None, escaped_key: bool
+) -> None:
+    raw = json.dumps(args, ensure_ascii=ascii_only, indent=indent)
+    if escaped_key:  # a key spelled with an escape is found only by a parse
+        raw = raw.replace('"todos"', '"\\u0074odos"')
+    assert todo_items("TodoWrite", LazyArguments(raw)) == todo_items("TodoWrite", json.loads(raw))
+
+
+def test_event_todos_are_remembered_per_arguments() -> None:
+    """An event's memo is its result's, shared by the event of the call's masked copy:
+    each set of arguments gets its own items."""
+    action = ToolAction("TodoWrite", ToolKind.OTHER, "todos")
+    listed = {"todos": [{"content": "Fix the parser", "status": "pending"}]}
+    masked = {"todos": [{"content": "Fix the [REDACTED]", "status": "pending"}]}
+    first = ToolEvent(0, action, listed, "ok", None, False)
+    second = ToolEvent(0, action, masked, "ok", None, False, memo=first.memo)
+    assert event_todos(first) == [TodoItem("Fix the parser", "pending")]
+    assert event_todos(second) == [TodoItem("Fix the [REDACTED]", "pending")]
+    assert event_todos(first) is event_todos(first)
+
+
+# --- check kinds ---------------------------------------------------------------------------
+
+# Every program the lint and build patterns name (listed here, not taken from the gates),
+# and words that look like one.
+_PROGRAMS = [
+    "mix", "ruff", "flake8", "pylint", "mypy", "pyright", "black", "isort", "eslint",
+    "prettier", "rubocop", "golangci-lint", "go", "cargo", "shellcheck", "tsc", "stylelint",
+    "hadolint", "biome", "make", "npm", "yarn", "pnpm", "mvn", "gradle", "gradlew", "dotnet",
+    "cmake", "python", "vite", "webpack", "next", "python3", "xmypy", "make.", "go-vet",
+    "pytest", "echo", "nohup", "cd", "./make",
+]  # fmt: skip
+_ARGUMENTS = [
+    "", "check", "lint", "vet", "build", "--check", "--noEmit", "clippy", "fmt --check",
+    "credo", "dialyzer", "format --check-formatted", "compile", "run build", "-m build",
+    "--build", "clean package", "package", "all", "-n", "--dry-run", "x.py", "2>&1",
+    "> /dev/null", "| tail -5", "&",
+]  # fmt: skip
+_SPACES = [" ", "  ", "\t", "\u00a0", "\x1c"]
+_step = st.builds(
+    lambda program, space, argument: f"{program}{space}{argument}",
+    st.sampled_from(_PROGRAMS),
+    st.sampled_from(_SPACES),
+    st.sampled_from(_ARGUMENTS),
+)
+_commands = st.lists(
+    st.tuples(_step, st.sampled_from([" && ", " || ", "; ", " | ", "\n", "&&", " & "])),
+    min_size=1,
+    max_size=4,
+).map(lambda steps: "".join(step + operator for step, operator in steps))
+
+
+def _plain_check_kind(command: str) -> str | None:
+    """``check_kind`` as it was before the program-word gates."""
+    head = command[:2_000]
+    if checks._runs_in_background(head):
+        return None
+    if is_test_command(head) or ("django" in head and checks._MORE_TESTS.search(head)):
+        return "tests"
+    for step in reversed([checks._strip(s) for s in segments(head)]):
+        if checks._LINT.search(" " + step):
+            return "lint"
+        if checks._BUILD.search(" " + step) and not step.startswith(("make -n", "make --dry")):
+            return "build"
+    return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(_commands)
+def test_check_kind_matches_the_plain_patterns(command: str) -> None:
+    assert checks.check_kind(command) == _plain_check_kind(command)
+
+
+def test_check_kind_matches_the_plain_patterns_on_every_program_and_argument() -> None:
+    for program in _PROGRAMS:
+        for argument in _ARGUMENTS:
+            for command in (f"{program} {argument}", f"cd /w && {program}\t{argument} | tail"):
+                assert checks.check_kind(command) == _plain_check_kind(command), command
+
+
+# --- probes and turned-down calls ----------------------------------------------------------
+
+_PROBE_PIECES = [
+    " ", "\t", "\n", "|", ";", "&", "(", "python", "python3", "python3.11", "node", "ruby",
+    "perl", "php", "pyth", "-c", "-e", "-", "'print(1)'", "open(", "'w'", "> out", "2>&1",
+    "pytest", "cat f", "xnode",
+]  # fmt: skip
+_probes = st.lists(st.sampled_from(_PROBE_PIECES), max_size=10).map("".join)
+
+
+def _plain_is_probe(command: str) -> bool:
+    head = command[:2_000]
+    if not probes._INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
+        return False
+    return "open(" not in head or ("'w'" not in head and '"w"' not in head)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_probes, _probes.map(lambda c: c.replace(" ", " "))))
+def test_is_probe_matches_the_plain_pattern(command: str) -> None:
+    assert probes.is_probe(command) == _plain_is_probe(command)
+
+
+def test_is_probe_matches_the_plain_pattern_on_every_interpreter() -> None:
+    for program in ("python", "python3.11", "node", "ruby", "perl", "php", "xnode", "Python"):
+        for flag in ("-c", "-e", "-", "-x", ""):
+            for before in ("", "cat f | ", "cd /w;", "(", "echo "):
+                command = f"{before}{program} {flag} 'print(1)'"
+                assert probes.is_probe(command) == _plain_is_probe(command), command
+
+
+_REFUSALS = [
+    " ", "\n", "The ", "user", "USER", "uſer", "Uſer", "doesn't", "does not", "want to proceed",
+    "rejected", "denied", "declined", "by", "the", "tool", "call", "request", "command", "x",
+    "İ", "\u212a", "ok",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_REFUSALS), max_size=10).map(" ".join))
+def test_turned_down_matches_the_plain_pattern(result: str) -> None:
+    action = ToolAction("bash", ToolKind.SHELL, "ls", command="ls")
+    event = ToolEvent(0, action, {"command": "ls"}, result, 1, True)
+    first = result[:400].lstrip().split("\n", 1)[0]
+    assert turned_down(event) == (resolution._REJECTED.search(first) is not None)
