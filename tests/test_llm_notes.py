@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factories import long_session
+from factories import long_session, user
 from windowkeeper import CompressionConfig, ContextCompressor, LLMSummarizer, LLMSummarizerConfig
 from windowkeeper.analysis.kinds import handoff_body, is_handoff
 from windowkeeper.cli import app as cli
@@ -27,8 +27,16 @@ from windowkeeper.summary.handoff.parse import parse_state, split_sections
 from windowkeeper.summary.handoff.text import NOTES_BESIDE, Shown, section_text
 from windowkeeper.summary.handoff.worktext import AS_OF
 from windowkeeper.summary.llm.output import written_part
-from windowkeeper.summary.llm.prompt import DATA_OPEN
-from windowkeeper.summary.protocol import written_budget
+from windowkeeper.summary.llm.prompt import (
+    DATA_CLOSE,
+    DATA_OPEN,
+    KEPT_CLOSE,
+    KEPT_OPEN,
+    KEPT_SHARE,
+    InputCap,
+    kept_records,
+)
+from windowkeeper.summary.protocol import SummaryRequest, written_budget
 from windowkeeper.summary.request import LABEL_TOKENS, notes_on_top
 from windowkeeper.summary.trim import trim_sections
 from windowkeeper.testing import OpenAITestServer, Step
@@ -169,6 +177,34 @@ def test_notes_share_the_budget_when_the_window_has_no_room() -> None:
     assert notes_on_top(plan) == written_budget(2_000) + labels  # the window has room
     assert notes_on_top(replace(plan, notes_room=300)) == 300
     assert notes_on_top(replace(plan, notes_room=0)) == 0
+
+
+def test_the_model_reads_the_kept_turns_to_write_as_of_their_end() -> None:
+    """The summary prompt carries the tail (masked, after the excerpt, marked as kept) so
+    the notes never call open what the tail finished."""
+    session = long_session(30)
+    secret = "sk-proj-" + "Q7" * 24
+    session[-1] = user(f"What changed in refunds.py? My key is {secret}")
+    with OpenAITestServer() as server:
+        compress(server, "## Work State\n- Done.\n\n## Next Step\nShip it.", session)
+        prompt = server.chat_requests[0].prompt
+    assert prompt.index(DATA_CLOSE) < prompt.index(KEPT_OPEN) < prompt.index(KEPT_CLOSE)
+    kept = prompt[prompt.index(KEPT_OPEN) : prompt.index(KEPT_CLOSE)]
+    excerpt = prompt[prompt.index(DATA_OPEN) : prompt.index(DATA_CLOSE)]
+    assert "What changed in refunds.py?" in kept and "What changed in refunds.py?" not in excerpt
+    assert secret not in prompt
+
+
+def test_kept_turns_take_at_most_their_share_newest_first() -> None:
+    turns = [user(f"turn {n} " + "x" * 900) for n in range(40)]
+    request = SummaryRequest(
+        turns=[], previous_summary=None, focus_topic=None, budget_tokens=2_000,
+        today=date(2026, 12, 1), task_snapshot=None, has_user_turn=True, kept_after=turns,
+    )  # fmt: skip
+    cap = InputCap(chars=20_000)
+    kept = kept_records(request, cap)
+    assert 0 < len(kept) < len(turns) and sum(len(r) + 2 for r in kept) <= 20_000 * KEPT_SHARE
+    assert "turn 39 " in kept[-1] and "turn 0 " not in "".join(kept)  # the newest stay
 
 
 @pytest.mark.usefixtures("summary_tier")

@@ -46,6 +46,8 @@ class SummaryRequest:
         state: the handoff state the compressor extracted mechanically (merged with the
             previous handoff); a summarizer writes the judgment sections
             (:data:`WRITTEN_TITLES`), the compressor fills in the rest from it.
+        kept_after: the turns kept verbatim after the handoff (masked like ``turns``): a
+            summarizer writes as of their end, so its notes never call finished work open.
         notes_on_top: tokens a summarizer's own sections may add to ``budget_tokens``
             (the extracted state keeps the whole budget); 0 when the window leaves no room,
             and then they share it.
@@ -61,6 +63,7 @@ class SummaryRequest:
     analysis: Analysis | None = field(default=None, compare=False, repr=False)
     state: HandoffState | None = field(default=None, compare=False, repr=False)
     notes_on_top: int = 0
+    kept_after: Sequence[Message] = field(default=(), compare=False, repr=False)
 
     def analysed(self) -> Analysis:
         """The analysis of ``turns``: the given one, else made now."""

@@ -69,6 +69,7 @@ def summary_request(
         analysis=analysis,
         state=state,
         notes_on_top=notes_on_top(plan),
+        kept_after=MaskedTurns(facts[plan.tail_start :]),
     )
 
 

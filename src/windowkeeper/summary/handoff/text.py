@@ -51,14 +51,14 @@ _REASON = re.compile(
     re.IGNORECASE,
 )
 _FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
-# A summary model writes from the summarized turns only: its notes stand as of the cut.
-# In its sections they sit under this line, after the state extracted at compaction time
-# (tail included), never in its place: a reader of the handoff alone must not take work the
-# tail finished for work in progress (issue 24: the LLM handoff's misleading answers), and
-# the extracted facts (the agent's own decisions with their reasons) stay.
+# A summary model summarizes the turns before the cut, reading the tail to write as of its
+# end. Its notes sit under this line, after the state extracted at compaction time (tail
+# included), never in its place: a reader of the handoff alone must not take work the tail
+# finished for work in progress (issue 24: the LLM handoff's misleading answers), and the
+# extracted facts (the agent's own decisions with their reasons) stay.
 NOTES_BESIDE = (
-    "The summary model's notes, as of the cut (the turns kept after this handoff may have "
-    "finished or changed some of this):"
+    "The summary model's notes (from the summarized turns, written as of the end of the "
+    "turns kept after this handoff):"
 )
 TASK_RULES = "The task's own rules (the task is kept verbatim in the context):"
 ENVIRONMENT_LABELS = ("Working directory", "Git branch", "Running in the background")

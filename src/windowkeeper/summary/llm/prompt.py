@@ -43,6 +43,10 @@ DATA_OPEN = "<<<BEGIN CONVERSATION DATA>>>"
 DATA_CLOSE = "<<<END CONVERSATION DATA>>>"
 NOTES_OPEN = "<<<BEGIN PREVIOUS SUMMARY>>>"
 NOTES_CLOSE = "<<<END PREVIOUS SUMMARY>>>"
+KEPT_OPEN = "<<<BEGIN KEPT TURNS>>>"
+KEPT_CLOSE = "<<<END KEPT TURNS>>>"
+KEPT_SHARE = 0.25
+"""Largest share of the input cap the kept turns may take (their newest records first)."""
 
 _THINK_BLOCK = re.compile(
     r"<(think|thinking|reasoning)\b[^>]*>.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL
@@ -266,11 +270,31 @@ def _block(opening: str, closing: str, body: str, intro: str) -> str:
     return f"{intro}\n{opening}\n{body}\n{closing}"
 
 
-def build_prompt(request: SummaryRequest, records: Sequence[str], previous: str | None) -> str:
+def kept_records(request: SummaryRequest, cap: InputCap) -> list[str]:
+    """The turns kept verbatim after the handoff, serialized, the newest that fit within
+    their share of the cap: the model writes its notes as of their end (design §5)."""
+    records = serialize_turns(request.kept_after, cap.record_limit)
+    room, taken = int(cap.chars * KEPT_SHARE), 0
+    if cap.tokens is not None:
+        room = min(room, int(cap.tokens * KEPT_SHARE) * 3)
+    for index in range(len(records) - 1, -1, -1):
+        taken += len(records[index]) + 2
+        if taken > room:
+            return records[index + 1 :]
+    return records
+
+
+def build_prompt(
+    request: SummaryRequest,
+    records: Sequence[str],
+    previous: str | None,
+    kept: Sequence[str] = (),
+) -> str:
     """The single user message of one summary call.
 
     ``records`` are already serialized (redacted, bounded); ``previous`` is the redacted,
-    bounded running or previous summary, or ``None`` for a first summary.
+    bounded running or previous summary, or ``None`` for a first summary; ``kept``: the
+    serialized turns kept after the handoff (:func:`kept_records`).
     """
     turns_block = _block(
         DATA_OPEN, DATA_CLOSE, "\n\n".join(records),
@@ -287,6 +311,9 @@ def build_prompt(request: SummaryRequest, records: Sequence[str], previous: str 
         )
     else:
         parts.append(prompt_template("first").format(turns_block=turns_block))
+    if kept:
+        intro = prompt_template("kept")
+        parts.append(_block(KEPT_OPEN, KEPT_CLOSE, "\n\n".join(kept), f"KEPT TURNS: {intro}"))
     parts.append(_structure(request.budget_tokens))
     parts.append(prompt_template("date").format(today=request.today.isoformat()))
     if request.focus_topic and request.focus_topic.strip():

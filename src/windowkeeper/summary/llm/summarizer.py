@@ -48,6 +48,7 @@ from .prompt import (
     InputCap,
     bound_previous,
     build_prompt,
+    kept_records,
     serialize_turns,
     strip_think,
     take_chunk,
@@ -179,10 +180,11 @@ class LLMSummarizer:
         deadline = self._clock() + self.config.deadline_seconds
         previous = written_part(request.previous_summary or "")
         running = bound_previous(previous, cap) if previous and previous.strip() else None
+        kept = kept_records(request, cap)
         start = 0
         while True:
-            end = take_chunk(records, start, build_prompt(request, [], running), cap)
-            prompt = build_prompt(request, records[start:end], running)
+            end = take_chunk(records, start, build_prompt(request, [], running, kept), cap)
+            prompt = build_prompt(request, records[start:end], running, kept)
             result = self._complete(backend, prompt, deadline, run)
             run.chunks += 1
             if isinstance(result, SummaryFailure):
