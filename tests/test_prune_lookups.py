@@ -20,6 +20,8 @@ from windowkeeper.compaction.prune import (
     _calls_by_id,
     _long_arguments,
     _shortened_calls,
+    content_handle,
+    dedupe_tool_outputs,
     truncate_tool_arguments,
 )
 from windowkeeper.core.messages import Message
@@ -117,3 +119,19 @@ def test_an_id_made_twice_is_the_later_call() -> None:
         found = _calls_by_id(messages, analyzer, end)("a")
         assert found is not None and found.name == name
         assert found == _eager(messages, analyzer, end)["a"]
+
+
+@given(st.lists(st.sampled_from(["x" * 300, "y" * 300, "z" * 250, "short"]), max_size=6))
+def test_dedupe_names_a_copy_by_its_records_handle(outputs: list[str]) -> None:
+    messages: list[Message] = [{"role": "user", "content": "task"}]
+    messages += [{"role": "tool", "tool_call_id": f"c{n}", "content": text}
+                 for n, text in enumerate(outputs)]  # fmt: skip
+    analyzer = Analyzer()
+    with_records = dedupe_tool_outputs(messages, PruneSettings(0, len(messages), analyzer=analyzer))
+    alone = dedupe_tool_outputs(messages, PruneSettings(0, len(messages)))
+    assert with_records.messages == alone.messages
+    assert [(a.handle, a.index) for a in with_records.archived] == [
+        (a.handle, a.index) for a in alone.archived
+    ]
+    for item in with_records.archived:  # the handle pass 2 and the archive read is the same
+        assert content_handle(analyzer.facts(item.message)) == item.handle

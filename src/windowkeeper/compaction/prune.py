@@ -129,7 +129,9 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
     for index in sorted(candidates, reverse=True):
         message = messages[index]
         content = str(message["content"])
-        handle = make_handle(content)
+        # The record's handle: pass 2 stubs the copy kept (and the archive names it) by it.
+        records = settings.analyzer
+        handle = content_handle(records.facts(message)) if records else make_handle(content)
         if handle not in seen:
             seen.add(handle)
             continue
