@@ -112,3 +112,45 @@ def test_a_key_spelled_with_escapes_is_found() -> None:
     assert lazy.get("todos") == [1]
     assert "cwd" in lazy and lazy.get("cwd") == "/tmp"
     assert lazy.get("workdir") is None and "workdir" not in lazy
+
+
+class _Key(str):
+    """A str subclass: answered by the parsed object itself, never by the keys."""
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(["todos", "cwd", "a", "é", 'q"', ""]) | st.text(max_size=4),
+                       _JSON), max_size=5),
+    st.lists(st.sampled_from(["todos", "cwd", "a", "é", 'q"', "", "command"])
+             | st.text(max_size=4), max_size=4),
+    st.booleans(),
+)  # fmt: skip
+def test_the_keys_a_call_keeps_answer_as_its_parse(
+    pairs: list[tuple[str, Any]], probes: list[str], ascii_only: bool
+) -> None:
+    # Written pair by pair: a key may come twice (the parse keeps the last value).
+    body = ", ".join(
+        f"{json.dumps(k, ensure_ascii=ascii_only)}: {json.dumps(v, ensure_ascii=ascii_only)}"
+        for k, v in pairs
+    )
+    raw = "{" + body + "}"
+    parsed = json.loads(raw)
+    lazy = parse_call(_call(raw)).args
+    assert isinstance(lazy, LazyArguments)
+    assert len(lazy) == len(parsed) and list(lazy) == list(parsed)
+    for key in [*probes, *(k for k, _ in pairs)]:
+        assert (key in lazy) is (key in parsed)
+        assert lazy.get(key, "absent") == parsed.get(key, "absent")
+        assert (_Key(key) in lazy) is (key in parsed)
+        assert lazy.get(_Key(key), "absent") == parsed.get(key, "absent")
+    assert 1 not in lazy and lazy.get(None, "absent") == "absent"
+
+
+def test_calls_with_the_same_keys_share_one_tuple() -> None:
+    first = parse_call(_call('{"command": "ls", "timeout": 5}')).args
+    second = parse_call(_call('{"command": "pwd", "timeout": 9}')).args
+    assert isinstance(first, LazyArguments) and isinstance(second, LazyArguments)
+    assert first._keys is second._keys
+    empty = parse_call(_call("{}", "bash"))  # an empty object: no keys, no command
+    assert isinstance(empty.args, LazyArguments) and len(empty.args) == 0
+    assert "command" not in empty.args

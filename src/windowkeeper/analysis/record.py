@@ -18,7 +18,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from typing import Any, NamedTuple
 
 from ..core.errors import InvalidMessagesError
@@ -109,35 +118,46 @@ _NO_CALLS: tuple[CallFacts, ...] = ()
 _LAST_PARSE: tuple[str | None, dict[str, Any]] = (None, {})
 
 
+# The top-level keys of a call's arguments, shared between calls that name the same ones
+# (a session's calls name a few sets of keys: one tuple each, not one per call). Bounded:
+# past the limit a call keeps its own tuple.
+_KEY_SETS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_KEY_SETS_LIMIT = 1_024
+
+
+def _shared(keys: tuple[str, ...]) -> tuple[str, ...]:
+    shared = _KEY_SETS.get(keys)
+    if shared is None:
+        if len(_KEY_SETS) >= _KEY_SETS_LIMIT:
+            return keys
+        shared = _KEY_SETS.setdefault(keys, keys)
+    return shared
+
+
 class LazyArguments(Mapping[str, Any]):
     """The JSON-object arguments of a call, parsed from the raw text on each use (each
     method parses once); what must hold: ``raw`` parses to a JSON object no deeper than
-    the limit of :func:`~windowkeeper.core.jsonsafe.loads_or_none` (see :func:`parse_call`)."""
+    the limit of :func:`~windowkeeper.core.jsonsafe.loads_or_none` (see :func:`parse_call`),
+    whose top-level keys are ``keys`` (when given: the caller parsed it once already)."""
 
-    __slots__ = ("_literal_keys", "raw")
+    __slots__ = ("_keys", "raw")
 
-    def __init__(self, raw: str) -> None:
+    def __init__(self, raw: str, keys: Iterable[str] | None = None) -> None:
         self.raw = raw
-        # A JSON string can spell a letter, digit or ``_`` only as itself or as a
-        # ``\\uXXXX`` escape: without one in the text, such a key is present only if it
-        # occurs between quotes. Most questions the stages ask (is there a todo list, a
-        # working directory, a background flag) are so answered without a parse.
-        self._literal_keys = "\\u" not in raw
+        # Most questions the stages ask are about a key the call does not have (is there
+        # a todo list, a working directory, a background flag): the keys answer them
+        # without a parse, and without scanning a long text for each key asked about.
+        self._keys = _shared(tuple(keys if keys is not None else json.loads(raw)))
 
     def _absent(self, key: object) -> bool:
-        return (
-            self._literal_keys
-            and isinstance(key, str)
-            and key.isascii()
-            and key.isidentifier()
-            and f'"{key}"' not in self.raw
-        )
+        # A key that is not a str (a subclass too) takes the parsed object's own answer.
+        return type(key) is str and key not in self._keys
 
     def lacks_keys(self, quoted: re.Pattern[str]) -> bool:
         """Whether none of some keys is present, told without a parse: ``quoted``
-        matches each of them between double quotes (and each is an ASCII identifier,
-        see :meth:`_absent`); ``False`` when a parse would be needed to tell."""
-        return self._literal_keys and quoted.search(self.raw) is None
+        matches each of them between double quotes, and nothing else (it is tried on
+        each top-level key, quoted)."""
+        return not any(quoted.fullmatch(f'"{key}"') for key in self._keys)
 
     def _value(self) -> dict[str, Any]:
         global _LAST_PARSE
@@ -157,7 +177,7 @@ class LazyArguments(Mapping[str, Any]):
         return iter(self._value())
 
     def __len__(self) -> int:
-        return len(self._value())
+        return len(self._keys)
 
     def __contains__(self, key: object) -> bool:
         return not self._absent(key) and key in self._value()
@@ -187,8 +207,8 @@ def parse_call(call: Mapping[str, Any]) -> CallFacts:
     if not args and action.kind is ToolKind.SHELL and raw.strip():
         args = {"command": raw.strip()}
         action = classify_call(name, args)
-    if json_object:
-        args = LazyArguments(raw)
+    if parsed is not None:
+        args = LazyArguments(raw, parsed.keys())
     return CallFacts(call_id(call), name, args, action, json_object, raw)
 
 

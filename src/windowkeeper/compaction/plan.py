@@ -7,12 +7,13 @@ together and owns the state (guard, counts).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 from ..analysis.kinds import handoff_body, live_text
 from ..analysis.record import Analyzer, MessageFacts
 from ..core.config import CompressionConfig, summary_budget_tokens
+from ..core.frozen import evolve
 from ..core.messages import Message, call_arguments, is_in_place_instruction, tool_calls
 from ..core.report import ArchivedItem
 from ..core.tokens import estimate_tokens, message_tokens
@@ -112,7 +113,7 @@ def fitting_plan(
     first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
     keep_first = 0 if first_user is None else first_user + 1 - system_end(messages)
     protect = min(config.protect_first_n, max(0, keep_first))
-    tight_config = replace(config, protect_first_n=protect)
+    tight_config = evolve(config, protect_first_n=protect)
     tight = make_plan(messages, costs, tight_config, context_length, 0, facts)
     moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
     chosen = tight if tight.compressible and moved else plan
@@ -120,7 +121,7 @@ def fitting_plan(
         # Still too large with the minimum tail (a turn of a few large tool exchanges):
         # the older exchanges of the turn are summarized too and only the newest message
         # (with its tool group) stays verbatim, before any of it is cut to fit.
-        least = replace(tight_config, min_tail_messages=1)
+        least = evolve(tight_config, min_tail_messages=1)
         smallest = make_plan(messages, costs, least, context_length, 0, facts)
         if smallest.compressible and smallest.tail_start > chosen.tail_start:
             chosen = smallest
@@ -140,11 +141,11 @@ def _handoff_first(
     minimum that still carries the essentials."""
     left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, frame_tokens())
     if not plan.compressible or left >= plan.summary_budget_tokens:
-        return replace(plan, notes_room=max(0, left - plan.summary_budget_tokens))
+        return evolve(plan, notes_room=max(0, left - plan.summary_budget_tokens))
     facts = facts if facts is not None else Analyzer().analyze(messages)
     give = max(0, min(plan.summary_budget_tokens - left, tail_slack(facts, plan.tail_start)))
     budget = max(MIN_FIT_BUDGET, left + give)
-    return replace(plan, summary_budget_tokens=budget, tail_cut_tokens=give, notes_room=0)
+    return evolve(plan, summary_budget_tokens=budget, tail_cut_tokens=give, notes_room=0)
 
 
 @cache

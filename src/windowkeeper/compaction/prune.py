@@ -23,6 +23,8 @@ from ..analysis.toolshapes import ToolKind, one_line
 from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
+    call_arguments,
+    call_id,
     is_image_part,
     tool_calls,
 )
@@ -80,14 +82,27 @@ def make_handle(*parts: str) -> str:
     return "wk" + digest.hexdigest()
 
 
-def _calls_by_id(messages: list[Message], analyzer: Analyzer, end: int) -> dict[str, CallFacts]:
-    """The calls made before ``end`` (a result follows its call), by id."""
-    return {
-        call.id: call
-        for m in messages[:end]
-        if m.get("tool_calls")
-        for call in analyzer.facts(m).calls
-    }
+def _calls_by_id(
+    messages: list[Message], analyzer: Analyzer, end: int
+) -> Callable[[str], CallFacts | None]:
+    """The call of an id among those made before ``end`` (a result follows its call; an
+    id made twice: the later call). Only the message of a call asked for is parsed: most
+    calls' results are too short to be stubbed, and their arguments are never read here."""
+    owners: dict[str, Message] = {}
+    for message in messages[:end]:
+        if message.get("tool_calls"):
+            for call in tool_calls(message):
+                owners[call_id(call)] = message
+
+    def find(wanted: str) -> CallFacts | None:
+        owner = owners.get(wanted)
+        if owner is None:
+            return None
+        record: MessageFacts = analyzer.facts(owner)
+        found: CallFacts = next(made for made in reversed(record.calls) if made.id == wanted)
+        return found
+
+    return find
 
 
 def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[int]:
@@ -114,7 +129,9 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
     for index in sorted(candidates, reverse=True):
         message = messages[index]
         content = str(message["content"])
-        handle = make_handle(content)
+        # The record's handle: pass 2 stubs the copy kept (and the archive names it) by it.
+        records = settings.analyzer
+        handle = content_handle(records.facts(message)) if records else make_handle(content)
         if handle not in seen:
             seen.add(handle)
             continue
@@ -181,7 +198,7 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
         elif isinstance(content, str) and len(content) > settings.min_chars:
             if is_stub(content):
                 continue
-            call = calls.get(str(message.get("tool_call_id")))
+            call = calls(str(message.get("tool_call_id")))
             name = call.name if call else str(message.get("name") or "tool")
             record = analyzer.facts(message)
             handle = content_handle(record)
@@ -253,7 +270,7 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
     key = ("shortened_calls", settings.args_over, settings.args_head)
     for index in range(settings.start, min(settings.end, len(messages))):
         message = messages[index]
-        if not message.get("tool_calls"):
+        if not message.get("tool_calls") or not _long_arguments(message, settings.args_over):
             continue
         record = analyzer.facts(message)
         shorten = functools.partial(_shortened_calls, message, record, settings)
@@ -267,6 +284,12 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
     if out is None:
         return PassResult(messages)
     return PassResult(out, 0, tuple(archived))
+
+
+def _long_arguments(message: Message, over: int) -> bool:
+    """Whether a call of ``message`` has arguments over ``over`` characters (only those
+    are shortened: the others' calls are not parsed for it)."""
+    return any(len(call_arguments(call)) > over for call in tool_calls(message))
 
 
 def _shortened_calls(

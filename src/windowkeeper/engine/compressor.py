@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -25,6 +24,7 @@ from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan
 from ..compaction.prune import PassResult
 from ..core.cache import kept_prefix
 from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
+from ..core.frozen import evolve
 from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult, Outcome, Reason, Tier
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
@@ -290,7 +290,7 @@ class ContextCompressor(BackgroundCompaction):
             # Tier 2 keeps the head and the tail: only the head's stubs are kept, so only
             # the head is pruned; the middle's long outputs leave with the summarized turns.
             head = prune_head(job, config, self.analyzer)
-            pruned = replace(head, changed=head.changed + len(plan.prune_indices))
+            pruned = evolve(head, changed=head.changed + len(plan.prune_indices))
         return self._summary_tier(job, pruned, started)
 
     def _job(self, messages: list[Message], force: bool, focus: str | None) -> Job:
@@ -307,11 +307,11 @@ class ContextCompressor(BackgroundCompaction):
     ) -> CompressionResult:  # fmt: skip
         elapsed = (time.perf_counter() - started) * 1000
         detail = detail or detail_of(reason)
-        report = replace(job.base, outcome=outcome, reason=reason, detail=detail, **fields)
+        report = evolve(job.base, outcome=outcome, reason=reason, detail=detail, **fields)
         warning = self._over_window(job, job.messages, report.after_tokens)
         if warning:
-            report = replace(report, warnings=(*report.warnings, warning))
-        return CompressionResult(job.messages, replace(report, elapsed_ms=elapsed))
+            report = evolve(report, warnings=(*report.warnings, warning))
+        return CompressionResult(job.messages, evolve(report, elapsed_ms=elapsed))
 
     def _nothing_gained(self, job: Job, started: float, reason: Reason) -> CompressionResult:
         """Back off like a structural no-op (a forced call ignores it), remembering what
@@ -341,7 +341,7 @@ class ContextCompressor(BackgroundCompaction):
         out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
         if after >= job.base.before_tokens or (bounded and after > target):
             return None
-        report = replace(
+        report = evolve(
             job.base, outcome=Outcome.COMPRESSED, tier=Tier.PRUNE, after_tokens=after,
             after_messages=len(out), pruned=pruned.changed, warnings=cuts,
         )  # fmt: skip
@@ -377,7 +377,7 @@ class ContextCompressor(BackgroundCompaction):
         assembled, after, cuts = fitted(job, assembled, self.analyzer, self.config)
         if after >= job.base.before_tokens:
             return self._nothing_gained(job, started, Reason.NO_REDUCTION)
-        report = replace(
+        report = evolve(
             job.base,
             outcome=Outcome.COMPRESSED, tier=Tier.SUMMARY,
             after_tokens=after, after_messages=len(assembled),
@@ -407,11 +407,11 @@ class ContextCompressor(BackgroundCompaction):
         if over:
             warnings.append(over)
         elapsed = (time.perf_counter() - started) * 1000
-        report = replace(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
+        report = evolve(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
         # The wait is the engine's own time here; the manager, which sees hooks and
         # background jobs, states the agent's wait.
         kept = job.extra + kept_prefix(job.messages, result.messages, (f.tokens for f in job.facts))
-        report = replace(report, receipt=receipt_of(self.config, self.provider, report, kept))
-        result = replace(result, report=report)
+        report = evolve(report, receipt=receipt_of(self.config, self.provider, report, kept))
+        result = evolve(result, report=report)
         self.completed(job.messages, result)
         return result

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..core.frozen import evolve
 from ..core.report import FailureKind
 
 TIMEOUT_LADDER = (60.0, 300.0, 900.0)
@@ -84,10 +85,10 @@ def blocked(state: GuardState, now: float) -> tuple[Block | None, GuardState]:
         return Block.STRUCTURAL_BACKOFF, state
     if state.strikes >= MAX_STRIKES:
         if state.probe_at is None or state.probe_at - now > RECOVERY_PROBE_AFTER:
-            return Block.INEFFECTIVE, replace(state, probe_at=now + RECOVERY_PROBE_AFTER)
+            return Block.INEFFECTIVE, evolve(state, probe_at=now + RECOVERY_PROBE_AFTER)
         if now < state.probe_at:
             return Block.INEFFECTIVE, state
-        state = replace(state, strikes=MAX_STRIKES - 1, probe_at=None)
+        state = evolve(state, strikes=MAX_STRIKES - 1, probe_at=None)
     if state.low_savings_streak >= MAX_STRIKES:
         return Block.LOW_SAVINGS, state
     return None, state
@@ -106,7 +107,7 @@ def on_summary_failure(state: GuardState, kind: FailureKind, now: float) -> Guar
     """
     if kind in (FailureKind.TIMEOUT, FailureKind.NETWORK):
         step = min(state.timeout_streak, len(TIMEOUT_LADDER) - 1)
-        return replace(
+        return evolve(
             state,
             cooldown_until=now + TIMEOUT_LADDER[step],
             cooldown_kind=kind,
@@ -114,17 +115,17 @@ def on_summary_failure(state: GuardState, kind: FailureKind, now: float) -> Guar
         )
     lasting = kind in (FailureKind.NOT_CONFIGURED, FailureKind.AUTH)
     seconds = NOT_CONFIGURED_COOLDOWN if lasting else TRANSIENT_COOLDOWN
-    return replace(state, cooldown_until=now + seconds, cooldown_kind=kind)
+    return evolve(state, cooldown_until=now + seconds, cooldown_kind=kind)
 
 
 def on_summary_success(state: GuardState) -> GuardState:
-    return replace(state, cooldown_until=0.0, cooldown_kind=None, timeout_streak=0)
+    return evolve(state, cooldown_until=0.0, cooldown_kind=None, timeout_streak=0)
 
 
 def on_compaction(state: GuardState, savings_ratio: float, min_ratio: float) -> GuardState:
     """A completed compaction: count it, track low savings, arm the usage verdict."""
     low = savings_ratio < min_ratio
-    return replace(
+    return evolve(
         state,
         compression_count=state.compression_count + 1,
         low_savings_streak=state.low_savings_streak + 1 if low else 0,
@@ -138,13 +139,13 @@ def on_compaction(state: GuardState, savings_ratio: float, min_ratio: float) -> 
 def on_undo(state: GuardState) -> GuardState:
     """The state from before a compaction that was just undone, holding automatic
     compaction (else the next request would compact the same history again)."""
-    return replace(state, undone=True)
+    return evolve(state, undone=True)
 
 
 def on_structural_noop(state: GuardState, now: float, cause: str = "") -> GuardState:
     """Nothing was eligible to compress: back off for a while (not a strike), and
     remember why, for the warning the backoff is reported with."""
-    return replace(state, structural_until=now + STRUCTURAL_BACKOFF, structural_cause=cause)
+    return evolve(state, structural_until=now + STRUCTURAL_BACKOFF, structural_cause=cause)
 
 
 def on_usage(state: GuardState, prompt_tokens: int, threshold: int) -> GuardState:
@@ -154,26 +155,26 @@ def on_usage(state: GuardState, prompt_tokens: int, threshold: int) -> GuardStat
     floor of system prompt and tool schemas may exceed the trigger); under it clears them.
     """
     if prompt_tokens <= 0:
-        return replace(state, verify_pending=False) if state.verify_pending else state
+        return evolve(state, verify_pending=False) if state.verify_pending else state
     if prompt_tokens < threshold:
         if not state.strikes and not state.verify_pending and state.probe_at is None:
             return state  # the common case, every response under the trigger: unchanged
-        return replace(state, strikes=0, verify_pending=False, probe_at=None)
+        return evolve(state, strikes=0, verify_pending=False, probe_at=None)
     if state.verify_pending:
-        return replace(state, strikes=state.strikes + 1, verify_pending=False)
+        return evolve(state, strikes=state.strikes + 1, verify_pending=False)
     return state
 
 
 def on_force(state: GuardState) -> GuardState:
     """A manual compaction clears the cooldown and the structural backoff."""
-    return replace(state, cooldown_until=0.0, structural_until=0.0)
+    return evolve(state, cooldown_until=0.0, structural_until=0.0)
 
 
 def on_reset(state: GuardState, *, new_session: bool) -> GuardState:
     """Model switch or new session: calibration and breakers start over."""
     if new_session:
         return GuardState()
-    return replace(
+    return evolve(
         state,
         strikes=0,
         verify_pending=False,

@@ -10,7 +10,7 @@ compaction: that share of the window). Tier 2 summarizes the middle of the prune
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -27,6 +27,7 @@ from ..compaction.usertexts import (
 )
 from ..core.cache import prices_for, receipt
 from ..core.config import CompressionConfig
+from ..core.frozen import evolve
 from ..core.invariants import align_back
 from ..core.messages import Message
 from ..core.report import CompressionReport, Outcome, Receipt
@@ -75,7 +76,7 @@ def make_job(
         plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
     users = user_budget(config, context_length)
     job = Job(messages, facts, plan, base, extra, room, force, focus, users)
-    return replace(job, long_users=tuple(_long_users(job)))
+    return evolve(job, long_users=tuple(_long_users(job)))
 
 
 def _long_users(job: Job) -> list[int]:
@@ -336,4 +337,4 @@ def receipt_of(
     made = receipt(
         report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
     )
-    return replace(made, background=True) if background else made
+    return evolve(made, background=True) if background else made

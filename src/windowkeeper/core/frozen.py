@@ -1,0 +1,59 @@
+"""``evolve``: :func:`dataclasses.replace` for frozen records, without its per-call walk.
+
+``replace`` inspects every field of the class on each call and builds the copy through
+the frozen ``__init__`` (one ``object.__setattr__`` per field): 4.6 µs for a
+``CompressionReport``, 10.8 µs for a ``CompressionConfig``, and a compaction makes about
+eight such copies (the report's stages, the forced plan's tight configs), most of the
+fixed cost of a small compaction. ``evolve`` copies the instance's ``__dict__`` and
+applies the changes, then runs ``__post_init__`` as ``replace`` would (the config's
+checks and normalization), so the result is the one ``replace`` gives.
+
+What must hold for the fast path (checked once per class, else ``replace`` is used): a
+dataclass without ``__slots__``, whose fields are all ``init`` fields (no ``InitVar``,
+no ``init=False``); per call, the instance's ``__dict__`` holds exactly its fields (no
+cached property or other attribute a copy would carry over) and every change names one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_FIELDS: dict[type, frozenset[str] | None] = {}
+
+
+def _plain_fields(cls: type) -> frozenset[str] | None:
+    """The field names of ``cls`` when ``evolve`` may copy it directly, else ``None``."""
+    try:
+        return _FIELDS[cls]
+    except KeyError:
+        pass
+    names: frozenset[str] | None = None
+    if dataclasses.is_dataclass(cls) and "__slots__" not in cls.__dict__:
+        declared = dataclasses.fields(cls)
+        # fields() leaves out InitVar and ClassVar pseudo-fields; __dataclass_fields__ has them.
+        everything = getattr(cls, "__dataclass_fields__", {})
+        if len(declared) == len(everything) and all(f.init for f in declared):
+            names = frozenset(f.name for f in declared)
+    _FIELDS[cls] = names
+    return names
+
+
+def evolve(obj: T, /, **changes: Any) -> T:
+    """A copy of the dataclass instance ``obj`` with ``changes``, as
+    ``dataclasses.replace(obj, **changes)`` makes it (which it falls back to)."""
+    cls = type(obj)
+    names = _plain_fields(cls)
+    state = getattr(obj, "__dict__", None)
+    if names is None or state is None or len(state) != len(names) or not changes.keys() <= names:
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    new: T = object.__new__(cls)
+    copy = new.__dict__
+    copy.update(state)
+    copy.update(changes)
+    post = getattr(cls, "__post_init__", None)
+    if post is not None:
+        post(new)
+    return new

@@ -1,0 +1,137 @@
+"""Pruning parses only the calls it reads, and answers as when it parsed them all.
+
+A stub's call is found by id among the calls made before the pruned region's end (the
+later call when an id repeats); pass 3 parses a message's calls only when one of them has
+arguments over the limit. Both are compared with the eager forms they replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from windowkeeper.analysis.record import Analyzer, CallFacts
+from windowkeeper.compaction.prune import (
+    PruneSettings,
+    _calls_by_id,
+    _long_arguments,
+    _shortened_calls,
+    content_handle,
+    dedupe_tool_outputs,
+    truncate_tool_arguments,
+)
+from windowkeeper.core.messages import Message
+
+_IDS = st.sampled_from(["a", "b", "c", ""])
+_ARGUMENTS = st.one_of(
+    st.sampled_from(["", "{}", "not json", "[1]"]),
+    st.builds(lambda text: json.dumps({"command": text}), st.text(max_size=30)),
+    st.builds(lambda n: json.dumps({"content": "x" * n, "path": "/a"}), st.integers(0, 700)),
+)
+_CALL = st.one_of(
+    st.builds(
+        lambda i, name, args: {"id": i, "type": "function",
+                               "function": {"name": name, "arguments": args}},
+        _IDS | st.just(7), st.sampled_from(["bash", "Write", "todo"]), _ARGUMENTS,
+    ),
+    # A mapping that is no dict: the engine takes it and reads no call from it.
+    st.just(MappingProxyType({"id": "a", "function": {"name": "bash", "arguments": "{}"}})),
+    st.just({"type": "function"}),
+)  # fmt: skip
+
+
+def _message(role: str, calls: list[Any], output: str) -> Message:
+    if role == "assistant":
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+    if role == "tool":
+        return {"role": "tool", "tool_call_id": output[:1], "content": output}
+    return {"role": role, "content": output, "tool_calls": calls}  # a stray list: ignored
+
+
+_MESSAGES = st.lists(
+    st.builds(
+        _message,
+        st.sampled_from(["assistant", "assistant", "tool", "user"]),
+        st.lists(_CALL, max_size=3),
+        st.text(alphabet="abc", max_size=4),
+    ),
+    max_size=8,
+)
+
+
+def _eager(messages: list[Message], analyzer: Analyzer, end: int) -> dict[str, CallFacts]:
+    """The lookup as it was: every call before ``end`` parsed, by id."""
+    return {
+        call.id: call
+        for m in messages[:end]
+        if m.get("tool_calls")
+        for call in analyzer.facts(m).calls
+    }
+
+
+@given(_MESSAGES, st.integers(0, 9), st.lists(_IDS | st.just("7"), max_size=5))
+def test_a_call_found_by_id_is_the_one_the_eager_lookup_found(
+    messages: list[Message], end: int, wanted: list[str]
+) -> None:
+    analyzer = Analyzer()
+    analyzer.analyze(messages)
+    eager = _eager(messages, analyzer, end)
+    find = _calls_by_id(messages, analyzer, end)
+    for key in [*wanted, *eager]:
+        assert find(key) == eager.get(key)
+
+
+@given(_MESSAGES, st.integers(0, 600))
+def test_pass_three_skips_only_messages_it_would_leave_alone(
+    messages: list[Message], over: int
+) -> None:
+    settings = PruneSettings(0, len(messages), args_over=over, args_head=50)
+    analyzer = Analyzer()
+    for message in messages:
+        if message.get("tool_calls") and not _long_arguments(message, over):
+            assert _shortened_calls(message, analyzer.facts(message), settings) is None
+    # And the pass as a whole: what it shortens is what the ungated calls shorten.
+    result = truncate_tool_arguments(messages, PruneSettings(0, len(messages), 0, over, 50))
+    for index, message in enumerate(messages):
+        eager = (
+            _shortened_calls(message, analyzer.facts(message), settings)
+            if message.get("tool_calls") and message.get("role") == "assistant"
+            else None
+        )
+        expected = message if eager is None else {**message, "tool_calls": eager}
+        assert result.messages[index] == expected
+
+
+def test_an_id_made_twice_is_the_later_call() -> None:
+    def made(name: str) -> dict[str, Any]:
+        return {"id": "a", "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+    messages: list[Message] = [
+        {"role": "assistant", "content": None, "tool_calls": [made("first"), made("second")]},
+        {"role": "assistant", "content": None, "tool_calls": [made("third")]},
+    ]
+    analyzer = Analyzer()
+    for end, name in ((1, "second"), (2, "third")):
+        found = _calls_by_id(messages, analyzer, end)("a")
+        assert found is not None and found.name == name
+        assert found == _eager(messages, analyzer, end)["a"]
+
+
+@given(st.lists(st.sampled_from(["x" * 300, "y" * 300, "z" * 250, "short"]), max_size=6))
+def test_dedupe_names_a_copy_by_its_records_handle(outputs: list[str]) -> None:
+    messages: list[Message] = [{"role": "user", "content": "task"}]
+    messages += [{"role": "tool", "tool_call_id": f"c{n}", "content": text}
+                 for n, text in enumerate(outputs)]  # fmt: skip
+    analyzer = Analyzer()
+    with_records = dedupe_tool_outputs(messages, PruneSettings(0, len(messages), analyzer=analyzer))
+    alone = dedupe_tool_outputs(messages, PruneSettings(0, len(messages)))
+    assert with_records.messages == alone.messages
+    assert [(a.handle, a.index) for a in with_records.archived] == [
+        (a.handle, a.index) for a in alone.archived
+    ]
+    for item in with_records.archived:  # the handle pass 2 and the archive read is the same
+        assert content_handle(analyzer.facts(item.message)) == item.handle
