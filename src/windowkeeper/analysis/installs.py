@@ -99,7 +99,10 @@ def installed(step: str) -> tuple[str, ...] | None:
     flags = set(words)
     if not names or flags & {"-r", "--requirement", "-e", "--editable"}:
         return ()
-    return tuple(re.split(r"[=<>\[@!~;]", n, maxsplit=1)[0].lower() for n in names)
+    return tuple(_VERSION_SPEC.split(n, maxsplit=1)[0].lower() for n in names)
+
+
+_VERSION_SPEC = re.compile(r"[=<>\[@!~;]")
 
 
 def covers(names: tuple[str, ...], missing: str) -> bool:

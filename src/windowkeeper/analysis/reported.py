@@ -20,12 +20,15 @@ _GIT_STATUS_HOW = {"modified": MODIFIED, "new file": MODIFIED, "renamed": MODIFI
                    "deleted": DELETED}  # fmt: skip
 
 
+_GIT_REPORTS = re.compile(r"\bgit\s+(?:-C\s+\S+\s+)?(?:status|diff)\b")
+
+
 def reported_touches(command: str, output: str) -> list[Touch]:
     """Files that ``git status`` / ``git diff`` output reports as changed (paths as shown,
     relative to the repository root)."""
     if "git" not in command[:2_000] or not output:
         return []
-    if not re.search(r"\bgit\s+(?:-C\s+\S+\s+)?(?:status|diff)\b", command[:2_000]):
+    if not _GIT_REPORTS.search(command[:2_000]):
         return []
     found: list[Touch] = []
     for match in _STATUS_LINE.finditer(output[:SCAN_CHARS]):

@@ -30,6 +30,8 @@ from .shellwords import lines_of, steps_of
 from .specexcerpt import spec_excerpt
 from .toolshapes import ToolKind
 
+_FETCHER = re.compile(r"\b(?:curl|wget|http|xh)\b")
+
 STUB_SPEC_CHARS = 900
 """An excerpt's size on a prune stub's line."""
 STUB_MARK = "; spec: "
@@ -120,7 +122,7 @@ def shell_items(command: str) -> tuple[str, ...]:
             if item is not None:
                 found.append(item)
         match = _ISSUE_URL.search(line)
-        if match and re.search(r"\b(?:curl|wget|http|xh)\b", line):
+        if match and _FETCHER.search(line):
             found.append(match.group(0))
     return tuple(found)
 

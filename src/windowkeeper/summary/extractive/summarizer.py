@@ -18,6 +18,8 @@ from ..handoff.model import HandoffState
 from ..handoff.text import render
 from ..protocol import SummaryOutcome, SummaryRequest
 
+_WORD = re.compile(r"\w+")
+
 
 class ExtractiveSummarizer:
     """Deterministic :class:`~windowkeeper.summary.protocol.Summarizer`; it never fails."""
@@ -40,7 +42,7 @@ class ExtractiveSummarizer:
 def focused(state: HandoffState, topic: str) -> HandoffState:
     """``state`` with the items about ``topic`` moved last in their lists, so trimming to
     the budget (which keeps the newest) keeps them longest."""
-    words = [w for w in re.findall(r"\w+", topic.lower()) if len(w) >= 3]
+    words = [w for w in _WORD.findall(topic.lower()) if len(w) >= 3]
     if not words:
         return state
 

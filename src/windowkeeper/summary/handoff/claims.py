@@ -8,7 +8,7 @@ item's title; a tracker's own confirmation of a change does not. What defines th
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse
@@ -19,6 +19,7 @@ _TITLE_AFTER_ID = (
     r"(?![\w.-])\s*(?:\[[^\]\n]*\]\s*)*(?:[:·—–]|\s-)\s+([^\[\n]+?)"
     r"(?:\s{2,}|\s[\[●]|\s\((?:blocked|blocks|depends|parent)\b|$)"
 )
+_TITLE_TAIL = re.compile(_TITLE_AFTER_ID, re.MULTILINE)
 _GH_VIEW = re.compile(r"\s*(?:gh|glab)\s+(?:issue|pr|mr)\s+view\s+#?(\d+)")
 _GH_TITLE = re.compile(r"^title:\s+(.+)$", re.M)
 # A tracker's look-ups and listings show titles; its changes echo what they were given
@@ -42,12 +43,26 @@ def title_of(item: str, output: str) -> str | None:
     ``app-7.1: Add export``, ``app-7.1 [P2] [task] - Add export``), or ``None``."""
     if item not in output:
         return None
-    pattern = re.escape(item) + _TITLE_AFTER_ID
-    for match in re.finditer(pattern, output[:20_000], re.MULTILINE):
+    for match in _after_id(item, output[:20_000]):
         title = collapse(match.group(1), 120)
         if title.lower().strip(" .!") not in _STATUS_WORDS:
             return title
     return None
+
+
+def _after_id(item: str, text: str) -> Iterator[re.Match[str]]:
+    """The matches ``re.finditer(re.escape(item) + _TITLE_AFTER_ID, text, re.MULTILINE)``
+    finds, without compiling a pattern per item (a compile costs more than the search
+    in a cold compaction): each occurrence of ``item`` left to right, the tail pattern
+    tried right after it, the next search after a match's end as ``finditer`` does."""
+    start = text.find(item)
+    while start >= 0:
+        match = _TITLE_TAIL.match(text, start + len(item))
+        if match is None:
+            start = text.find(item, start + 1)
+            continue
+        yield match
+        start = text.find(item, max(match.end(), start + 1))
 
 
 def titled(item: str, events: Sequence[ToolEvent]) -> str:

@@ -48,9 +48,12 @@ _DECISION_CLUES: Clues = tuple(
 )  # fmt: skip
 
 
+_WORD = re.compile(r"\w+")
+
+
 def focus_words(topic: str | None) -> tuple[str, ...]:
     """The words of a focus topic that items are matched on."""
-    return tuple(w for w in re.findall(r"\w+", (topic or "").lower()) if len(w) >= 3)
+    return tuple(w for w in _WORD.findall((topic or "").lower()) if len(w) >= 3)
 
 
 def decisions(

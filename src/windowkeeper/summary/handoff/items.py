@@ -33,6 +33,7 @@ _CLOSE = re.compile(r"\b(?:close|done|resolve[ds]?)\b|--status[= ]?(?:closed|don
 _GH_NUMBERED = re.compile(r"(?:gh|glab)\s+(?:issue|pr|mr)\s+(\w+)\s+(?:[^|;&]*?\s)?#?(\d{1,6})\b")
 _PUSHED = re.compile(r"^\s+(?:[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,}|\* \[new branch\])\s+\S+", re.M)
 _PR_URL = re.compile(r"https?://\S+/(?:pull|merge_requests)/(\d+)")
+_PR_CREATE = re.compile(r"\b(?:pr|mr)\s+create\b")
 _STATUSES = frozenset({"in-progress", "in_progress", "to-do", "won't-fix", "wont-fix"})
 MAX_ITEMS, MAX_EVIDENCE = 12, 10
 _COUNT = re.compile(r" ×(\d+)$")
@@ -262,7 +263,7 @@ def tracker_ids(command: str, result: str) -> list[str]:
             ids.append(f"#{numbered.group(2)}")
         words = step.split(" --", 1)[0].split(" -m ", 1)[0]
         ids.extend(i for i in ITEM_ID.findall(words) if i.lower() not in _STATUSES)
-        if re.search(r"\b(?:pr|mr)\s+create\b", step):
+        if _PR_CREATE.search(step):
             ids.extend(f"#{n}" for n in _PR_URL.findall(result[-2_000:]))
     return list(dict.fromkeys(ids))
 

@@ -18,6 +18,8 @@ from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse, prose
 from ...analysis.toolshapes import ToolKind
 
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
+
 MAX_PLAN = 6
 NEWEST_TEXTS = 4
 """How many of the newest assistant texts are looked at for a plan."""
@@ -118,4 +120,4 @@ def _done(step: str, touched: set[str]) -> bool:
 
 
 def _squash(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name)
+    return _NOT_ALNUM.sub("", name)

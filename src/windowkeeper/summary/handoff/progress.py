@@ -24,6 +24,8 @@ from .fixes import what_failed
 from .items import evidence_key, item_status
 from .model import OpenError, WorkItem
 
+_TIMES = re.compile(r" ×\d+$")
+
 MAX_LATEST = 4
 MAX_CHANGES = 4
 _INTENT = re.compile(
@@ -233,7 +235,7 @@ def _after_tests(item: WorkItem, steps: set[str]) -> str:
 
 def _changed_files(item: WorkItem) -> str:
     names = [e.split(" ", 1)[1] for e in item.evidence if e.startswith(("edited ", "wrote "))]
-    shown = [re.sub(r" ×\d+$", "", n).rsplit("/", 1)[-1] for n in names[-3:]]
+    shown = [_TIMES.sub("", n).rsplit("/", 1)[-1] for n in names[-3:]]
     return ", ".join(dict.fromkeys(shown)) or "its changes"
 
 

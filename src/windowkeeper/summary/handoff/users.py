@@ -21,6 +21,8 @@ from ...analysis.record import MessageFacts
 from ...compaction.plan import message_handle
 from .model import Quote
 
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
 QUOTE_CHARS = 2_400
 """A user message longer than this is quoted by its head and tail (with its handle)."""
 TASK_CHARS = 4_000
@@ -197,7 +199,7 @@ def constraints_of(texts: Iterable[str]) -> list[str]:
     found: list[str] = []
     for text in texts:
         if "```" in text or len(text) > 20_000:
-            text = re.sub(r"```.*?(?:```|\Z)", "\n", text[:20_000], flags=re.DOTALL)
+            text = _FENCED.sub("\n", text[:20_000])
         candidates = [s for s in rule_sentences(text) if 8 <= len(s) <= CONSTRAINT_CHARS]
         rules = [s for s in clued_items(candidates, _CLUES) if _states(_RULE.search, s)]
         values = [s for s in candidates if _states_value(s) and s not in rules]

@@ -33,6 +33,10 @@ from .plans import stated_plan
 from .progress import latest_results, newest_changes, newest_todos
 from .trail import commit_made
 
+_GIT_PUSH = re.compile(r"\bgit\s+push\b")
+
+_TIMES = re.compile(r" ×(\d+)$")
+
 MAX_DONE, MAX_PLAN = 24, 6
 _FIXING = "Fixing the failure of"
 # A sentence that asks, plans or checks claims nothing.
@@ -163,7 +167,7 @@ def _record(walk: _Walk, event: ToolEvent, proof: str) -> None:
 
 
 def _again(item: str) -> str:
-    match = re.search(r" ×(\d+)$", item)
+    match = _TIMES.search(item)
     if match:
         return f"{item[: match.start()]} ×{int(match.group(1)) + 1}"
     return f"{item} ×2"
@@ -243,7 +247,7 @@ def _backed_positions(events: Sequence[ToolEvent]) -> set[int]:
         if change_of(event) and not commit_made(event) and " push" not in f" {command}":
             since = None
         proof = (is_check_run(event) and check_passed(event)) or commit_made(event)
-        pushed = "push" in command and re.search(r"\bgit\s+push\b", command)
+        pushed = "push" in command and _GIT_PUSH.search(command)
         if proof or (not event.failed and event.result and pushed):
             since = event.position
         if since is not None:

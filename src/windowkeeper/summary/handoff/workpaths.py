@@ -4,7 +4,6 @@ base names and older finished items only count them (the Files section has them 
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from ...analysis.facts import dedupe
@@ -16,7 +15,19 @@ def relative_text(text: str, root: str) -> str:
     """``text`` with every path under ``root`` written relative to it."""
     if len(root) < 2 or not root.endswith("/") or root not in text:
         return text
-    return re.sub(r"(?<![\w/.-])" + re.escape(root), "", text)
+    # re.sub(r"(?<![\w/.-])" + re.escape(root), "", text), without compiling a pattern
+    # per root: each occurrence left to right, dropped unless a word character, "/", "."
+    # or "-" comes right before it.
+    parts, done, start = [], 0, text.find(root)
+    while start >= 0:
+        before = text[start - 1] if start else ""
+        if before and (before.isalnum() or before in "_/.-"):
+            start = text.find(root, start + 1)
+            continue
+        parts.append(text[done:start])
+        done = start + len(root)
+        start = text.find(root, done)
+    return "".join(parts) + text[done:]
 
 
 _OUTCOMES = frozenset({"edited", "wrote", "tests", "closed", "merged", "committed", "pushed",
