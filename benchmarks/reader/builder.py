@@ -190,10 +190,10 @@ def variants_of(
         runs.append(("L+", "L", 16_000, tuple(llm)))
     for whole, alone, length, extra in runs:
         output, report = compress(prefix, tools, length, extra)
-        if extra and stand_in is not None and stand_in.pending:
+        if extra and stand_in is not None and stand_in.unanswered:
             # The summarizer fell back to the extractive handoff: not an L variant.
             raise SystemExit(
-                f"{quiz.session}: {len(stand_in.pending)} summary prompt(s) without a reply in "
+                f"{quiz.session}: {len(stand_in.unanswered)} summary prompt(s) without a reply in "
                 f"{stand_in.folder / 'prompts'}; run --summary-prompts and answer them first"
             )
         found[whole] = (render_transcript(output), output, report)
@@ -217,7 +217,7 @@ def summary_prompts(folder: Path, quizzes: Sequence[Quiz], sessions: Path) -> in
             messages, meta = load_session(sessions, quiz.session)
             check_cut(quiz, messages, meta)
             compress(messages[: quiz.cut], meta.get("tools"), 16_000, stand_in_options(url))
-        pending = sorted(stand_in.pending)
+        pending = sorted(stand_in.unanswered)
     for key in pending:
         print(f"  waiting: {folder / 'prompts' / key}.md")
     print(f"{len(pending)} summary prompt(s) without a reply in {folder / 'replies'}")

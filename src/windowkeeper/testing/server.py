@@ -172,7 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
         model = body.get("model", "test-model") if isinstance(body, dict) else "test-model"
-        self._answer(self.server.owner.next_step(), str(model))
+        self._answer(self.server.owner.step_for(body), str(model))
 
     def _answer(self, step: Step | None, model: str) -> None:
         if step is None:
@@ -271,6 +271,11 @@ class OpenAITestServer:
     def next_step(self) -> Step | None:
         with self._lock:
             return self._steps.popleft() if self._steps else None
+
+    def step_for(self, body: Any) -> Step | None:
+        """The answer to a chat request with ``body``: the next scripted step. A subclass
+        may answer from the request instead (the reader benchmark's stand-in model)."""
+        return self.next_step()
 
     @property
     def pending(self) -> int:
