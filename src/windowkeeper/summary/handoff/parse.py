@@ -125,12 +125,18 @@ def _parse_constraints(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str
     return tuple(_items(lines[:cut])), tuple(_items(lines[cut:]))
 
 
-def _beside(lines: Sequence[str]) -> tuple[list[str], str]:
-    """A section's extracted lines, and the summary model's notes below them (if any)."""
+def split_notes(lines: Sequence[str]) -> tuple[list[str], str | None]:
+    """A section's extracted lines, and the summary model's notes below them (``None``:
+    the section has no notes line)."""
     if NOTES_BESIDE not in lines:
-        return list(lines), ""
+        return list(lines), None
     cut = list(lines).index(NOTES_BESIDE)
     return list(lines[:cut]), "\n".join(lines[cut + 1 :]).strip()
+
+
+def _beside(lines: Sequence[str]) -> tuple[list[str], str]:
+    extracted, notes = split_notes(lines)
+    return extracted, notes or ""
 
 
 def _framing(line: str) -> bool:

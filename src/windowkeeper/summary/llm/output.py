@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ..handoff.parse import split_sections
-from ..handoff.text import NOTES_BESIDE
+from ..handoff.parse import split_notes, split_sections
 from ..protocol import SECTION_TITLES, WRITTEN_TITLES
 
 REFUSAL_MAX_CHARS = 1_500
@@ -108,15 +107,12 @@ def _heading_text(line: str) -> str:
 def written_part(previous: str) -> str:
     """The written sections of a previous handoff body (what a model may update)."""
     sections = split_sections(previous, titles=WRITTEN_TITLES)
-    parts = [
-        f"## {t}\n" + "\n".join(_notes(sections[t])).strip()
-        for t in WRITTEN_TITLES
-        if t in sections
-    ]
+    parts = [f"## {t}\n" + _notes(sections[t]) for t in WRITTEN_TITLES if t in sections]
     return "\n\n".join(parts)
 
 
-def _notes(lines: list[str]) -> list[str]:
-    """A section's model-written lines: those below the notes line where the extracted
+def _notes(lines: list[str]) -> str:
+    """A section's model-written text: what is below the notes line where the extracted
     state comes first (the model updates its notes; the state is extracted again)."""
-    return lines[lines.index(NOTES_BESIDE) + 1 :] if NOTES_BESIDE in lines else lines
+    notes = split_notes(lines)[1]
+    return notes if notes is not None else "\n".join(lines).strip()
