@@ -29,6 +29,10 @@ MIN_FIT_BUDGET = 400
 """The smallest handoff budget a compaction that must fit the window may shrink to."""
 HANDOFF_FRAME_TOKENS = 250
 """Room held back for the handoff's framing lines and the one-time system note."""
+WORK_SPEC_SHARE = 0.06
+"""Of the window, what the spec of the work in progress may add on top of the handoff's
+budget (more of its whole output than its excerpt; design §6 "task spec")."""
+WORK_SPEC_MAX_TOKENS = 3_000
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,14 @@ class CompactionPlan:
     """Tokens left in the window beyond the handoff budget, where a compaction that must
     fit measured it (``None``: not measured, the window has room). A summary model's notes
     come on top of the extracted state only as far as this allows."""
+    spec_room: int = 0
+    """Tokens the spec of the work in progress may add on top of the handoff budget (see
+    :data:`WORK_SPEC_SHARE`); within the measured room where a compaction must fit."""
+
+
+def work_spec_room(context_length: int) -> int:
+    """What the spec of the work in progress may add to a handoff in this window."""
+    return min(WORK_SPEC_MAX_TOKENS, int(context_length * WORK_SPEC_SHARE))
 
 
 def make_plan(
@@ -85,8 +97,9 @@ def make_plan(
     budget = summary_budget_tokens(middle, context_length, config)
     previous = _newest_handoff_body(facts)
     return CompactionPlan(
-        head, start, prunable, cut.restated_user, start > head, budget, middle, previous
-    )
+        head, start, prunable, cut.restated_user, start > head, budget, middle, previous,
+        spec_room=work_spec_room(context_length),
+    )  # fmt: skip
 
 
 def fitting_plan(
@@ -141,11 +154,16 @@ def _handoff_first(
     minimum that still carries the essentials."""
     left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, frame_tokens())
     if not plan.compressible or left >= plan.summary_budget_tokens:
-        return evolve(plan, notes_room=max(0, left - plan.summary_budget_tokens))
+        # The room beyond the budget: the work's spec first, then a summary model's notes.
+        spare = max(0, left - plan.summary_budget_tokens)
+        spec = min(plan.spec_room, spare)
+        return evolve(plan, notes_room=spare - spec, spec_room=spec)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     give = max(0, min(plan.summary_budget_tokens - left, tail_slack(facts, plan.tail_start)))
     budget = max(MIN_FIT_BUDGET, left + give)
-    return evolve(plan, summary_budget_tokens=budget, tail_cut_tokens=give, notes_room=0)
+    return evolve(
+        plan, summary_budget_tokens=budget, tail_cut_tokens=give, notes_room=0, spec_room=0
+    )
 
 
 @cache

@@ -51,6 +51,8 @@ class SummaryRequest:
         notes_on_top: tokens a summarizer's own sections may add to ``budget_tokens``
             (the extracted state keeps the whole budget); 0 when the window leaves no room,
             and then they share it.
+        spec_on_top: tokens the spec of the work in progress may add to ``budget_tokens``
+            (more of its whole output than its excerpt); 0: none.
     """
 
     turns: Sequence[Message]
@@ -63,6 +65,7 @@ class SummaryRequest:
     analysis: Analysis | None = field(default=None, compare=False, repr=False)
     state: HandoffState | None = field(default=None, compare=False, repr=False)
     notes_on_top: int = 0
+    spec_on_top: int = 0
     kept_after: Sequence[Message] = field(default=(), compare=False, repr=False)
 
     def analysed(self) -> Analysis:

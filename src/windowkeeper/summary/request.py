@@ -20,7 +20,7 @@ from ..compaction.plan import CompactionPlan, restatement
 from ..core.messages import Message
 from ..core.tokens import estimate_tokens
 from .handoff.extract import Placement, extract_state, previous_state
-from .handoff.fit import fitted
+from .handoff.fit import fitted, with_work_spec
 from .handoff.model import HandoffState
 from .handoff.parse import split_sections
 from .handoff.text import NOTES_BESIDE, render
@@ -69,6 +69,7 @@ def summary_request(
         analysis=analysis,
         state=state,
         notes_on_top=notes_on_top(plan),
+        spec_on_top=plan.spec_room,
         kept_after=MaskedTurns(facts[plan.tail_start :]),
     )
 
@@ -120,7 +121,8 @@ def compose(body: str, request: SummaryRequest, *, complete: bool) -> str:
     merged = replace(state, written=written)
     if not written and body.strip():  # free text without our headings: kept as notes
         merged = replace(state, notes=trim_text(body.strip(), share))
-    return render(merged, fitted(merged, budget + min(request.notes_on_top, _cost(merged))))
+    shown = fitted(merged, budget + min(request.notes_on_top, _cost(merged)))
+    return render(merged, with_work_spec(merged, shown, request.spec_on_top))
 
 
 def _cost(merged: HandoffState) -> int:

@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 
 from ..handoff.extract import extract_state, previous_state
-from ..handoff.fit import fitted
+from ..handoff.fit import fitted, with_work_spec
 from ..handoff.model import HandoffState
 from ..handoff.text import render
 from ..protocol import SummaryOutcome, SummaryRequest
@@ -35,7 +35,8 @@ class ExtractiveSummarizer:
             state = extract_state(request.analysed(), previous, focus=request.focus_topic)
         if request.focus_topic:
             state = focused(state, request.focus_topic)
-        body = render(state, fitted(state, request.budget_tokens))
+        shown = with_work_spec(state, fitted(state, request.budget_tokens), request.spec_on_top)
+        body = render(state, shown)
         return SummaryOutcome(body=body, summarizer=self.name)
 
 

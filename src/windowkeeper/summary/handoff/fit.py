@@ -26,7 +26,7 @@ from .text import ALL, TITLES, Shown, section_text
 # Which knobs each section reads (a section is rendered again only when one changes).
 _KNOBS = {
     "Task": ("task_chars",),
-    "Task Spec": ("spec_chars",),
+    "Task Spec": ("spec_chars", "spec_extra"),
     "User Messages": ("users_full", "user_line_chars"),
     "Constraints & Preferences": ("constraint_chars", "task_rules"),
     "Work State": ("done", "evidence", "fixed", "fixed_brief", "changes"),
@@ -94,6 +94,24 @@ def fitted(state: HandoffState, budget: int) -> Shown:
         if best is not None:
             return shown
     return shown
+
+
+def with_work_spec(state: HandoffState, shown: Shown, room: int) -> Shown:
+    """``shown`` with the spec of the work in progress showing more of its whole output,
+    within ``room`` tokens on top of the budget (design §6 "task spec": what the work
+    must meet is what a continuing agent gets wrong from an excerpt; the budget's own
+    ladder cuts every spec alike before the state's facts)."""
+    work = next((spec for spec in state.specs if spec.whole), None)
+    if work is None or room <= 0:
+        return shown
+    sizer = _Sizer(state)
+    base = sizer.section("Task Spec", shown)
+
+    def fits(extra: int) -> bool:
+        return sizer.section("Task Spec", replace(shown, spec_extra=extra)) - base <= room
+
+    best = largest_fitting(1, max(1, len(work.whole) - len(work.text)), fits)
+    return shown if best is None else replace(shown, spec_extra=best)
 
 
 def _useful_max(state: HandoffState, knob: str) -> int:

@@ -46,7 +46,11 @@ class Spec:
     """An output that defines the work (SPEC §6 v3 "task spec"): a tracker look-up, an
     issue, a spec or plan document. ``text`` is its excerpt (verbatim unless
     ``shortened``); ``handle`` recalls the whole output; ``item`` is the work item it
-    shows (``""`` when it names none); ``role``: why it is in the handoff."""
+    shows (``""`` when it names none); ``role``: why it is in the handoff. ``whole``: the
+    whole output, kept for the spec of the work in progress only when its excerpt is
+    shortened (a render shows more of it where the window has room on top of the
+    handoff's budget, see :func:`~.fit.with_work_spec`), ``whole_shortened`` when it is
+    itself not the whole output (a prune stub's excerpt, an earlier handoff's text)."""
 
     source: str
     text: str
@@ -54,6 +58,8 @@ class Spec:
     item: str = ""
     shortened: bool = False
     role: SpecRole = SpecRole.REFERRED
+    whole: str = field(default="", repr=False, compare=False)
+    whole_shortened: bool = field(default=False, compare=False)
 
     @property
     def task(self) -> bool:

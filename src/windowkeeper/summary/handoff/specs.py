@@ -89,7 +89,11 @@ def specs_of(
     shown = _shown(others, working, closed)
     keys = {_key(s) for s in shown}
     referred = [Spec(s.source, "", s.handle, s.item) for s in others if _key(s) not in keys]
-    cut = [_excerpted(spec, chars) for spec in (*pinned, *shown)]
+    # The spec of the work in progress (else the task's) keeps its whole text: it is
+    # what the work must meet, and a render shows more of it where the window has room.
+    work = shown[0] if shown and shown[0].role is SpecRole.IN_PROGRESS else None
+    work = work or (pinned[0] if pinned else None)
+    cut = [_excerpted(spec, chars, spec is work) for spec in (*pinned, *shown)]
     return (*cut[: len(pinned)], *referred[-MAX_REFERRED:], *cut[len(pinned) :])
 
 
@@ -118,10 +122,16 @@ def _id(item: str) -> str:
     return item.lstrip("#")
 
 
-def _excerpted(spec: Spec, chars: int) -> Spec:
-    """``spec`` with its text cut to its excerpt (only the specs shown pay for it)."""
+def _excerpted(spec: Spec, chars: int, work: bool = False) -> Spec:
+    """``spec`` with its text cut to its excerpt (only the specs shown pay for it);
+    ``work``: the spec of the work in progress, whose whole output is kept beside its
+    excerpt when that is shortened."""
     text, shortened = spec_excerpt(spec.text, chars)
-    return replace(spec, text=text, shortened=spec.shortened or shortened)
+    whole = spec.text if work and shortened else ""
+    return replace(
+        spec, text=text, shortened=spec.shortened or shortened, whole=whole,
+        whole_shortened=spec.shortened,
+    )  # fmt: skip
 
 
 def _mentioned(
@@ -229,9 +239,10 @@ def ahead_in_specs(specs: Sequence[Spec], worked: Collection[str]) -> list[str]:
 # --- text ---------------------------------------------------------------------------------
 
 
-def render_specs(specs: Sequence[Spec], chars: int) -> str:
+def render_specs(specs: Sequence[Spec], chars: int, extra: int = 0) -> str:
     """The section's body, in the state's order (the task's, the ones referred to, the
-    newest); each text cut to ``chars`` characters by its excerpt rules."""
+    newest); each text cut to ``chars`` characters by its excerpt rules, but the spec
+    of the work in progress shows ``extra`` characters more of its whole output."""
     lines: list[str] = []
     for spec in specs:
         if not spec.text:
@@ -239,10 +250,21 @@ def render_specs(specs: Sequence[Spec], chars: int) -> str:
                 lines.append(REFERRED)
             lines.append(f"- {_head(spec, False, REFERRED_SOURCE)}")
             continue
-        text, cut = spec_excerpt(spec.text, chars) if len(spec.text) > chars else (spec.text, False)
+        text, shortened = _shown_text(spec, chars, extra)
         label = LABELS.get(spec.role, LABELS[SpecRole.NEWEST])
-        lines += [f"{label} {_head(spec, spec.shortened or cut)}", fence(text)]
+        lines += [f"{label} {_head(spec, shortened)}", fence(text)]
     return "\n".join(lines)
+
+
+def _shown_text(spec: Spec, chars: int, extra: int) -> tuple[str, bool]:
+    """A shown spec's text and whether it is shortened (see :func:`render_specs`)."""
+    if spec.whole and extra > 0:
+        text, cut = spec_excerpt(spec.whole, min(len(spec.text), chars) + extra)
+        return text, cut or spec.whole_shortened
+    if len(spec.text) > chars:
+        text, cut = spec_excerpt(spec.text, chars)
+        return text, spec.shortened or cut
+    return spec.text, spec.shortened
 
 
 def _head(spec: Spec, shortened: bool, limit: int = 0) -> str:

@@ -71,6 +71,9 @@ class Shown:
     task_chars: int = ALL
     spec_chars: int = ALL
     """Each spec's excerpt cut to this many characters (by its excerpt rules)."""
+    spec_extra: int = 0
+    """Characters the spec of the work in progress shows beyond its excerpt, from its
+    whole output (room on top of the budget: :func:`~.fit.with_work_spec`)."""
     users_full: int = ALL
     """The newest this many user messages in full; older ones by their first line."""
     user_line_chars: int = 240
@@ -145,7 +148,7 @@ def _quote_head(label: str, quoted: Quote) -> str:
 
 
 def _specs(state: HandoffState, shown: Shown) -> str:
-    return render_specs(state.specs, shown.spec_chars)
+    return render_specs(state.specs, shown.spec_chars, shown.spec_extra)
 
 
 def _users(state: HandoffState, shown: Shown) -> str:
