@@ -10,10 +10,12 @@ so each one is compacted (to ~7.6K tokens) before it goes upstream. Direct and g
 batches alternate over ``--rounds``; the table shows per protocol the p50 / p90 / p99 / max
 latency through the gateway, the added p50 (gateway p50 − direct p50 of the same bodies),
 how many requests took over 100 ms more than the direct median, and the gateway's CPU per
-request. ``--against DIR`` alternates with the gateway of another checkout (``DIR/src``
-first on its path). ``--profile DIR`` runs the gateway under ``py-spy record`` (if
-installed) and writes one raw profile per protocol there; ``--gc-trace`` has the gateway
-print the wall time of each full (generation 2) garbage collection when it exits.
+request. ``--against DIR`` runs the gateway of another checkout (``DIR/src`` first on its
+path) at the same time, the two taking turns round by round, and adds the median over
+rounds of this gateway's CPU ÷ the other's in the same round. ``--profile DIR`` runs the
+gateway under ``py-spy record`` (if installed) and writes one raw profile per protocol
+there; ``--gc-trace`` has the gateway print the wall time of each full (generation 2)
+garbage collection when it exits.
 """
 
 from __future__ import annotations
@@ -110,29 +112,36 @@ def run_gateway(upstream: str, src: str | None, profile: str | None, label: str,
     return child, f"http://127.0.0.1:{port}"
 
 
-def measure(upstream: str, protocol: str, requests: int, rounds: int, src: str | None,
-            profile: str | None, label: str,
-            trace: bool = False) -> dict[str, list[float]]:  # fmt: skip
-    """Alternated direct and gateway batches of one protocol: latencies and CPU."""
-    gateway, base = run_gateway(upstream, src, profile, f"{label}-{protocol}", trace)
+def measure(upstream: str, protocol: str, requests: int, rounds: int,
+            gateways: list[tuple[str, str | None]], profile: str | None,
+            trace: bool = False) -> dict[str, dict[str, list[float]]]:  # fmt: skip
+    """Per gateway: latencies of direct and gateway batches of one protocol, and its CPU
+    per request in each round. With two gateways both run at once and take turns round
+    by round (the order alternating), so a drift of the machine's load hits both alike."""
+    running = [(label, *run_gateway(upstream, src, profile, f"{label}-{protocol}", trace))
+               for label, src in gateways]  # fmt: skip
+    figures: dict[str, dict[str, list[float]]] = {
+        label: {"direct": [], "via": [], "cpu": []} for label, _ in gateways
+    }
     try:
-        wait_up(f"{base}/healthz")
-        pid = gateway.pid
-        asyncio.run(post_all(base + PATHS[protocol], bodies(protocol, 5, "warm"), "warm"))
-        direct: list[float] = []
-        via: list[float] = []
-        cpus = []
+        for _label, _, base in running:
+            wait_up(f"{base}/healthz")
+            asyncio.run(post_all(base + PATHS[protocol], bodies(protocol, 5, "warm"), "warm"))
         batch = max(1, requests // rounds)
         for number in range(rounds):
-            payloads = bodies(protocol, batch, f"{label}{number}")
-            direct += asyncio.run(post_all(upstream + PATHS[protocol], payloads, "direct"))
-            before = _cpu(pid)
-            via += asyncio.run(post_all(base + PATHS[protocol], payloads, f"{label}{number}"))
-            cpus.append((_cpu(pid) - before) / batch)
-        return {"direct": direct, "via": via, "cpu": cpus}
+            payloads = bodies(protocol, batch, f"round{number}")
+            for label, gateway, base in running if number % 2 == 0 else running[::-1]:
+                out = figures[label]
+                out["direct"] += asyncio.run(post_all(upstream + PATHS[protocol], payloads, "d"))
+                before = _cpu(gateway.pid)
+                out["via"] += asyncio.run(post_all(base + PATHS[protocol], payloads,
+                                                   f"{label}{number}"))  # fmt: skip
+                out["cpu"].append((_cpu(gateway.pid) - before) / batch)
+        return figures
     finally:
-        gateway.send_signal(2) if profile else gateway.terminate()
-        gateway.wait(timeout=60)
+        for _, gateway, _ in running:
+            gateway.send_signal(2) if profile else gateway.terminate()
+            gateway.wait(timeout=60)
 
 
 def _cpu(pid: int) -> float:
@@ -186,11 +195,19 @@ def main() -> None:
         assert upstream.stdout is not None
         url = f"http://127.0.0.1:{upstream.stdout.readline().strip()}"
         for protocol in PATHS:
-            for label, src in gateways:
-                figures = measure(url, protocol, args.requests, args.rounds, src,
-                                  args.profile, label, args.gc_trace)  # fmt: skip
-                rows.append(row(label, protocol, figures))
-    print(markdown_table(HEADER, rows))
+            figures = measure(url, protocol, args.requests, args.rounds, gateways,
+                              args.profile, args.gc_trace)  # fmt: skip
+            for label, _ in gateways:
+                rows.append([*row(label, protocol, figures[label]), paired(figures, label)])
+    print(markdown_table([*HEADER, "CPU ÷ other's, paired"], rows))
+
+
+def paired(figures: dict[str, dict[str, list[float]]], label: str) -> str:
+    """The median over rounds of this gateway's CPU ÷ the other's in the same round."""
+    if "other" not in figures or label == "other":
+        return "—"
+    pairs = zip(figures[label]["cpu"], figures["other"]["cpu"], strict=True)
+    return f"{statistics.median(c / o for c, o in pairs if o):.3f}"
 
 
 if __name__ == "__main__":

@@ -5,9 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from factories import long_session
+from windowkeeper import ContextCompressor
+from windowkeeper.analysis.record import Analyzer
 from windowkeeper.core.messages import Message
 from windowkeeper.core.tokens import message_tokens
 from windowkeeper.loop.estimates import EstimateCache
+from windowkeeper.loop.manager import ContextManager
 
 _MESSAGE = st.builds(
     lambda role, text: {"role": role, "content": text},
@@ -54,3 +58,46 @@ def test_only_new_or_replaced_messages_are_estimated() -> None:
     messages[2] = {"role": "user", "content": "replaced"}
     cache.total(messages)
     assert counted == ["replaced"]  # the others are the same objects at their places
+
+
+def test_the_compaction_analysis_reuses_the_preflight_estimates() -> None:
+    """The records the compaction analyses are made with the estimates the preflight made
+    (the same prices: each message counted once), and they equal records counted anew;
+    at other prices nothing is reused."""
+
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text) // 4 + 1
+
+    history = long_session(rounds=25, output_chars=4_000)
+    manager = ContextManager(ContextCompressor(context_length=16_000, token_counter=count))
+    estimate = manager.estimate(history)
+    texts = len(counted)
+    counted.clear()
+    compacted = manager.preflight(history)
+    seeded_counts = len(counted)
+    assert compacted is not history and manager.compactions == 1
+    fresh = ContextManager(ContextCompressor(context_length=16_000, token_counter=count))
+    fresh._share_estimates = lambda: None  # type: ignore[method-assign]
+    assert fresh.estimate(history) == estimate
+    counted.clear()
+    assert fresh.preflight(history) == compacted  # the same compaction without the reuse
+    assert len(counted) - seeded_counts == texts  # there every message is counted again
+    analyzer = Analyzer(count=count)
+    seeded = manager._compressor.analyzer  # type: ignore[union-attr]
+    assert all(seeded.facts(m).tokens == analyzer.facts(m).tokens for m in compacted)
+    other = Analyzer(image_tokens=7, count=count)
+    other.seed([(history[1], 10**6)], image_tokens=100, count=count)
+    assert other.facts(history[1]).tokens != 10**6
+
+
+def test_seeded_records_are_made_with_the_given_estimates() -> None:
+
+    message: Message = {"role": "user", "content": "hello there"}
+    analyzer = Analyzer(image_tokens=100)
+    analyzer.seed([(message, 41)], image_tokens=100, count=None)
+    assert analyzer.facts(message).tokens == 41  # taken, not counted (it would be 5)
+    again: Message = dict(message)
+    assert analyzer.facts(again).tokens == message_tokens(again, image_tokens=100)

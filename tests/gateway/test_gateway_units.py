@@ -17,8 +17,8 @@ from windowkeeper.core.errors import ConfigError, InvalidMessagesError
 from windowkeeper.core.settings import Settings
 from windowkeeper.gateway.auth import authenticate
 from windowkeeper.gateway.exchange import INLINE_UNITS, _heavy
-from windowkeeper.gateway.history import common_prefix, convert, digest_of
-from windowkeeper.gateway.protocols import CHAT, RESPONSES, Parsed
+from windowkeeper.gateway.history import Seen, common_prefix, convert, digest_of
+from windowkeeper.gateway.protocols import CHAT, MESSAGES, RESPONSES, Parsed
 from windowkeeper.gateway.protocols.sse import EventSplitter
 from windowkeeper.gateway.sessions import Branch, GatewaySession, public_id, session_key
 from windowkeeper.gateway.settings import GatewaySettings, gateway_settings, parse_model_context
@@ -66,6 +66,25 @@ def test_conversion_reuses_the_agreeing_messages_as_the_same_objects() -> None:
     # The model turn at the end may take the new call: it is converted again, not reused.
     assert reused == 2 and len(merged.messages) == 3
     assert [c["id"] for c in merged.messages[-1]["tool_calls"]] == ["c", "d"]
+
+
+def test_only_a_history_the_conversion_made_is_offered_to_the_wire_as_made() -> None:
+    """A history converted here may have its originals sent without converting them
+    again; one restored from the store (``made=False``) may not, and a conversion that
+    reuses its messages stays so, until a whole new conversion (another system)."""
+    turns = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]
+    body = {"model": "m", "max_tokens": 9, "system": "s", "messages": turns}
+    _, fresh = convert(MESSAGES, _parsed(MESSAGES, body), None)  # type: ignore[arg-type]
+    assert fresh.made and fresh.made_messages is fresh.messages
+    restored = Seen(fresh.system, fresh.units, fresh.messages, fresh.ends, made=False)
+    assert restored.made_messages == []
+    longer = _parsed(MESSAGES, {**body, "messages": [*turns, {"role": "user", "content": "3"}]})
+    reused, grown = convert(MESSAGES, longer, restored)  # type: ignore[arg-type]
+    assert reused and not grown.made and grown.made_messages == []
+    reused, grown = convert(MESSAGES, longer, fresh)  # type: ignore[arg-type]
+    assert reused and grown.made and grown.made_messages is grown.messages
+    other = _parsed(MESSAGES, {**body, "system": "t"})
+    assert convert(MESSAGES, other, restored)[1].made  # type: ignore[arg-type]
 
 
 def test_session_key_header_or_fingerprint_and_scope() -> None:

@@ -32,11 +32,21 @@ _DATA_URL = re.compile(r"data:([^;,]*)(?:;[^;,]*)*?;base64,(.*)", re.DOTALL | re
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[AnthropicSystem, list[Block]]:
+def to_anthropic(
+    messages: Sequence[Mapping[str, Any]], made: Sequence[Mapping[str, Any]] = ()
+) -> tuple[AnthropicSystem, list[Block]]:
     """The Anthropic ``system`` parameter (None when there is no system prompt) and
-    ``messages`` list for canonical messages. Input messages are never modified."""
+    ``messages`` list for canonical messages. Input messages are never modified.
+
+    ``made``: messages :func:`~.anthropic.from_anthropic` made with ``keep_originals`` (or
+    the gateway's conversion, unit by unit), in its order, none changed since (messages
+    are replaced, never edited). A run of ``messages`` that is the very objects made from
+    one original is that original's conversion as it was made, so the original is sent
+    without converting it again to compare (the comparison is what a run of other
+    objects takes)."""
     systems: list[Mapping[str, Any]] = []
     out: list[Block] = []
+    pristine = _Made(made)
     index = 0
     while index < len(messages):
         message = messages[index]
@@ -45,7 +55,7 @@ def to_anthropic(messages: Sequence[Mapping[str, Any]]) -> tuple[AnthropicSystem
             systems.append(message)
             index += 1
             continue
-        original, span = _original(messages, index)
+        original, span = _original(messages, index, pristine)
         if original is not None:
             _append(out, str(original["role"]), original["content"], original)
             index += span
@@ -68,18 +78,47 @@ def _wire_role(message: Mapping[str, Any]) -> str:
     return "system" if is_in_place_instruction(message) else "user"
 
 
-def _original(messages: Sequence[Mapping[str, Any]], index: int) -> tuple[Any, int]:
+class _Made:
+    """The messages a conversion made from each original, found by the original's source
+    record (the dict under :data:`SOURCE_KEY`, which a changed copy of a message shares);
+    indexed on first use. The conversion's output holds its messages and their source
+    records, so their ids stay theirs while it is alive."""
+
+    def __init__(self, made: Sequence[Mapping[str, Any]]) -> None:
+        self.made = made
+        self._at: dict[int, int] | None = None
+
+    def derived(self, source: Mapping[str, Any], span: int) -> Sequence[Mapping[str, Any]]:
+        """What the conversion made from ``source``'s original (empty: not made there)."""
+        made = self.made
+        if not made:
+            return ()
+        if self._at is None:  # ids of live objects (``made`` holds them) are theirs alone
+            self._at = {id(m[SOURCE_KEY]): at for at, m in enumerate(made) if SOURCE_KEY in m}
+        at = self._at.get(id(source), -1)
+        if at < 0 or at + span > len(made):
+            return ()
+        return made[at : at + span]
+
+
+def _original(messages: Sequence[Mapping[str, Any]], index: int, made: _Made) -> tuple[Any, int]:
     """The kept original at ``index`` and its span, when the messages made from it are
-    still exactly what it converts to; ``(None, 0)`` otherwise."""
+    still exactly what it converts to; ``(None, 0)`` otherwise. What the conversion made
+    from it, when ``made`` holds that, is what it converts to (then the very same objects
+    need no comparison at all); else it is converted again."""
     source = messages[index].get(SOURCE_KEY)
     if not isinstance(source, Mapping) or "message" not in source:
         return None, 0
     original, span = source["message"], source.get("span")
     if not isinstance(span, int) or index + span > len(messages):
         return None, 0
-    derived = message_from_anthropic(original, "source")
-    current = [_without_source(m) for m in messages[index : index + span]]
-    return (original, span) if current == derived else (None, 0)
+    current = messages[index : index + span]
+    derived = made.derived(source, span)
+    if derived and all(new is old for new, old in zip(current, derived, strict=True)):
+        return original, span
+    derived = derived or message_from_anthropic(original, "source")
+    same = [_without_source(m) for m in current] == [_without_source(m) for m in derived]
+    return (original, span) if same else (None, 0)
 
 
 def _without_source(message: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -260,14 +260,28 @@ class Analyzer:
             check_input(messages)  # the same defect, with the message's index
             raise
 
+    def seed(self, counted: Iterable[tuple[Message, int]], image_tokens: int,
+             count: TextCounter | None) -> None:  # fmt: skip
+        """Make the records of messages an estimate at the same prices already counted and
+        checked (``check_message``), without counting them again."""
+        if image_tokens != self.image_tokens or count is not self.count:
+            return
+        records = self._records
+        for message, tokens in counted:
+            cached = records.get(id(message))
+            if cached is None or cached[2].message is not message:
+                record = self._analyze(message, tokens)
+                records[id(message)] = (message.get("content"), message.get("tool_calls"), record)
+
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
         keep = {id(m) for m in messages}
         self._records = {k: v for k, v in self._records.items() if k in keep}
 
-    def _analyze(self, message: Message) -> MessageFacts:
+    def _analyze(self, message: Message, tokens: int | None = None) -> MessageFacts:
         role = message.get("role")
-        tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+        if tokens is None:
+            tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
         if role != "user" and role != "assistant":
             memo: dict[Any, Any] = {"calls": _NO_CALLS}
             return MessageFacts(message, str(role), tokens, is_handoff(message), False, memo)

@@ -197,19 +197,20 @@ class Exchange:
         # orphan result, a call without its result); a repaired request is converted.
         request = prepared.branch.clean.sanitized(request)
         extra = [recall_schema(protocol)] if self.recall is not None else []
+        made = prepared.made
         if self.extra:
-            system, units = protocol.wire([*request, *self.extra])
+            system, units = protocol.wire([*request, *self.extra], made)
         elif request is prepared.client:
             if not extra and not prepared.private:
                 return protocol.passthrough(parsed)
             system, units = (
-                protocol.wire(request) if prepared.private else (parsed.system, parsed.units)
+                protocol.wire(request, made) if prepared.private else (parsed.system, parsed.units)
             )
         elif request is prepared.start and prepared.substituted:
             system, units = prepared.prefix_wire
             units = [*units, *parsed.units[prepared.client_units :]]
         else:
-            system, units = protocol.wire(request)
+            system, units = protocol.wire(request, made)
         return request_bytes(protocol.body_with(parsed, system, units, extra))
 
     # --- recall --------------------------------------------------------------------------

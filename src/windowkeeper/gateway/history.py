@@ -138,6 +138,15 @@ class Seen:
     digests: list[str | None] = field(default_factory=list)
     private: bool = False
     """Some message carries ``_`` keys the upstream must not see (chat clients)."""
+    made: bool = True
+    """Every message is the object the protocol's conversion made from its unit (not one
+    restored from the store): :meth:`Protocol.wire` may send the originals of those still
+    in a request without converting them again (see :attr:`made_messages`)."""
+
+    @property
+    def made_messages(self) -> list[Message]:
+        """The messages when :attr:`made`, else none (for :meth:`Protocol.wire`)."""
+        return self.messages if self.made else []
 
     def digest(self, index: int) -> str:
         while len(self.digests) < len(self.messages):
@@ -176,5 +185,6 @@ def convert(protocol: Protocol, parsed: Parsed, seen: Seen | None) -> tuple[int,
         seen.ends[:reuse] + ends,
         seen.digests[:reuse],
         seen.private or protocol.has_private(rest),
+        seen.made or not reuse,
     )
     return reuse, history

@@ -140,7 +140,7 @@ class SessionPersistence:
         compacted = tuple(r.message for r in rows if r.origin == "compaction" and r.active)
         branch.prefix = Prefix(covered, compacted) if covered else Prefix()
         system, units, ends = session.protocol.units_of(client)
-        branch.seen = Seen(system, units, client, ends)
+        branch.seen = Seen(system, units, client, ends, made=False)
         restore_state(branch.compressor, record.record)
         if record.window is not None and record.window != branch.compressor.context_length:
             branch.compressor.update_model(context_length=record.window)

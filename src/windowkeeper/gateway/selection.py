@@ -107,6 +107,6 @@ def counted_body(session: GatewaySession, parsed: Parsed) -> bytes | None:
     covered = branch.prefix.covered
     if not _covers(branch, history, reuse) or covered > len(history.ends):
         return None
-    system, units = branch.wire_prefix(session.protocol)
+    system, units = branch.wire_prefix(session.protocol, history.made_messages)
     rest = parsed.units[history.ends[covered - 1] :]
     return request_bytes(session.protocol.body_with(parsed, system, [*units, *rest], []))

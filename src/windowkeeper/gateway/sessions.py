@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -157,6 +157,8 @@ class Prepared:
     """The prefix in the upstream's form (when ``substituted``)."""
     client_units: int = 0
     """Client units the prefix stands for (the rest are sent as the client sent them)."""
+    made: list[Message] = field(default_factory=list)
+    """The client's messages as the conversion made them (:attr:`Seen.made_messages`)."""
     installed: list[Message] | None = None
     """The compaction this request already made the branch's prefix."""
     compactions: list[tuple[list[Message], CompressionResult]] = field(default_factory=list)
@@ -257,8 +259,9 @@ class Branch:
             parsed, self, client, start, working, substituted, self.version, history.private
         )
         prepared.mark = (self.compressor.guard, self.compressor.previous_summary)
+        prepared.made = history.made_messages
         if substituted:
-            prepared.prefix_wire = self.wire_prefix(parsed.protocol)
+            prepared.prefix_wire = self.wire_prefix(parsed.protocol, prepared.made)
             prepared.client_units = history.ends[covered - 1]
         return prepared
 
@@ -289,13 +292,16 @@ class Branch:
         self.session.sent_messages = len(final)
         self.session.last_estimate = estimate
 
-    def wire_prefix(self, protocol: Protocol) -> tuple[Any, list[Any]]:
+    def wire_prefix(
+        self, protocol: Protocol, made: Sequence[Message] = ()
+    ) -> tuple[Any, list[Any]]:
         """The compacted prefix as units, without cache markers: those it kept are the
         markers of the request it was made in, stale now (the client marks what it sends
-        after the prefix; a provider also limits how many markers a request may carry)."""
+        after the prefix; a provider also limits how many markers a request may carry).
+        ``made``: as for :meth:`Protocol.wire`."""
         prefix = self.prefix
         if prefix.wire is None:
-            system, units = protocol.wire(prefix.messages)
+            system, units = protocol.wire(prefix.messages, made)
             prefix.wire = system, [without_markers(unit) for unit in units]
         return prefix.wire
 

@@ -98,10 +98,14 @@ class Compacting(Deferring):
             return applied[1]
         if isinstance(found, CompressionResult):
             return found  # tier 1 alone, done at the hard mark
+        self._share_estimates()
         result = self.engine.compress(
             messages, current_tokens=tokens, focus_topic=focus, force=force
         )
         return noted(result, found)
+
+    def _share_estimates(self) -> None:
+        """Hand the estimates already made to the engine's analysis (the manager does)."""
 
     def _finished(
         self,

@@ -8,7 +8,7 @@ its index.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.messages import Message, ToolSchema, check_input, check_message
@@ -42,6 +42,10 @@ class EstimateCache:
         if key != self._schema_key:
             self._schema_key, self._schema_tokens = key, tool_schema_tokens(tools)
         return self._schema_tokens
+
+    def counted(self) -> Iterator[tuple[Message, int]]:
+        """Each message of the list last estimated, with its estimate."""
+        return zip(self._messages, self._tokens, strict=True)
 
     def total(self, messages: Sequence[Message]) -> int:
         """Tokens of ``messages``; each message is checked (``check_message``) when it is first

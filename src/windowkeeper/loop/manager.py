@@ -141,6 +141,13 @@ class ContextManager(Compacting):
         """Estimated prompt tokens of a request: messages (cached) plus tool schemas."""
         return self._cache.total(messages) + self.schema_tokens()
 
+    def _share_estimates(self) -> None:
+        """The messages the preflight estimated need no second count (nor check) in the
+        compaction's analysis: its records are made with these estimates."""
+        if self._compressor:
+            cache = self._cache
+            self._compressor.analyzer.seed(cache.counted(), cache.image_tokens, cache.count)
+
     def _cheap_gate(self, messages: Sequence[Message]) -> bool:
         """True when the full estimate is worth running (design §2: count, then characters)."""
         config = self._compressor.config if self._compressor else None

@@ -205,8 +205,12 @@ class Protocol(abc.ABC):
     # --- upstream bodies -----------------------------------------------------------------
 
     @abc.abstractmethod
-    def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
-        """``(system, units)`` to send for canonical messages."""
+    def wire(
+        self, messages: Sequence[Message], made: Sequence[Message] = ()
+    ) -> tuple[Any, list[Any]]:
+        """``(system, units)`` to send for canonical messages; ``made``: the client's
+        history as :meth:`convert` made it (unchanged objects), whose originals a
+        protocol that keeps them may send without converting them again."""
 
     def body_with(
         self, parsed: Parsed, system: Any, units: list[Any], extra_tools: list[Any]

@@ -91,7 +91,9 @@ class ChatProtocol(Protocol):
     def units_of(self, messages: Sequence[Message]) -> tuple[Any, list[Any], list[int]]:
         return None, list(messages), list(range(1, len(messages) + 1))
 
-    def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
+    def wire(
+        self, messages: Sequence[Message], made: Sequence[Message] = ()
+    ) -> tuple[Any, list[Any]]:
         return None, wire(list(messages))
 
     def body_with(

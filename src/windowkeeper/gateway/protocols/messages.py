@@ -102,8 +102,10 @@ class MessagesProtocol(Protocol):
             ends.append(0 if top else len(units))
         return system, units, ends
 
-    def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
-        return to_anthropic(messages)
+    def wire(
+        self, messages: Sequence[Message], made: Sequence[Message] = ()
+    ) -> tuple[Any, list[Any]]:
+        return to_anthropic(messages, made)
 
     def usage(self, reply: object) -> dict[str, Any]:
         usage = reply.get("usage") if isinstance(reply, Mapping) else None

@@ -98,7 +98,9 @@ class ResponsesProtocol(Protocol):
             ends.append(len(units))
         return system, units, ends
 
-    def wire(self, messages: Sequence[Message]) -> tuple[Any, list[Any]]:
+    def wire(
+        self, messages: Sequence[Message], made: Sequence[Message] = ()
+    ) -> tuple[Any, list[Any]]:
         return to_responses(messages)
 
     def usage(self, reply: object) -> dict[str, Any]:
