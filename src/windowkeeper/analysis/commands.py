@@ -98,26 +98,16 @@ def written_patches(command: str, cwd: str | None) -> tuple[tuple[str, tuple[str
     return tuple((posixpath.normpath(path), targets) for path, targets in found if targets)
 
 
-@functools.lru_cache(maxsize=2_048)
 def command_touches(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
-    """(path, MODIFIED or DELETED) of every file the command writes or removes, in order.
+    """(path, MODIFIED or DELETED) of every file the command writes or removes, in order."""
+    return command_files(command, cwd)[0]
 
-    Remembered: agents re-run the same commands.
-    """
-    lines, bodies = lines_of(command)
-    touched: list[Touch] = []
-    for tokens, here in _gated_steps(lines, cwd, _MAY_TOUCH):
-        touched.extend((joined(p, here), how) for p, how in _step_touches(tokens) if _path_like(p))
-    here = final_cwd(lines, cwd)
-    scripts = list(bodies)
-    text = command[:SCAN_CHARS]
-    if any(w in text for w in SCRIPT_HINTS) and any(i in text for i in INTERPRETERS):
-        scripts.append("\n".join(lines))
-    written = [path for body in scripts for path in script_writes(body)]
-    if _applies_patch(lines):
-        written.extend(path for body in bodies for path in diff_targets(body))
-    touched.extend((joined(path, here), MODIFIED) for path in written if _path_like(path))
-    return tuple(dict.fromkeys(touched))
+
+def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
+    """(path, READ) of every file a viewer or search in the command reads (``cat x.py``,
+    ``sed -n 1,40p x.py``, ``grep -n foo x.py``), in order; writes are
+    :func:`command_touches`' business."""
+    return command_files(command, cwd)[1]
 
 
 _VIEWERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc"})
@@ -126,33 +116,55 @@ _MAY_READ = re.compile(r"\b" + word_alternation(_VIEWERS | _SCRIPT_FIRST) + r"\b
 """Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
 
 
-def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
-    """(path, READ) of every file a viewer or search in the command reads (``cat x.py``,
-    ``sed -n 1,40p x.py``, ``grep -n foo x.py``), in order; writes are
-    :func:`command_touches`' business."""
-    lines, _ = lines_of(command)
-    found = [
-        (joined(p, here), READ)
-        for tokens, here in _gated_steps(lines, cwd, _MAY_READ)
-        for p in _step_reads(tokens)
-    ]
-    return tuple(dict.fromkeys(found))
+@functools.lru_cache(maxsize=2_048)
+def command_files(
+    command: str, cwd: str | None = None
+) -> tuple[tuple[Touch, ...], tuple[Touch, ...]]:
+    """(:func:`command_touches`, :func:`command_reads`) of a command, from one walk over
+    its lines: a line is tokenized once for both. Remembered: agents re-run the same
+    commands.
 
-
-def _gated_steps(
-    lines: Sequence[str], cwd: str | None, gate: re.Pattern[str]
-) -> Iterator[tuple[Sequence[str], str | None]]:
-    """(step, working directory) of each step on a line ``gate`` matches, following
-    ``cd`` through every line (a line without ``gate`` or ``cd`` is not tokenized)."""
-    here = cwd
+    Each reader follows ``cd`` through the lines it looks at (its gate's, and those that
+    say ``cd ``), so each keeps its own working directory."""
+    lines, bodies = lines_of(command)
+    touched: list[Touch] = []
+    read: list[Touch] = []
+    at_touch = at_read = cwd
     for line in lines:
-        gated = gate.search(line) is not None
-        if not gated and "cd " not in line:
+        touches = _MAY_TOUCH.search(line) is not None
+        reads = _MAY_READ.search(line) is not None
+        cd = "cd " in line
+        if not (touches or reads or cd):
             continue
         for tokens in steps_of(line):
-            here = step_cwd(tokens, here)
-            if gated:
-                yield tokens, here
+            if touches or cd:
+                at_touch = step_cwd(tokens, at_touch)
+            if reads or cd:
+                at_read = step_cwd(tokens, at_read)
+            if touches:
+                touched.extend(
+                    (joined(p, at_touch), how) for p, how in _step_touches(tokens) if _path_like(p)
+                )
+            if reads:
+                read.extend((joined(p, at_read), READ) for p in _step_reads(tokens))
+    touched.extend(_script_touches(command, lines, bodies, cwd))
+    return tuple(dict.fromkeys(touched)), tuple(dict.fromkeys(read))
+
+
+def _script_touches(
+    command: str, lines: Sequence[str], bodies: Sequence[str], cwd: str | None
+) -> Iterator[Touch]:
+    """The files the scripts in a command write (heredoc bodies, inline code) and the
+    files of a patch it applies, joined to the working directory its ``cd`` steps leave."""
+    here = final_cwd(lines, cwd)
+    scripts = list(bodies)
+    text = command[:SCAN_CHARS]
+    if any(w in text for w in SCRIPT_HINTS) and any(i in text for i in INTERPRETERS):
+        scripts.append("\n".join(lines))
+    written = [path for body in scripts for path in script_writes(body)]
+    if _applies_patch(lines):
+        written.extend(path for body in bodies for path in diff_targets(body))
+    return ((joined(path, here), MODIFIED) for path in written if _path_like(path))
 
 
 def _step_reads(tokens: Sequence[str]) -> list[str]:

@@ -37,21 +37,27 @@ def lines_of(command: str) -> tuple[Lines, Lines]:
 
 
 def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
-    """Each non-blank line of ``text`` with the bodies of the heredocs it opens."""
+    """Each non-blank line of ``text`` with the bodies of the heredocs it opens (a body
+    runs to the first line that is its end word, spaces around it ignored, or to the end).
+
+    A body's end is found with ``list.index`` over the rows stripped once, not a row at a
+    time in Python: bodies (files written with ``cat <<EOF``) are most of such texts."""
     rows = text.split("\n")
+    stripped: list[str] | None = None
     index = 0
     while index < len(rows):
         line = rows[index]
         index += 1
         bodies: list[str] = []
-        for match in _HEREDOC.finditer(line):
-            end = match.group(2)
-            body: list[str] = []
-            while index < len(rows) and rows[index].strip() != end:
-                body.append(rows[index])
-                index += 1
-            index += 1
-            bodies.append("\n".join(body))
+        for match in _HEREDOC.finditer(line) if "<<" in line else ():
+            if stripped is None:
+                stripped = [row.strip() for row in rows]
+            try:
+                stop = stripped.index(match.group(2), index)
+            except ValueError:
+                stop = len(rows)
+            bodies.append("\n".join(rows[index:stop]))
+            index = stop + 1
         if line.strip():
             yield line, bodies
 

@@ -65,13 +65,22 @@ def _after_id(item: str, text: str) -> Iterator[re.Match[str]]:
         start = text.find(item, max(match.end(), start + 1))
 
 
-def titled(item: str, events: Sequence[ToolEvent]) -> str:
-    """``item``'s title from the newest look-up or listing that showed one, else from
-    any other output (of ``#12``, the title line of ``gh issue view 12``), or ``""``.
-    A tracker's own confirmation (``✓ Closed app-7: Closed``) is no title."""
+def title_sources(events: Sequence[ToolEvent]) -> list[ToolEvent]:
+    """The events :func:`titled` reads, in its order: the look-ups and listings newest
+    first, then every output but a tracker's own changes, newest first. The same for
+    every item, so built once per compaction (per item, it made the item tracker's walk
+    quadratic in a long history's events)."""
     looks = [e for e in events if _LISTING.match(e.action.command or "")]
     others = [e for e in events if not _CHANGES.match(e.action.command or "")]
-    for event in [*reversed(looks), *reversed(others)]:
+    return [*reversed(looks), *reversed(others)]
+
+
+def titled(item: str, sources: Sequence[ToolEvent]) -> str:
+    """``item``'s title from the newest look-up or listing that showed one, else from
+    any other output (of ``#12``, the title line of ``gh issue view 12``), or ``""``;
+    ``sources`` are :func:`title_sources` of the events.
+    A tracker's own confirmation (``✓ Closed app-7: Closed``) is no title."""
+    for event in sources:
         result = event.result or ""
         if item.startswith("#"):
             view = _GH_VIEW.match(event.action.command or "")

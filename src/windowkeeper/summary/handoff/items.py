@@ -20,7 +20,7 @@ from ...analysis.events import ToolEvent
 from ...analysis.facts import collapse
 from ...analysis.resolution import segments
 from ...analysis.toolshapes import ToolKind, change_verb
-from .claims import titled
+from .claims import title_sources, titled
 from .model import WorkItem
 from .quoting import inline_list, parse_list
 from .trail import commit_made
@@ -117,6 +117,7 @@ class ItemTracker:
     _closed: list[str] = field(default_factory=list)
     _unpushed: list[str] = field(default_factory=list)
     _untitled: set[str] = field(default_factory=set)
+    _sources: list[ToolEvent] | None = None
 
     def __post_init__(self) -> None:
         self._items = {item.id: item for item in self.previous}
@@ -130,7 +131,9 @@ class ItemTracker:
         current = self._items.pop(item, None) or WorkItem(item)
         title = current.title
         if not title and item not in self._untitled:  # looked for once per compaction
-            title = titled(item, self.events)
+            if self._sources is None:
+                self._sources = title_sources(self.events)
+            title = titled(item, self._sources)
             self._untitled.add(item)
         evidence = with_evidence(current.evidence, entry)
         self._items[item] = WorkItem(current.id, title, evidence)

@@ -93,11 +93,40 @@ def _evidence(event: ToolEvent) -> str | None:
     return f"Ran `{command}` ({code})"
 
 
+class DoneSteps:
+    """The done list: a step done again (its key, the text before ``" ("``, the same as
+    the newest item's with that key) moves that item to the end with its count raised.
+
+    The newest item of a key is found through a dictionary (key → the positions of its
+    items, oldest first) instead of a scan back through the list, which made a long
+    history's walk quadratic in its done items. The items are kept in a dictionary by
+    position: popping one and appending keeps the list's order."""
+
+    def __init__(self, items: Sequence[str]) -> None:
+        self._items: dict[int, str] = {}
+        self._by_key: dict[str, list[int]] = {}
+        self._next = 0
+        for item in items:
+            self._append(item)
+
+    def _append(self, item: str) -> None:
+        self._items[self._next] = item
+        self._by_key.setdefault(item.split(" (", 1)[0], []).append(self._next)
+        self._next += 1
+
+    def record(self, proof: str) -> None:
+        again = self._by_key.get(proof.split(" (", 1)[0])
+        self._append(_again(self._items.pop(again.pop())) if again else proof)
+
+    def items(self) -> list[str]:
+        return list(self._items.values())
+
+
 @dataclass
 class _Walk:
     """What one pass over the events found besides the done list."""
 
-    done: list[str]
+    done: DoneSteps
     evidence_at: list[int]
     last_test: ToolEvent | None = None
     edited_since_test: list[str] = field(default_factory=list)
@@ -113,7 +142,7 @@ def work_state(
     tracker = OpenFailures()
     fixes = FixLog(tracker)
     items = ItemTracker(events, previous.items)
-    walk = _Walk(list(previous.done), [], None, [])
+    walk = _Walk(DoneSteps(previous.done), [], None, [])
     for index, event in enumerate(events):
         fixes.seen(index, event)
         resolved = tracker.add(event)
@@ -132,7 +161,7 @@ def work_state(
             walk.last_test = event
     todos = newest_todos(events)
     if todos is not None:
-        state = _from_todos(todos, walk.evidence_at, walk.done, previous)
+        state = _from_todos(todos, walk.evidence_at, walk.done.items(), previous)
     else:
         state = _from_events(walk, tracker, events, assistant, previous)
     found = items.items()
@@ -149,17 +178,9 @@ def work_state(
 
 
 def _record(walk: _Walk, event: ToolEvent, proof: str) -> None:
-    done = walk.done
     # A step done again (a file edited again, a script run again, in turn with other
     # steps) is one item with a count, listed where it was done last.
-    key = proof.split(" (", 1)[0]
-    again = next(
-        (i for i in range(len(done) - 1, -1, -1) if done[i].split(" (", 1)[0] == key), None
-    )
-    if again is not None:
-        done.append(_again(done.pop(again)))
-    else:
-        done.append(proof)
+    walk.done.record(proof)
     if proof.startswith("Tests passed") or _is_test(event):
         walk.last_test, walk.edited_since_test = event, []
     elif event.action.kind in (ToolKind.WRITE, ToolKind.EDIT):
@@ -199,7 +220,7 @@ def _from_events(
         )
     claims = _unverified_claims(assistant, last_test, events)
     pending = stated_plan(assistant, events) or list(previous.pending)
-    done = walk.done
+    done = walk.done.items()
     return WorkState(
         tuple(done[-MAX_DONE:]), tuple(claims), tuple(in_progress), tuple(pending[:MAX_PLAN]),
         _earlier(previous.earlier, done[:-MAX_DONE]),
