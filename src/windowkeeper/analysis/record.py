@@ -235,7 +235,16 @@ class Analyzer:
 
     def facts(self, message: Message) -> MessageFacts:
         """The record of ``message``, from the cache when it is still the same message."""
-        cached = self._records.get(id(message))  # only messages that were checked are kept
+        record = self._current(message)
+        if record is not None:
+            return record
+        check_message(message, "message")
+        return self._keep(message, self._analyze(message))
+
+    def _current(self, message: Message) -> MessageFacts | None:
+        """The cached record of ``message`` while it is still the same message (the same
+        object, content and calls); only messages that were checked are kept."""
+        cached = self._records.get(id(message))
         if (
             cached is not None
             and cached[2].message is message
@@ -243,8 +252,9 @@ class Analyzer:
             and cached[1] is message.get("tool_calls")
         ):
             return cached[2]
-        check_message(message, "message")
-        record = self._analyze(message)
+        return None
+
+    def _keep(self, message: Message, record: MessageFacts) -> MessageFacts:
         self._records[id(message)] = (message.get("content"), message.get("tool_calls"), record)
         return record
 
@@ -266,12 +276,9 @@ class Analyzer:
         checked (``check_message``), without counting them again."""
         if image_tokens != self.image_tokens or count is not self.count:
             return
-        records = self._records
         for message, tokens in counted:
-            cached = records.get(id(message))
-            if cached is None or cached[2].message is not message:
-                record = self._analyze(message, tokens)
-                records[id(message)] = (message.get("content"), message.get("tool_calls"), record)
+            if self._current(message) is None:
+                self._keep(message, self._analyze(message, tokens))
 
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
