@@ -1,12 +1,22 @@
 """Key decisions with their reasons (design §5 section 6): the choices and findings the
-agent stated, the newest kept (with a focus topic, the ones about it kept longest).
+agent stated, the newest kept (with a focus topic, the ones about it kept longest), and
+the reasons the agent gave for the changes it made.
+
+A change's reason is what the agent wrote beside the call that made it (or in the text
+message right before a call-only message): "The generated migration uses X, which SQLite
+doesn't support. I need to rewrite it …" then a write of that file. Such a line is shown
+as "Changed `name`: reason" and ranked first when the budget shows few decisions
+(text.py): it says what was chosen, for which file, and why, where a bare finding
+("The import isn't used yet because …") says none of that.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
+from ...analysis.events import ToolEvent
 from ...analysis.facts import (
     Clues,
     clued_items,
@@ -16,6 +26,8 @@ from ...analysis.facts import (
     paragraphs,
     prose,
 )
+from ...analysis.toolshapes import ToolKind
+from .trail import event_files
 
 MAX_DECISIONS = 16
 _DECISION = re.compile(
@@ -57,20 +69,146 @@ def focus_words(topic: str | None) -> tuple[str, ...]:
 
 
 def decisions(
-    assistant: Sequence[tuple[int, str]], previous: Sequence[str], focus: Sequence[str] = ()
+    assistant: Sequence[tuple[int, str]],
+    previous: Sequence[str],
+    focus: Sequence[str] = (),
+    changes: Changes | None = None,
 ) -> tuple[str, ...]:
     """Choices and findings the agent stated, with their reasons: the newest kept, and
-    with a focus topic the ones about it first (kept last, where trimming reaches last)."""
-    found: list[str] = []
-    for _, text in reversed(assistant):
-        found.extend(reversed(_decisions_in(text)))
-        if not focus and len(set(found)) >= MAX_DECISIONS:
+    with a focus topic the ones about it first (kept last, where trimming reaches last).
+
+    ``changes``: the files the assistant's calls changed; the newest
+    :data:`MAX_CHANGE_REASONS` texts that give a reason for such a change become
+    "Changed `name`: reason" lines in their place among the decisions, and are kept
+    beside the newest :data:`MAX_DECISIONS` others."""
+    reasons = _change_reasons(assistant, changes or Changes({}, frozenset()))
+    found: list[tuple[int, str]] = []
+    for position, text in reversed(assistant):
+        if position in reasons:
+            continue
+        found.extend((position, d) for d in reversed(_decisions_in(text)))
+        if not focus and len({d for _, d in found}) >= MAX_DECISIONS:
             break
-    merged = dedupe([*previous, *reversed(found)], keep_last=True)
+    ordered = sorted([*found, *reasons.items()], key=lambda pair: pair[0])
+    merged = dedupe([*previous, *(d for _, d in ordered)], keep_last=True)
     about = [d for d in merged if any(w in d.lower() for w in focus)]
+    changed = set(reasons.values())
     rest = [d for d in merged if d not in about]
-    kept = rest[len(rest) - max(0, MAX_DECISIONS - len(about)) :] + about[-MAX_DECISIONS:]
-    return tuple(kept)
+    plain = [d for d in rest if d not in changed and not is_change_reason(d)]
+    keep = set(plain[len(plain) - max(0, MAX_DECISIONS - len(about)) :])
+    keep.update(d for d in rest if d in changed or is_change_reason(d))
+    kept = [d for d in rest if d in keep][-(MAX_DECISIONS + MAX_CHANGE_REASONS) :]
+    return tuple(kept + about[-MAX_DECISIONS:])
+
+
+class Changes(NamedTuple):
+    """Where the assistant's calls changed files."""
+
+    paths: Mapping[int, str]
+    """Position of an assistant message whose calls changed an existing file -> the first
+    such file."""
+    calling: frozenset[int]
+    """Positions of the assistant messages that made any call."""
+
+    def of_text(self, position: int) -> str | None:
+        """The file changed by the message at ``position``, or, for a text-only message,
+        by the message right after it (agents that send their words and their call as
+        two messages)."""
+        if position in self.calling:
+            return self.paths.get(position)
+        return self.paths.get(position + 1)
+
+
+_EDITORS = (ToolKind.EDIT, ToolKind.WRITE)
+
+
+def changes_of(events: Sequence[ToolEvent], cwds: Sequence[str | None]) -> Changes:
+    """The :class:`Changes` of ``events`` (each run in the directory beside it)."""
+    paths: dict[int, str] = {}
+    for event, cwd in zip(events, cwds, strict=True):
+        # Only an editor's change of an existing file counts: most files an agent creates,
+        # by a tool or from the shell (where "written" does not say "existed"), are
+        # scratch scripts (a reproduction, a debug print), and the words beside them
+        # explain an experiment, not a choice; an existing file edited is the work itself.
+        if event.position not in paths and event.action.kind in _EDITORS:
+            files = event_files(event, cwd)
+            changed = [path for path, status in files if status == "modified"]
+            if changed:
+                paths[event.position] = changed[0]
+    return Changes(paths, frozenset(event.position for event in events))
+
+
+MAX_CHANGE_REASONS = 6
+_CHANGE_REASON = re.compile(r"Changed `[^`\n]+`: ")
+# A limit or an alternative: what makes a reason explain a choice.
+_LIMIT = (
+    r"instead of|rather than|cleaner|simpler|safer|more robust"
+    r"|(?:doesn't|does not|don't|do not|cannot|can't|can not|won't|isn't) (?:support|work|handle"
+    r"|allow|alter|change)|not supported|unsupported|(?:will|would) (?:fail|break)"
+)
+# Any stated cause or purpose.
+_CAUSE = (
+    r"because|since (?:the|it|we|this)|so that|the reason|otherwise|to avoid|in order to"
+    r"|due to|caused by|required|requires"
+)
+_LIMITS = re.compile(rf"\b(?:{_LIMIT})\b", re.IGNORECASE)
+# What makes the text beside a change its reason. A text without one only announces the
+# step ("Now update x.py.", "I need to rename …") and is not a decision.
+_WHY = re.compile(rf"\b(?:{_LIMIT}|{_CAUSE})\b", re.IGNORECASE)
+_CHANGE_CHARS = 300
+
+
+def is_change_reason(decision: str) -> bool:
+    """Whether a decision line gives the reason for a change the agent made."""
+    return _CHANGE_REASON.match(decision) is not None
+
+
+def weight(decision: str) -> int:
+    """How much a decision line tells a reader asked why: a change's reason (what was
+    changed, and why) 3 when it names a limit or an alternative ("SQLite doesn't support
+    …", "instead of …"), else 2; another line 1 when it states any reason, else 0 (a bare
+    choice or finding)."""
+    if is_change_reason(decision):
+        return 3 if _LIMITS.search(decision) else 2
+    return 1 if _WHY.search(decision) else 0
+
+
+def _change_reasons(assistant: Sequence[tuple[int, str]], changes: Changes) -> dict[int, str]:
+    """Position -> "Changed `name`: reason" for the newest texts that give a reason for
+    the change their message (or, for a text-only message, the next one) made."""
+    found: dict[int, str] = {}
+    if not changes.paths:
+        return found
+    seen: set[str] = set()  # the newest reason of each file is kept
+    for position, text in reversed(assistant):
+        path = changes.of_text(position)
+        if path is None or path in seen:
+            continue
+        why = _why_sentences(_sentences_of(text))
+        if why:
+            seen.add(path)
+            name = path.rstrip("/").rpartition("/")[2] or path
+            found[position] = f"Changed `{name}`: {collapse(' '.join(why), _CHANGE_CHARS)}"
+            if len(found) >= MAX_CHANGE_REASONS:
+                break
+    return found
+
+
+def _why_sentences(sentences: Sequence[str]) -> list[str]:
+    """The sentences that give a reason, each with the one after it (what the agent
+    then chose to do: "X doesn't support Y. I need to rewrite it as Z.")."""
+    picked: dict[int, None] = {}
+    for k, sentence in enumerate(sentences):
+        if _WHY.search(sentence) and sentence[-1] != "?":
+            picked[k] = None
+            if k + 1 < len(sentences) and sentences[k + 1][-1] != "?":
+                picked[k + 1] = None
+    return [sentences[k].rstrip(":") for k in sorted(picked)]
+
+
+def _sentences_of(text: str) -> list[str]:
+    body = prose(text[:20_000])
+    return [s for item in paragraphs(body) for s in item_sentences(item) if len(s) >= 20]
 
 
 # A sentence that only gives the reason for the one before it ("This is because …").

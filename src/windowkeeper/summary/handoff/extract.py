@@ -17,7 +17,7 @@ from ...analysis.specexcerpt import SPEC_CHARS
 from ...analysis.specs import NamedLater
 from ..trim import trim_text
 from .closing import closing_steps
-from .decide import decisions, focus_words
+from .decide import changes_of, decisions, focus_words
 from .errors import open_errors, still_open
 from .fixes import merged_fixed
 from .items import is_closed
@@ -183,8 +183,12 @@ def _trail_state(
     files, base = _file_map(previous, trail, turns.kept, cwds)
     listed, counts = commands_of(trail)
     texts = [t for _, t in turns.summarized_texts]
+    start = len(trail) - (len(turns.every) - len(turns.kept))  # the summarized turns' events
+    changes = changes_of(trail[start:], cwds[start : len(trail)])
     return HandoffState(
-        decisions=decisions(turns.summarized_texts, previous.decisions, focus_words(focus)),
+        decisions=decisions(
+            turns.summarized_texts, previous.decisions, focus_words(focus), changes
+        ),
         root=_root(repository_root(files, cwds[-1] or base), previous.root),
         files=files,
         unlisted=previous.unlisted,

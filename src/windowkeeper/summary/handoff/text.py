@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from ...analysis.facts import collapse
+from .decide import weight
 from .model import Command, HandoffState, Quote
 from .paths import choose_root, render_paths
 from .quoting import fence, item, list_item, quote
@@ -45,11 +46,6 @@ NO_ERRORS = "None: every failure seen was resolved later (see Fixed along the wa
 _BRIEF_STEP, _BRIEF_ERROR, _BRIEF_FIX = 36, 56, 64
 _ARROW = " → "
 _SEVERITY = re.compile(r"^(?:\[tool error\]\s*)?(?:fatal|error|err!?)\s*:\s*", re.IGNORECASE)
-_REASON = re.compile(
-    r"\b(?:because|since (?:the|it|we|this)|so that|instead of|rather than|the reason|which"
-    r" (?:will|would) (?:fail|break)|otherwise|to avoid|in order to|due to|caused by)\b",
-    re.IGNORECASE,
-)
 _FAILED_AS = re.compile(r"(.+?) (exit -?\d+|failed): (.*)", re.DOTALL)
 # A summary model summarizes the turns before the cut, reading the tail to write as of its
 # end. Its notes sit under this line, after the state extracted at compaction time (tail
@@ -268,12 +264,14 @@ def _decisions(state: HandoffState, shown: Shown) -> str:
 
 
 def _reasoned_first(decisions: tuple[str, ...], count: int) -> tuple[str, ...]:
-    """The ``count`` decisions shown, in their order: those that say why (``because``,
-    ``instead of``, ``so that``) before bare choices, the newest of each first. A reader
-    asked why the agent chose its approach needs the reason, not "I'll use that"."""
+    """The ``count`` decisions shown, in their order: the heaviest first (``decide.weight``:
+    a change's reason, then a limit or an alternative, then any reason), the newest of
+    each weight first. A reader asked why the agent chose its approach needs the reason
+    and what it changed, not "I'll use that"."""
     if count >= len(decisions):
         return decisions
-    ranked = sorted(range(len(decisions)), key=lambda i: (_REASON.search(decisions[i]) is None, -i))
+
+    ranked = sorted(range(len(decisions)), key=lambda i: (-weight(decisions[i]), -i))
     return tuple(decisions[i] for i in sorted(ranked[:count]))
 
 
