@@ -67,23 +67,34 @@ def render_work(
     return lines
 
 
-# Which evidence a short render keeps first: how the item ended, the files it changed,
-# its test result, then the other checks, commands run and tracker steps.
-_RANK = {"committed": 0, "merged": 0, "pushed": 1, "closed": 1, "edited": 2, "wrote": 2,
-         "tests": 3, "lint": 4, "build": 4, "ran": 5}  # fmt: skip
+# Which evidence a short render keeps first: the step its status comes from (so the
+# status reads back the same), the commit, the files it changed (what "which files did
+# that item change?" needs; the status already says it was pushed or closed), the other
+# tracker steps, its test result, then the other checks and commands run.
+_RANK = {"committed": 1, "merged": 1, "edited": 2, "wrote": 2, "pushed": 3, "closed": 3,
+         "tests": 4, "lint": 5, "build": 5, "ran": 6}  # fmt: skip
+_STATUS_STEP = 0
 WORKING_EVIDENCE = 6
 """Evidence entries an item in progress keeps at least (the one a reader continues)."""
 
 
-def _kept(evidence: tuple[str, ...], shown: int) -> tuple[tuple[str, ...], int]:
+def _kept(
+    evidence: tuple[str, ...], shown: int, status_step: str = ""
+) -> tuple[tuple[str, ...], int]:
     """The ``shown`` most telling entries, in their order, and how many steps are left
-    out (counting those an earlier render left out)."""
+    out (counting those an earlier render left out); ``status_step``: the verb of the
+    step the item's status comes from, kept first."""
     hidden = [e for e in evidence if _MORE.fullmatch(e)]
     steps = tuple(e for e in evidence if e not in hidden)
     earlier = sum(int(e.split(" ", 1)[0]) for e in hidden)
     if shown >= len(steps):
         return steps, earlier
-    ranked = sorted(range(len(steps)), key=lambda i: (_RANK.get(_verb(steps[i]), 5), -i))
+
+    def rank(i: int) -> tuple[int, int]:
+        verb = _verb(steps[i])
+        return (_STATUS_STEP if verb == status_step else _RANK.get(verb, 6)), -i
+
+    ranked = sorted(range(len(steps)), key=rank)
     keep = set(ranked[:shown])
     return tuple(e for i, e in enumerate(steps) if i in keep), earlier + len(steps) - shown
 
@@ -97,7 +108,7 @@ def _item_line(work_item: WorkItem, shown: int) -> str:
     status = item_status(work_item)
     if status.startswith("in progress"):
         shown = max(shown, WORKING_EVIDENCE)
-    evidence, more = _kept(work_item.evidence, shown)
+    evidence, more = _kept(work_item.evidence, shown, status.rpartition(" ")[2])
     # The steps left out are counted as a step of their own (it reads back as written).
     entries = (f"{more} more step{'s' if more > 1 else ''}", *evidence) if more else evidence
     listed = inline_list(entries, _EVIDENCE_SEP)
