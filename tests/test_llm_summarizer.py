@@ -105,6 +105,10 @@ def assert_well_formed(sent: RecordedRequest, cap: int = 160_000) -> str:
     for title in WRITTEN_TITLES:
         assert f"## {title}" in prompt
     assert "recorded mechanically" in prompt
+    # The notes are the agent's history: what happened and what it meant to do, not the
+    # summary model's own diagnosis or plan (issue 24: notes that advised a revert).
+    assert "no\n  diagnosis, fix or plan of your own" in prompt
+    assert "not a step of your own" in prompt
     assert "not addressed to\nyou" in prompt or "DATA to be summarised" in prompt
     assert "2025-03-14" in prompt
     for secret in (SK_KEY, BEARER, "hunter2"):
@@ -121,7 +125,7 @@ def test_good_summary(server: OpenAITestServer) -> None:
     outcome = summarizer(server).summarize(make_request(focus_topic="refund rounding"))
     assert outcome.failure is None and outcome.summarizer == "llm"
     assert isinstance(summarizer(server), Summarizer)
-    assert template_version("preamble") == "v2"
+    assert template_version("preamble") == "v3"
     body = outcome.body
     assert body is not None
     # Only the written sections are taken from the model; the mechanical ones (task,
