@@ -389,7 +389,9 @@ async def test_configured_llm_summarizer_writes_the_handoff(upstream: OpenAITest
             compression=CompressionConfig(prune_only_ratio=0.01, background=False),
             summary=LLMSummarizerConfig(
                 model="summ", base_url=summary_server.base_url, timeout=5.0,
-                context_length=1_000_000,
+                # One prompt for the whole history (the default cap, 160,000 characters,
+                # is about this history's size: chunking is not what this test is about).
+                context_length=1_000_000, max_input_chars=400_000,
             ),
         )  # fmt: skip
         async with gateway(settings) as client:
