@@ -62,3 +62,31 @@ def test_fewer_decisions_are_shown_whole_before_any_is_cut() -> None:
         else:
             assert all(line.endswith("rows.") for line in shown), budget
     assert seen_cut  # the budgets reach the step that cuts
+
+
+def test_one_decision_outlasts_the_values_and_the_brief_fixes() -> None:
+    """The ladder keeps the heaviest decision (a change's reason) until late: it goes
+    after the critical values and the brief fixes are gone (the eighth blind run lost
+    "why was the migration rewritten?" where a tight 16,000 handoff dropped them all)."""
+    from windowkeeper.summary.handoff.fit import LADDER
+
+    one = LADDER.index(("decisions", 1))
+    assert LADDER.index(("values", 0)) < one < LADDER.index(("decisions", 0))
+    assert LADDER.index(("evidence", 1)) < LADDER.index(("decisions", 0))
+    reason = f"Changed `0002_state.exs`: {MIGRATION}"
+    state = HandoffState(
+        task=Quote("Add the state column.", "wk0123456789"),
+        decisions=(*(_decision(k) for k in range(6)), reason),
+        values=tuple(f"port-{k}-{k * 7919:08d}-abcdef" for k in range(30)),
+    )
+    full = len(render(state))
+    for budget in range(20, full // 3, 10):
+        shown = fitted(state, budget)
+        if shown.values == 0 and shown.decisions == 1:
+            body = render(state, shown)
+            # The one shown is the change's reason, not the newest line.
+            [line] = split_sections(body)["Key Decisions"]
+            assert line.startswith("- Changed `0002_state.exs`: The auto-generated")
+            break
+    else:
+        raise AssertionError("no budget left one decision without the values")
