@@ -36,7 +36,7 @@ def test_the_words_beside_an_edit_become_its_reason() -> None:
     # The reason and the choice after it, labelled with the file; a text that only
     # announces its step is not a decision.
     assert found == (f"Changed `0002_state.exs`: {WHY} {THEN}",)
-    assert is_change_reason(found[0]) and weight(found[0]) == 3
+    assert is_change_reason(found[0]) and weight(found[0]) == 4
 
 
 def test_a_text_only_message_is_the_reason_of_the_call_after_it() -> None:
@@ -114,3 +114,18 @@ def test_the_decisions_shown_are_the_heaviest_in_their_order(items: list[str], c
     assert shown == [d for d in items if d in shown]  # the text's order
     left = [d for d in items if d not in shown]
     assert all(weight(s) >= weight(o) for s in shown for o in left)
+
+
+def test_a_judgement_between_alternatives_is_a_decision_that_outweighs_a_cause() -> None:
+    texts = [
+        (1, "The PR suggests joining lines, but I think using `re.DOTALL` is cleaner and more "
+            "robust."),
+        (2, "That's because I'm only showing the first 50 characters of the output."),
+    ]  # fmt: skip
+    found = decisions(texts, ())
+    assert found[0].startswith("The PR suggests joining lines") and len(found) == 2
+    assert weight(found[0]) == 2 and weight(found[1]) == 1
+    # A change's reason outweighs both; one naming a limit most.
+    assert (
+        weight(f"Changed `a.py`: {WHY}") == 4 and weight("Changed `a.py`: To keep it short.") == 3
+    )

@@ -36,13 +36,16 @@ _DECISION = re.compile(
     r"|going with|opted|chose|chosen|the (?:bug|problem|issue|culprit) (?:is|was|lives)"
     r"|turns out|so only|because|(?:doesn't|does not|don't|do not) support|not supported"
     r"|(?:will|would) fail|the reason (?:is|was)|workaround"
-    r"|(?:I|we) need to (?:rewrite|use|switch|change|replace|keep|avoid|move))\b",
+    r"|(?:I|we) need to (?:rewrite|use|switch|change|replace|keep|avoid|move)"
+    r"|(?:is|are|seems|looks|would be) (?:cleaner|simpler|safer|more robust|better))\b",
     re.IGNORECASE,
 )
 # _DECISION's alternatives lower-cased, each led by a word it needs (facts.Clues): a clue
 # matches wherever an alternative does, and hardly anywhere else, so the sentences of
 # items that only say "will", "fix" or "issue" are never searched.
 _CHOICE = r"(?:use|go with|switch|keep|avoid|replace)"
+# A judgement between alternatives ("re.DOTALL is cleaner and more robust").
+_BETTER = ("cleaner", "simpler", "safer", "more robust", "better")
 _DECISION_CLUES: Clues = tuple(
     (word, re.compile(pattern))
     for word, pattern in (
@@ -56,6 +59,7 @@ _DECISION_CLUES: Clues = tuple(
         ("fail", "(?:will|would) fail"), ("reason", "the reason (?:is|was)"),
         ("workaround", "workaround"),
         ("need", "(?:i|we) need to (?:rewrite|use|switch|change|replace|keep|avoid|move)"),
+        *((word, f"(?:is|are|seems|looks|would be) {word}") for word in _BETTER),
     )
 )  # fmt: skip
 
@@ -165,12 +169,13 @@ def is_change_reason(decision: str) -> bool:
 
 def weight(decision: str) -> int:
     """How much a decision line tells a reader asked why: a change's reason (what was
-    changed, and why) 3 when it names a limit or an alternative ("SQLite doesn't support
-    …", "instead of …"), else 2; another line 1 when it states any reason, else 0 (a bare
-    choice or finding)."""
+    changed, and why) 4 when it names a limit or an alternative ("SQLite doesn't support
+    …", "instead of …", "X is cleaner"), else 3; another line 2 when it names one, 1 when
+    it states another reason ("because …"), else 0 (a bare choice or finding)."""
+    limit = _LIMITS.search(decision) is not None
     if is_change_reason(decision):
-        return 3 if _LIMITS.search(decision) else 2
-    return 1 if _WHY.search(decision) else 0
+        return 4 if limit else 3
+    return 2 if limit else 1 if _WHY.search(decision) else 0
 
 
 def _change_reasons(assistant: Sequence[tuple[int, str]], changes: Changes) -> dict[int, str]:
