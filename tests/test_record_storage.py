@@ -19,7 +19,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from factories import assistant, call, long_session, tool
-from windowkeeper.analysis.record import LazyArguments, MessageFacts, memo_key, parse_call
+from windowkeeper.analysis.record import (
+    Analyzer,
+    LazyArguments,
+    MessageFacts,
+    memo_key,
+    parse_call,
+)
 from windowkeeper.compaction.prune import make_handle
 from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.jsonsafe import MAX_JSON_DEPTH
@@ -250,3 +256,20 @@ def test_records_are_freed_without_the_cyclic_collector() -> None:
         gc.set_debug(0)
         gc.garbage.clear()
     assert cyclic == []
+
+
+def test_a_cached_record_is_reused_only_while_its_message_is_unchanged() -> None:
+    # The record keeps the content and calls it was made from (the cache keeps no tuple
+    # of its own): reassigning either makes the message's record anew.
+    analyzer = Analyzer()
+    message = assistant("first", call("c1", "bash", command="ls"))
+    record = analyzer.facts(message)
+    assert analyzer.facts(message) is record
+    assert record.content is message["content"] and record.tool_calls is message["tool_calls"]
+    message["content"] = "second"
+    again = analyzer.facts(message)
+    assert again is not record and again.text == "second"
+    message["tool_calls"] = [call("c2", "bash", command="pwd")]
+    third = analyzer.facts(message)
+    assert third is not again and [c.id for c in third.calls] == ["c2"]
+    assert analyzer.facts(message) is third

@@ -83,6 +83,11 @@ class MessageFacts(NamedTuple):
     handoff: bool
     real_user: bool
     memo: dict[str, Any]
+    content: object = None
+    """The message's ``content`` when the record was made (the cache checks it is still
+    the message's: kept here rather than in a tuple of the cache's own per message)."""
+    tool_calls: object = None
+    """The message's ``tool_calls`` when the record was made (likewise)."""
 
     def remember(self, name: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, computed once for this message."""
@@ -243,7 +248,7 @@ class Analyzer:
     def __init__(self, *, image_tokens: int = IMAGE_TOKENS, count: TextCounter | None = None):
         self.image_tokens = image_tokens
         self.count = count
-        self._records: dict[int, tuple[object, object, MessageFacts]] = {}
+        self._records: dict[int, MessageFacts] = {}
 
     def facts(self, message: Message) -> MessageFacts:
         """The record of ``message``, from the cache when it is still the same message."""
@@ -259,15 +264,15 @@ class Analyzer:
         cached = self._records.get(id(message))
         if (
             cached is not None
-            and cached[2].message is message
-            and cached[0] is message.get("content")
-            and cached[1] is message.get("tool_calls")
+            and cached.message is message
+            and cached.content is message.get("content")
+            and cached.tool_calls is message.get("tool_calls")
         ):
-            return cached[2]
+            return cached
         return None
 
     def _keep(self, message: Message, record: MessageFacts) -> MessageFacts:
-        self._records[id(message)] = (message.get("content"), message.get("tool_calls"), record)
+        self._records[id(message)] = record
         return record
 
     def analyze(self, messages: Sequence[Message]) -> list[MessageFacts]:
@@ -301,9 +306,10 @@ class Analyzer:
         role = message.get("role")
         if tokens is None:
             tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+        made = (message.get("content"), message.get("tool_calls"))
         if role != "user" and role != "assistant":
             memo: dict[str, Any] = {"calls": _NO_CALLS}
-            return MessageFacts(message, str(role), tokens, is_handoff(message), False, memo)
+            return MessageFacts(message, str(role), tokens, is_handoff(message), False, memo, *made)
         handoff = is_handoff(message)
         real_user = role == "user" and is_real_user(message)
-        return MessageFacts(message, role, tokens, handoff, real_user, {})
+        return MessageFacts(message, role, tokens, handoff, real_user, {}, *made)
