@@ -83,10 +83,10 @@ class MessageFacts(NamedTuple):
     handoff: bool
     real_user: bool
     memo: dict[str, Any]
-    content: object = None
+    content: object
     """The message's ``content`` when the record was made (the cache checks it is still
     the message's: kept here rather than in a tuple of the cache's own per message)."""
-    tool_calls: object = None
+    tool_calls: object
     """The message's ``tool_calls`` when the record was made (likewise)."""
 
     def remember(self, name: str, compute: Callable[[], Any]) -> Any:
