@@ -112,6 +112,21 @@ def test_event_todos_are_remembered_per_arguments() -> None:
     assert event_todos(first) is event_todos(first)
 
 
+@settings(max_examples=200, deadline=None)
+@given(_arguments, st.booleans())
+def test_event_todos_keep_a_memo_entry_only_for_arguments_naming_a_list(
+    args: dict[str, Any], ascii_only: bool
+) -> None:
+    """Arguments not yet parsed that name no list key answer ``None`` from their keys,
+    with no memo entry kept for the compaction; the others are remembered as before."""
+    raw = json.dumps(args, ensure_ascii=ascii_only)
+    action = ToolAction("TodoWrite", ToolKind.OTHER, "todos")
+    event = ToolEvent(0, action, LazyArguments(raw), "ok", None, False)
+    assert event_todos(event) == todo_items("TodoWrite", json.loads(raw))
+    names_a_list = any(key in ("todos", "plan", "steps", "items") for key in args)
+    assert ("todos" in event.memo) is names_a_list
+
+
 # --- check kinds ---------------------------------------------------------------------------
 
 # Every program the lint and build patterns name (listed here, not taken from the gates),

@@ -2,21 +2,35 @@
 
 Tool-call arguments are not kept parsed (a :class:`LazyArguments` parses them on use),
 and archive handles hash their parts without joining or encoding a whole message: both
-must answer exactly what the eager forms did.
+must answer exactly what the eager forms did. A record's memo has string keys only (the
+compact dict layout) and never holds its own record (no reference cycle).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from windowkeeper.analysis.record import LazyArguments, parse_call
+from factories import assistant, call, long_session, tool
+from windowkeeper.analysis.record import (
+    Analyzer,
+    LazyArguments,
+    MessageFacts,
+    memo_key,
+    parse_call,
+)
 from windowkeeper.compaction.prune import make_handle
+from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.jsonsafe import MAX_JSON_DEPTH
+from windowkeeper.core.report import Tier
+from windowkeeper.engine.compressor import ContextCompressor
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -154,3 +168,108 @@ def test_calls_with_the_same_keys_share_one_tuple() -> None:
     empty = parse_call(_call("{}", "bash"))  # an empty object: no keys, no command
     assert isinstance(empty.args, LazyArguments) and len(empty.args) == 0
     assert "command" not in empty.args
+
+
+_PARAMETER = st.none() | st.integers() | st.text(max_size=8)
+
+
+@given(st.lists(_PARAMETER, max_size=3), st.lists(_PARAMETER, max_size=3))
+def test_memo_keys_are_one_shared_string_per_distinct_parameters(
+    first: list[object], second: list[object]
+) -> None:
+    key = memo_key("files", *first)
+    assert type(key) is str
+    assert memo_key("files", *list(first)) is key  # interned: one object per key
+    # Distinct parameters never share a key: None is not "None", 1 is not "1", and a
+    # parameter holding the separator is not two parameters.
+    same = [(type(v), v) for v in first] == [(type(v), v) for v in second]
+    assert (memo_key("files", *second) == key) is same
+
+
+_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123"
+
+
+def _session_with_secrets() -> list[dict[str, Any]]:
+    """A long session whose early turns hold a secret in prose, in a file written with
+    it (a call extraction keeps as sent) and in a tool output, and a todo list."""
+    messages = long_session(16)
+    written = {"path": "app/settings.py", "content": f"TOKEN = '{_TOKEN}'\n"}
+    todos = [{"content": "rotate the token", "status": "in_progress"}]
+    messages[6:6] = [
+        assistant(f"I will use the token {_TOKEN} for now.", call("w1", "write_file", **written)),
+        tool("w1", "Wrote app/settings.py"),
+        assistant(None, call("t1", "TodoWrite", todos=todos)),
+        tool("t1", "Todos updated"),
+        assistant(None, call("c1", "bash", command="cat .env")),
+        tool("c1", f"GITHUB_TOKEN={_TOKEN}\n[exit code 0]"),
+    ]
+    return messages
+
+
+def _records_after_a_compaction() -> tuple[list[MessageFacts], Any]:
+    messages = _session_with_secrets()
+    compressor = ContextCompressor(CompressionConfig(prune_only_ratio=0.01), context_length=8_000)
+    records = compressor.analyzer.analyze(messages)  # the records the compaction reuses
+    result = compressor.compress(messages, force=True)
+    return records, result
+
+
+def test_a_compaction_leaves_memos_with_string_keys_and_without_their_record() -> None:
+    records, result = _records_after_a_compaction()
+    assert result.report.tier is Tier.SUMMARY
+    keys = {key for record in records for key in record.memo}
+    assert all(type(key) is str for key in keys)
+    # The session took each path of the masked copies: unchanged, masked, a call kept.
+    masked = [record.memo[k] for record in records for k in record.memo if k.startswith("mask")]
+    assert None in masked and any(isinstance(m, MessageFacts) for m in masked)
+    assert memo_key("masked", 0) in keys
+    for record in records:
+        assert not any(value is record for value in record.memo.values())
+
+
+@pytest.fixture
+def collector_held_off() -> Iterator[None]:
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.mark.usefixtures("collector_held_off")
+def test_records_are_freed_without_the_cyclic_collector() -> None:
+    records, result = _records_after_a_compaction()
+    assert result.report.tier is Tier.SUMMARY
+    # The messages of this test's records and masked copies (holding them keeps no record
+    # alive), so that cyclic garbage left by another test is not counted.
+    copies = [m for r in records for m in r.memo.values() if isinstance(m, MessageFacts)]
+    messages = [record.message for record in [*records, *copies]]
+    assert copies and len(messages) > len(copies)
+    mine = {id(message) for message in messages}
+    del records, result, copies
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        cyclic = [o for o in gc.garbage if isinstance(o, MessageFacts) and id(o.message) in mine]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert cyclic == []
+
+
+def test_a_cached_record_is_reused_only_while_its_message_is_unchanged() -> None:
+    # The record keeps the content and calls it was made from (the cache keeps no tuple
+    # of its own): reassigning either makes the message's record anew.
+    analyzer = Analyzer()
+    message = assistant("first", call("c1", "bash", command="ls"))
+    record = analyzer.facts(message)
+    assert analyzer.facts(message) is record
+    assert record.content is message["content"] and record.tool_calls is message["tool_calls"]
+    message["content"] = "second"
+    again = analyzer.facts(message)
+    assert again is not record and again.text == "second"
+    message["tool_calls"] = [call("c2", "bash", command="pwd")]
+    third = analyzer.facts(message)
+    assert third is not again and [c.id for c in third.calls] == ["c2"]
+    assert analyzer.facts(message) is third

@@ -165,16 +165,17 @@ def event_identifiers(event: ToolEvent) -> list[str]:
     return dedupe([*found, *output]) if output else found
 
 
-def output_identifiers(event: ToolEvent) -> list[str]:
-    """Identifiers a tool's output names (not a file's content), computed once per event."""
-    found: list[str] = remembered(event, "output_ids", _output_identifiers)
+def output_identifiers(event: ToolEvent) -> tuple[str, ...]:
+    """Identifiers a tool's output names (not a file's content), computed once per event
+    (a tuple: the memo keeps it for the compaction, and most are the shared empty one)."""
+    found: tuple[str, ...] = remembered(event, "output_ids", _output_identifiers)
     return found
 
 
-def _output_identifiers(event: ToolEvent) -> list[str]:
+def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
     action, result = event.action, event.result
     if not result or action.kind not in (ToolKind.SHELL, ToolKind.OTHER, ToolKind.FETCH):
-        return []
+        return ()
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).
     output = window(result, OUTPUT_SCAN_CHARS)
@@ -187,7 +188,7 @@ def _output_identifiers(event: ToolEvent) -> list[str]:
             sha = match.group(1) or match.group(2)
             if _is_sha(sha):
                 found.append(sha)
-    return dedupe(found)
+    return tuple(dedupe(found))
 
 
 def _arguments_text(event: ToolEvent) -> str:

@@ -38,7 +38,7 @@ class TodoItem(NamedTuple):
 
 def todo_items(name: str, args: Mapping[str, Any]) -> list[TodoItem] | None:
     """The items of a todo/plan call, or ``None`` when the call holds no such list."""
-    if isinstance(args, LazyArguments) and args.lacks_keys(_QUOTED_LIST_KEYS):
+    if _holds_no_list(args):
         return None
     for key in _LIST_KEYS:
         value = args.get(key)
@@ -53,10 +53,19 @@ def event_todos(event: ToolEvent) -> list[TodoItem] | None:
     """:func:`todo_items` of an event's call, computed once per event (the result must
     not be mutated). The memo is checked against the arguments it was computed from: an
     event's memo is its result's, which the event of the call's masked copy shares."""
+    if _holds_no_list(event.args):
+        # Told from the keys without a parse (most calls): nothing worth a memo entry,
+        # which every event of the session would otherwise keep for the compaction.
+        return None
     found: tuple[object, list[TodoItem] | None] | None = event.memo.get("todos")
     if found is None or found[0] is not event.args:
         found = event.memo["todos"] = (event.args, todo_items(event.action.name, event.args))
     return found[1]
+
+
+def _holds_no_list(args: Mapping[str, Any]) -> bool:
+    """Whether arguments not yet parsed name none of the list keys (so hold no list)."""
+    return isinstance(args, LazyArguments) and args.lacks_keys(_QUOTED_LIST_KEYS)
 
 
 def _item(entry: object) -> TodoItem | None:

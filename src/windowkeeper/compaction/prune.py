@@ -17,7 +17,7 @@ from typing import Any
 
 from ..analysis.events import result_exit_code, tool_event
 from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
-from ..analysis.record import Analyzer, CallFacts, MessageFacts
+from ..analysis.record import Analyzer, CallFacts, MessageFacts, memo_key
 from ..analysis.specs import NamedLater, is_spec, stub_spec
 from ..analysis.toolshapes import ToolKind, one_line
 from ..core.jsonsafe import dumps, loads_or_none
@@ -267,7 +267,7 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
     analyzer = settings.analyzer or Analyzer()
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
-    key = ("shortened_calls", settings.args_over, settings.args_head)
+    key = memo_key("shortened_calls", settings.args_over, settings.args_head)
     for index in range(settings.start, min(settings.end, len(messages))):
         message = messages[index]
         if not message.get("tool_calls") or not _long_arguments(message, settings.args_over):

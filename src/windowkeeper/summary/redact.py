@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import overload
 
 from ..analysis.events import Analysis, failed
-from ..analysis.record import Analyzer, CallFacts, MessageFacts
+from ..analysis.record import Analyzer, CallFacts, MessageFacts, memo_key
 from ..analysis.todos import todo_items
 from ..analysis.toolshapes import ToolKind
 from ..compaction.plan import archive_handle
@@ -98,18 +98,16 @@ def _writes_content(call: CallFacts) -> bool:
     )
 
 
-_MASKED_KEY: tuple[str, tuple[int, ...]] = ("masked", ())
-
-
 def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFacts:
     """``record`` with its secrets masked (the calls at ``keep_calls`` left as they are),
     computed once per message and choice of calls."""
 
-    def compute() -> MessageFacts:
+    def compute() -> MessageFacts | None:
         masked = redact_message(record.message, keep_calls)
-        return record if masked is record.message else Analyzer().facts(masked)
+        return None if masked is record.message else Analyzer().facts(masked)
 
-    # Most records keep no call: one shared key rather than a new tuple in every memo.
-    key = _MASKED_KEY if not keep_calls else ("masked", keep_calls)
-    result: MessageFacts = record.remember(key, compute)
-    return result
+    # A message without secrets (most) is remembered as ``None``, not as the record
+    # itself: a memo holding its own record is a reference cycle, which keeps a record
+    # the analyzer forgot alive until the cyclic collector runs.
+    found: MessageFacts | None = record.remember(memo_key("masked", *keep_calls), compute)
+    return record if found is None else found

@@ -27,6 +27,7 @@ from ...analysis.facts import collapse, dedupe
 from ...analysis.identifiers import event_identifiers, text_identifiers
 from ...analysis.outputs import error_lines, event_errors, exact_values
 from ...analysis.patches import applied_patches, written_by_tool
+from ...analysis.record import memo_key
 from ...analysis.reported import patched_files, reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
 from ...analysis.shellwords import command_cwd, joined
@@ -77,7 +78,7 @@ def environment_of(
 
 def event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ...]:
     """(path, status) of the files one call touched, computed once per event."""
-    key = f"files:{cwd}"
+    key = memo_key("files", cwd)
     found: tuple[tuple[str, str], ...] = remembered(event, key, lambda e: _event_files(e, cwd))
     return found
 
