@@ -25,6 +25,7 @@ from ...analysis.facts import (
     item_sentences,
     paragraphs,
     prose,
+    sentences,
 )
 from ...analysis.toolshapes import ToolKind
 from .trail import event_files
@@ -96,11 +97,12 @@ def decisions(
     ordered = sorted([*found, *reasons.items()], key=lambda pair: pair[0])
     merged = dedupe([*previous, *(d for _, d in ordered)], keep_last=True)
     about = [d for d in merged if any(w in d.lower() for w in focus)]
-    changed = set(reasons.values())
     rest = [d for d in merged if d not in about]
-    plain = [d for d in rest if d not in changed and not is_change_reason(d)]
+    # The change reasons (these turns' and the previous handoff's) are kept beside the
+    # newest plain decisions, not counted against them.
+    plain = [d for d in rest if not is_change_reason(d)]
     keep = set(plain[len(plain) - max(0, MAX_DECISIONS - len(about)) :])
-    keep.update(d for d in rest if d in changed or is_change_reason(d))
+    keep.update(d for d in rest if is_change_reason(d))
     kept = [d for d in rest if d in keep][-(MAX_DECISIONS + MAX_CHANGE_REASONS) :]
     return tuple(kept + about[-MAX_DECISIONS:])
 
@@ -212,8 +214,7 @@ def _why_sentences(sentences: Sequence[str]) -> list[str]:
 
 
 def _sentences_of(text: str) -> list[str]:
-    body = prose(text[:20_000])
-    return [s for item in paragraphs(body) for s in item_sentences(item) if len(s) >= 20]
+    return [s for s in sentences(text[:20_000]) if len(s) >= 20]
 
 
 # A sentence that only gives the reason for the one before it ("This is because …").
