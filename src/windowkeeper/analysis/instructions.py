@@ -60,8 +60,21 @@ def is_own_line(line: str) -> bool:
         return False
     if len(_WORD.findall(body)) < MIN_WORDS:
         return False
-    letters = sum(1 for c in body if c.isalpha() or c == " ")
-    return letters >= PROSE_LETTERS * len(body)
+    return _prose_letters(body) >= PROSE_LETTERS * len(body)
+
+
+# The ASCII letters and the space: for an ASCII character, ``str.isalpha`` holds exactly
+# for the 52 letters, so deleting these bytes leaves what a letter count leaves out.
+_LETTER_OR_SPACE = b" ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _prose_letters(text: str) -> int:
+    """How many characters of ``text`` are letters (``str.isalpha``) or spaces; an ASCII
+    text is counted in one C pass (most lines are ASCII), others a character at a time."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data) - len(data.translate(None, _LETTER_OR_SPACE))
+    return sum(1 for c in text if c.isalpha() or c == " ")
 
 
 def asks(line: str) -> bool:
