@@ -95,3 +95,29 @@ def test_changes_between_a_failure_and_its_fix_as_before(
         if older < len(events) and newer < len(events):
             expected = _between_tuples(seen, older, newer)
             assert log._between(events[older], events[newer]) == expected
+
+
+_WORDS = st.sampled_from([
+    "Please", "PLS", "can", "You", "I'd", "id", "like", "dON'T", "dont", "never", "Only",
+    "onlyx", "xmust", "?", " ?", "? ", "?\n", "\t", " ", ",", "-", "1.", "Fix", "the", "a",
+    "é", "ſ", "İ", "K", "ı", "_", "2", "²", "\u0301", "make sure", "We", "SHOULD",
+])  # fmt: skip
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(_WORDS, max_size=10).map("".join) | st.lists(_WORDS, max_size=10).map(" ".join))
+def test_asks_as_the_case_insensitive_pattern_over_the_line(line: str) -> None:
+    first = instructions._BULLET.sub("", line.strip(), count=1).split(" ", 1)[0]
+    imperative = first.strip(",:;.!").lower() in instructions._IMPERATIVES
+    expected = bool(instructions._ASKS.search(line)) or imperative
+    assert instructions.asks(line) == expected
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(
+    st.text(_LINE_CHARS, max_size=60)
+    | st.lists(_WORDS, max_size=10).map(" ".join)
+    | st.text(max_size=40)
+)
+def test_word_count_is_the_runs_the_letter_class_finds(text: str) -> None:
+    assert instructions._word_count(text) == len(instructions._WORD.findall(text))
