@@ -14,6 +14,7 @@ from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.resolution import OpenFailures
 from windowkeeper.analysis.specs import named_documents
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
+from windowkeeper.summary.handoff import users
 from windowkeeper.summary.handoff.fixes import FixLog
 
 # ASCII and not: letters of other scripts, digits that are not decimal ("²", "½": a
@@ -121,3 +122,22 @@ def test_asks_as_the_case_insensitive_pattern_over_the_line(line: str) -> None:
 )
 def test_word_count_is_the_runs_the_letter_class_finds(text: str) -> None:
     assert instructions._word_count(text) == len(instructions._WORD.findall(text))
+
+
+# _VALUE as one alternation, as it was before its shapes were searched one by one.
+_VALUE = re.compile(
+    r"\d{2,}|\d+\.\d+|`[^`\n]{1,80}`|\"[^\"\n]{2,80}\"|'[^'\n]{2,80}'|https?://"
+    r"|(?:^|\s)[~./][\w./-]+|\b[a-z]+_[a-z0-9_]+\b|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b"
+)
+_SENTENCE_PIECES = st.sampled_from([
+    "port", " is ", "IS", "=", ":", "use", "Using", "the", "a", "7", "42", "1.2", "١٢", "`x`",
+    "`", '"ab"', '"', "'ab'", "'", "https://", "http://", "http:/", "/tmp", " ./a", "~", ".", "-",
+    "foo_bar", "FOO_BAR", "Foo_bar", "_", "\n", "\t", " ", "é", "İs", "ſet", "K", "at",
+])  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(_SENTENCE_PIECES, max_size=10).map("".join) | st.text(max_size=40))
+def test_value_shapes_and_relation_as_the_single_patterns(sentence: str) -> None:
+    assert users._has_value(sentence) == (_VALUE.search(sentence) is not None)
+    assert users._relates(sentence) == (users._VALUE_RELATION.search(sentence) is not None)
