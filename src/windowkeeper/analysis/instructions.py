@@ -34,6 +34,10 @@ _ASKS = re.compile(
     r"|must|should|instead|avoid|only)\b",
     re.IGNORECASE,
 )
+# ``_ASKS`` for a lowered ASCII text (see "the ASCII fast paths" below): its pattern is
+# lower case, so it matches there where ``_ASKS`` matches the text.
+_ASKS_LOWERED = re.compile(_ASKS.pattern)
+assert _ASKS.pattern == _ASKS.pattern.lower()
 # Verbs a request opens with ("Fix the handler", "Check why ..."), lower case.
 _IMPERATIVES = frozenset((
     "add", "analyse", "analyze", "avoid", "build", "change", "check", "clean", "continue",
@@ -58,15 +62,43 @@ def is_own_line(line: str) -> bool:
     body = _BULLET.sub("", text, count=1)
     if not body[:1].isalpha() and body[:1] not in "\"'“‘(":
         return False
-    if len(_WORD.findall(body)) < MIN_WORDS:
+    if _word_count(body) < MIN_WORDS:
         return False
-    letters = sum(1 for c in body if c.isalpha() or c == " ")
-    return letters >= PROSE_LETTERS * len(body)
+    return _prose_letters(body) >= PROSE_LETTERS * len(body)
+
+
+# What must hold for the ASCII fast paths below: of the ASCII characters, ``str.isalpha``
+# and the regex class ``[^\W\d_]`` hold for the 52 letters only, and case-insensitive
+# matching of an all-lower-case pattern matches it in the lowered text (``str.lower``
+# changes only the 26 capitals there, and neither the length nor what is a word).
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_LETTER_OR_SPACE = b" " + _ASCII_LETTERS
+_LETTERS_ONLY = bytes(c if c in _ASCII_LETTERS else 32 for c in range(256))
+
+
+def _word_count(text: str) -> int:
+    """``len(_WORD.findall(text))``: the runs of two letters or more. An ASCII text is
+    split in C with every other character made a space (the regex's Unicode class cost
+    the most of ``is_own_line``); others take the regex."""
+    if text.isascii():
+        runs = text.encode("ascii").translate(_LETTERS_ONLY).split()
+        return len([run for run in runs if len(run) > 1])
+    return len(_WORD.findall(text))
+
+
+def _prose_letters(text: str) -> int:
+    """How many characters of ``text`` are letters (``str.isalpha``) or spaces; an ASCII
+    text is counted in one C pass (most lines are ASCII), others a character at a time."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data) - len(data.translate(None, _LETTER_OR_SPACE))
+    return sum(1 for c in text if c.isalpha() or c == " ")
 
 
 def asks(line: str) -> bool:
     """Whether an own line asks or rules (an instruction line)."""
-    if _ASKS.search(line):
+    # A case-insensitive regex costs ~10× a case-sensitive one over a lowered text.
+    if _ASKS_LOWERED.search(line.lower()) if line.isascii() else _ASKS.search(line):
         return True
     first = _BULLET.sub("", line.strip(), count=1).split(" ", 1)[0].strip(",:;.!").lower()
     return first in _IMPERATIVES

@@ -124,14 +124,18 @@ class FixLog:
     tracker: OpenFailures
     fixed: list[str] = field(default_factory=list)
     _index: dict[int, int] = field(default_factory=dict)
-    _changes: list[tuple[int, str]] = field(default_factory=list)
+    # The changes seen, as two parallel lists (positions ascending): a fix's range is
+    # found by bisecting the positions and its names are read as one slice, in C.
+    _change_at: list[int] = field(default_factory=list)
+    _changes: list[str] = field(default_factory=list)
     _done: set[int] = field(default_factory=set)
 
     def seen(self, index: int, event: ToolEvent) -> None:
         self._index[id(event)] = index
         change = change_of(event)
         if change is not None:
-            self._changes.append((index, change))
+            self._change_at.append(index)
+            self._changes.append(change)
 
     def resolved(self, success: ToolEvent, failures: Sequence[ToolEvent]) -> None:
         """Entries for the failures ``success`` resolved (each attempt with its own
@@ -181,9 +185,9 @@ class FixLog:
         start, end = self._index.get(id(older), -1), self._index.get(id(newer), -1)
         if start < 0 or end <= start:
             return ""
-        low = bisect.bisect_right(self._changes, (start, "\uffff"))
-        high = bisect.bisect_left(self._changes, (end, ""))
-        changes = list(dict.fromkeys(c for _, c in self._changes[low:high]))
+        low = bisect.bisect_right(self._change_at, start)
+        high = bisect.bisect_left(self._change_at, end, low)
+        changes = list(dict.fromkeys(self._changes[low:high]))
         if not changes:
             return ""
         more = len(changes) - _SHOWN_CHANGES
