@@ -58,13 +58,18 @@ class EstimateCache:
             pairs = zip(messages, known, strict=False)  # the shorter one decides
             same = next(i for i, (new, old) in enumerate(pairs) if not (new is old or new == old))
         del sums[same + 1 :]
-        moved: _Moved | None = None
+        # A message that moved (the tail a summary keeps behind it) is found by object:
+        # checked and counted already. ``old`` keeps the last list's messages (and so
+        # their ids) alive while ``moved`` is read.
+        moved: dict[int, int] | None = None
+        old: list[Message] = []
         for index in range(same, len(messages)):
             message = messages[index]
             if index >= len(known) or known[index] is not message:  # else: the same object
                 if moved is None:
-                    moved = _Moved(known, tokens)
-                estimate = moved.get(message)
+                    old = list(known)
+                    moved = dict(zip(map(id, old), tokens, strict=True))
+                estimate = moved.get(id(message)) if moved else None
                 if estimate is None:
                     check_message(message, f"message {index}")
                     estimate = message_tokens(
@@ -78,20 +83,6 @@ class EstimateCache:
             sums.append(sums[-1] + tokens[index])
         del known[len(messages) :], tokens[len(messages) :]
         return sums[-1]
-
-
-class _Moved:
-    """The estimates of the list last seen, by message object: a message that moved to
-    another index (the tail a compaction kept behind its summary, a message inserted
-    before it) is the same object, checked and counted already (messages are replaced,
-    never edited). Holds the old list, so its messages' ids stay theirs meanwhile."""
-
-    def __init__(self, known: list[Message], tokens: list[int]) -> None:
-        self._old = list(known)
-        self._tokens = dict(zip(map(id, self._old), tokens, strict=True))
-
-    def get(self, message: Message) -> int | None:
-        return self._tokens.get(id(message))
 
 
 def _gate_chars(text: str) -> int:
