@@ -200,7 +200,8 @@ def to_responses(
     since (the gateway's conversion of the client's history). A message that is one of
     those very objects is its items' conversion as it was made, so its items are sent
     without converting them again to compare; a changed copy (which shares its items
-    list) is compared with what the conversion made instead of a new conversion.
+    list) with the same role is compared with what the conversion made instead of a new
+    conversion.
     """
     instructions: str | None = None
     items: list[Item] = []
