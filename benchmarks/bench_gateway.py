@@ -276,6 +276,17 @@ def against(upstream: str, payload: bytes, requests: int, http: str,
                           table)  # fmt: skip
 
 
+def fresh_bodies(count: int, tag: str = "run") -> list[bytes]:
+    """``count`` 98 KiB Chat histories (44 messages) that differ in their first message
+    (``(tag n)`` appended): each one a session the gateway has never seen."""
+    base = long_session(rounds=25, output_chars=8_600)[:44]
+    bodies = []
+    for n in range(count):
+        history = [{**base[0], "content": f"{base[0]['content']} ({tag} {n})"}, *base[1:]]
+        bodies.append(json.dumps({"model": "bench", "messages": history}).encode())
+    return bodies
+
+
 def fresh(upstream: str, _payload: bytes, requests: int, against: str | None = None,
           rounds: int = ROUNDS) -> str:  # fmt: skip
     """One client, each body a 98 KiB history never seen before (its first message differs,
@@ -283,12 +294,8 @@ def fresh(upstream: str, _payload: bytes, requests: int, against: str | None = N
     ``against``, that checkout's gateway runs too, the two alternated round by round, and
     the last column is the median over rounds of this gateway's CPU ÷ the other's (the
     pair ran back to back, so a drift of the machine's load cancels out)."""
-    base = long_session(rounds=25, output_chars=8_600)[:44]
     count = max(20, requests // 4)
-    bodies = []
-    for n in range(count):
-        history = [{**base[0], "content": f"{base[0]['content']} (run {n})"}, *base[1:]]
-        bodies.append(json.dumps({"model": "bench", "messages": history}).encode())
+    bodies = fresh_bodies(count)
     gateways = [("this", None)] + ([("other", os.path.join(against, "src"))] if against else [])
     cpus: dict[str, list[float]] = {name: [] for name, _ in gateways}
     ratios: dict[str, list[float]] = {name: [] for name, _ in gateways}

@@ -60,6 +60,34 @@ def test_only_new_or_replaced_messages_are_estimated() -> None:
     assert counted == ["replaced"]  # the others are the same objects at their places
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_MESSAGE, max_size=8), min_size=1, max_size=6), st.data())
+def test_a_message_that_moved_is_not_counted_again(
+    histories: list[list[Message]], data: st.DataObject
+) -> None:
+    """Any mix of the last list's objects (moved, dropped, repeated) and new messages: the
+    sum of fresh estimates, and only the messages the last list did not hold are counted
+    (a compaction keeps its tail behind a summary: the same objects at other indices)."""
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text) // 4
+
+    cache = EstimateCache(image_tokens=100, count=count)
+    previous: list[Message] = []
+    for number, history in enumerate(histories):
+        new = [{**m, "content": f"<{number}.{i}> {m['content']}"} for i, m in enumerate(history)]
+        kept = data.draw(st.lists(st.sampled_from(previous), max_size=8)) if previous else []
+        messages = data.draw(st.permutations([*kept, *new]))
+        counted.clear()
+        expected = sum(message_tokens(m, image_tokens=100, count=lambda t: len(t) // 4)
+                       for m in messages)  # fmt: skip
+        assert cache.total(messages) == expected
+        assert sorted(counted) == sorted(m["content"] for m in new)
+        previous = messages
+
+
 def test_the_compaction_analysis_reuses_the_preflight_estimates() -> None:
     """The records the compaction analyses are made with the estimates the preflight made
     (the same prices: each message counted once), and they equal records counted anew;

@@ -27,6 +27,7 @@ from .anthropic import (
     message_from_anthropic,
     system_content,
 )
+from .made import Made
 
 _DATA_URL = re.compile(r"data:([^;,]*)(?:;[^;,]*)*?;base64,(.*)", re.DOTALL | re.IGNORECASE)
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -46,7 +47,7 @@ def to_anthropic(
     objects takes)."""
     systems: list[Mapping[str, Any]] = []
     out: list[Block] = []
-    pristine = _Made(made)
+    pristine = Made(made, SOURCE_KEY)
     index = 0
     while index < len(messages):
         message = messages[index]
@@ -78,30 +79,7 @@ def _wire_role(message: Mapping[str, Any]) -> str:
     return "system" if is_in_place_instruction(message) else "user"
 
 
-class _Made:
-    """The messages a conversion made from each original, found by the original's source
-    record (the dict under :data:`SOURCE_KEY`, which a changed copy of a message shares);
-    indexed on first use. The conversion's output holds its messages and their source
-    records, so their ids stay theirs while it is alive."""
-
-    def __init__(self, made: Sequence[Mapping[str, Any]]) -> None:
-        self.made = made
-        self._at: dict[int, int] | None = None
-
-    def derived(self, source: Mapping[str, Any], span: int) -> Sequence[Mapping[str, Any]]:
-        """What the conversion made from ``source``'s original (empty: not made there)."""
-        made = self.made
-        if not made:
-            return ()
-        if self._at is None:  # ids of live objects (``made`` holds them) are theirs alone
-            self._at = {id(m[SOURCE_KEY]): at for at, m in enumerate(made) if SOURCE_KEY in m}
-        at = self._at.get(id(source), -1)
-        if at < 0 or at + span > len(made):
-            return ()
-        return made[at : at + span]
-
-
-def _original(messages: Sequence[Mapping[str, Any]], index: int, made: _Made) -> tuple[Any, int]:
+def _original(messages: Sequence[Mapping[str, Any]], index: int, made: Made) -> tuple[Any, int]:
     """The kept original at ``index`` and its span, when the messages made from it are
     still exactly what it converts to; ``(None, 0)`` otherwise. What the conversion made
     from it, when ``made`` holds that, is what it converts to (then the very same objects

@@ -39,6 +39,7 @@ from typing import Any, TypeAlias
 from ..core.errors import InvalidMessagesError
 from ..core.jsonsafe import one_of
 from ..core.messages import Message, content_text
+from .made import Made
 from .responses_items import CALLS as _CALLS
 from .responses_items import OUTPUTS as _OUTPUTS
 from .responses_items import SYSTEM_ROLES as _SYSTEM_ROLES
@@ -184,7 +185,9 @@ def _opaque(item: Mapping[str, Any]) -> dict[str, Any]:
 # --- canonical -> Responses -----------------------------------------------------------------
 
 
-def to_responses(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Item]]:
+def to_responses(
+    messages: Sequence[Mapping[str, Any]], made: Sequence[Mapping[str, Any]] = ()
+) -> tuple[str | None, list[Item]]:
     """``(instructions, input items)`` for canonical messages; never modifies them.
 
     A message still equal to what its original items convert to yields those item
@@ -192,15 +195,23 @@ def to_responses(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, lis
     originals (a handoff, a stub result, a list from another source) is written anew.
     ``instructions`` is the text of the leading system message marked with
     :data:`INSTRUCTIONS_KEY`, or ``None``.
+
+    ``made``: messages :func:`from_responses` / :func:`from_items` made, none changed
+    since (the gateway's conversion of the client's history). A message that is one of
+    those very objects is its items' conversion as it was made, so its items are sent
+    without converting them again to compare; a changed copy (which shares its items
+    list) with the same role is compared with what the conversion made instead of a new
+    conversion.
     """
     instructions: str | None = None
     items: list[Item] = []
     custom: set[str] = set()
+    pristine = Made(made, ITEMS_KEY)
     for message in messages:
         if message.get(INSTRUCTIONS_KEY) and instructions is None and not items:
             instructions = content_text(message.get("content"))
             continue
-        emitted = message_items(message, custom)
+        emitted = message_items(message, custom, pristine)
         for item in emitted:
             if item.get("type") == "custom_tool_call":
                 custom.add(str(item.get("call_id")))
@@ -208,12 +219,15 @@ def to_responses(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, lis
     return instructions, items
 
 
-def message_items(message: Mapping[str, Any], custom: set[str] | None = None) -> list[Item]:
+def message_items(
+    message: Mapping[str, Any], custom: set[str] | None = None, made: Made | None = None
+) -> list[Item]:
     """The input items for one canonical message (``custom``: call ids of custom tool
-    calls emitted so far, which decide the type of a new tool result)."""
-    originals = message.get(ITEMS_KEY)
-    originals = list(originals) if isinstance(originals, list) else []
-    if originals and _unchanged(message, originals):
+    calls emitted so far, which decide the type of a new tool result; ``made``: as for
+    :func:`to_responses`)."""
+    record = message.get(ITEMS_KEY)
+    originals = list(record) if isinstance(record, list) else []
+    if originals and _unchanged(message, originals, made.derived(record) if made else ()):
         return originals
     role = message.get("role")
     if role == "assistant":
@@ -229,10 +243,19 @@ def message_items(message: Mapping[str, Any], custom: set[str] | None = None) ->
     return _aligned(_content_parts(message), units, lambda run: _new_items(run, system))
 
 
-def _unchanged(message: Mapping[str, Any], originals: list[Any]) -> bool:
-    """True when ``message`` is exactly what its originals convert to (private keys aside)."""
+def _unchanged(
+    message: Mapping[str, Any], originals: list[Any], made: Sequence[Mapping[str, Any]]
+) -> bool:
+    """True when ``message`` is exactly what its originals convert to (private keys
+    aside). ``made``: what the conversion made from them (or nothing), which is what they
+    convert to when it has the message's role (the role decides how a system item
+    converts: a leading one keeps its role, a later one is a user message)."""
     role = message.get("role")
-    if role == "assistant":
+    if made and made[0] is message:
+        return True
+    if made and made[0].get("role") == role:
+        derived = made[0]
+    elif role == "assistant":
         derived = model_turn(originals)
     else:
         first = originals[0]

@@ -58,11 +58,23 @@ class EstimateCache:
             pairs = zip(messages, known, strict=False)  # the shorter one decides
             same = next(i for i, (new, old) in enumerate(pairs) if not (new is old or new == old))
         del sums[same + 1 :]
+        # A message that moved (the tail a summary keeps behind it) is found by object:
+        # checked and counted already. ``old`` keeps the last list's messages (and so
+        # their ids) alive while ``moved`` is read.
+        moved: dict[int, int] | None = None
+        old: list[Message] = []
         for index in range(same, len(messages)):
             message = messages[index]
             if index >= len(known) or known[index] is not message:  # else: the same object
-                check_message(message, f"message {index}")
-                estimate = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
+                if moved is None:
+                    old = list(known)
+                    moved = dict(zip(map(id, old), tokens, strict=True))
+                estimate = moved.get(id(message)) if moved else None
+                if estimate is None:
+                    check_message(message, f"message {index}")
+                    estimate = message_tokens(
+                        message, image_tokens=self.image_tokens, count=self.count
+                    )
                 if index < len(known):
                     known[index], tokens[index] = message, estimate
                 else:

@@ -101,7 +101,7 @@ class ResponsesProtocol(Protocol):
     def wire(
         self, messages: Sequence[Message], made: Sequence[Message] = ()
     ) -> tuple[Any, list[Any]]:
-        return to_responses(messages)
+        return to_responses(messages, made)
 
     def usage(self, reply: object) -> dict[str, Any]:
         usage = reply.get("usage") if isinstance(reply, Mapping) else None

@@ -1,0 +1,39 @@
+"""What a conversion made from each original, for the way back (:mod:`.anthropic_write`,
+:mod:`.responses`): a message that is still the very object the conversion made is that
+original's conversion, so the original is sent without converting it again to compare.
+
+What must hold: ``made`` is the conversion's own output, none of it edited since
+(messages are replaced, never edited); the record under ``key`` (a dict or list the
+conversion put there) is shared by a changed copy of a message, never by another
+original's messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class Made:
+    """The messages a conversion made, found by the private record under ``key`` that
+    each carries for its original; indexed on first use. ``made`` holds its messages and
+    their records, so their ids stay theirs while it is alive."""
+
+    def __init__(self, made: Sequence[Mapping[str, Any]], key: str) -> None:
+        self.made = made
+        self.key = key
+        self._at: dict[int, int] | None = None
+
+    def derived(self, record: object, span: int = 1) -> Sequence[Mapping[str, Any]]:
+        """The ``span`` messages the conversion made from ``record``'s original (empty:
+        not made there, or fewer than ``span`` of them)."""
+        made = self.made
+        if not made:
+            return ()
+        if self._at is None:  # ids of live objects (``made`` holds them) are theirs alone
+            key = self.key
+            self._at = {id(m[key]): at for at, m in enumerate(made) if key in m}
+        at = self._at.get(id(record), -1)
+        if at < 0 or at + span > len(made):
+            return ()
+        return made[at : at + span]
