@@ -48,7 +48,9 @@ def _last_line(result: str) -> str:
 
 
 def still_open(
-    carried: Sequence[OpenError], events: Sequence[ToolEvent]
+    carried: Sequence[OpenError],
+    events: Sequence[ToolEvent],
+    assistant: Sequence[tuple[int, str]] = (),
 ) -> tuple[list[OpenError], list[str]]:
     """The previous handoff's open errors that no event of these turns resolved (each
     carried error stands in for its failure, of the kind of call that failed), and the
@@ -56,7 +58,7 @@ def still_open(
     if not carried:
         return [], []
     tracker = OpenFailures()
-    fixes = FixLog(tracker)
+    fixes = FixLog(tracker, assistant)
     pseudo = [_pseudo(error) for error in carried]
     for event in pseudo:
         tracker.add(event)

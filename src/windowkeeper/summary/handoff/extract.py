@@ -206,7 +206,7 @@ def _status(state: HandoffState, previous: HandoffState, turns: _Turns) -> Hando
     """``state`` with where the work stands at compaction time (the tail included)."""
     events, assistant, root = turns.events, turns.assistant, state.root
     work, tracker = work_state(events, assistant, previous.work)
-    carried, fixed = still_open(previous.errors, events)
+    carried, fixed = still_open(previous.errors, events, assistant)
     errors = open_errors(tracker, carried)
     work = replace(work, fixed=merged_fixed(work.fixed, fixed))
     commits = merged_commits(previous.commits, commits_of(events))

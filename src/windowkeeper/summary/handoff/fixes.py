@@ -1,7 +1,11 @@
 """Fixed along the way (SPEC §6 v3 "resolution"): each error a later result resolved,
 with what fixed it — the changes the agent made between the failure and the success,
 named by what they did (``edited config/test.exs``, ``ran `pip install pytz` ``), and the
-success itself (``the re-run passed``, ``git push --set-upstream … ok``).
+success itself (``the re-run passed``, ``git push --set-upstream … ok``), and what the
+agent found between the two, in its own words (``the agent's words before it: "The assets
+directory is gitignored (build output). `xterm.css` was force-added."``): why the fix is
+what it is, which a reader asked "why was it done this way?" needs and a change's name
+does not say.
 
 A step that failed again with another error was fixed for the first error: that error is
 listed with the changes made before the next attempt, even while the newer error is still
@@ -11,6 +15,7 @@ open.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +24,7 @@ from itertools import pairwise
 from ...analysis.checks import check_result, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import collapse
+from ...analysis.facts import collapse, sentences
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import error_lines, event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
@@ -29,6 +34,8 @@ from .text import shown_command
 MAX_FIXED = 10
 """Entries carried from compaction to compaction (the fit shortens older ones first)."""
 _SHOWN_CHANGES = 3
+WORDS_CHARS = 220
+"""The most of the agent's words a fix quotes (its newest sentences)."""
 
 
 # Lines that only wrap the error that caused them (a compiler's or runner's footer).
@@ -122,6 +129,9 @@ class FixLog:
     entries, oldest first."""
 
     tracker: OpenFailures
+    texts: Sequence[tuple[int, str]] = ()
+    """The assistant texts by position, ascending (the agent's words between a failure
+    and its fix are quoted with the fix)."""
     fixed: list[str] = field(default_factory=list)
     _index: dict[int, int] = field(default_factory=dict)
     # The changes seen, as two parallel lists (positions ascending): a fix's range is
@@ -145,7 +155,10 @@ class FixLog:
             self._attempts(chain)
             if id(failure) not in self._done:
                 self._done.add(id(failure))
-                self._add(failure, self._fix(failure, success), _repeats(chain))
+                fix = self._fix(failure, success)
+                if self.tracker.how(failure) is not Reason.INSTALLED:  # that says it all
+                    fix += self._words(failure, success, fix)
+                self._add(failure, fix, _repeats(chain))
 
     def replaced(self, failure: ToolEvent) -> None:
         """Entries for the earlier attempts of a step that failed again otherwise."""
@@ -181,6 +194,31 @@ class FixLog:
             return f"{by}{ran} then {check_result(success)}"
         return f"{by}{ran} then ok"
 
+    def _words(self, failure: ToolEvent, success: ToolEvent, fix: str) -> str:
+        """What the agent found after ``failure`` up to the call that fixed it, in its own
+        words: its newest statements (steps it announces, apologies, questions and
+        lead-ins to a list aside), quoted when one of them names something of the
+        failure or the fix (words about another matter are not this fix's reason)."""
+        # A carried failure (no position here) has only the fixing message's own words.
+        low = failure.position if failure.position >= 0 else success.position - 2
+        start = bisect.bisect_right(self._text_at, low)
+        end = bisect.bisect_right(self._text_at, success.position, start)
+        said = [s for _, text in self.texts[start:end] for s in _statements(text)]
+        kept: list[str] = []
+        for sentence in reversed(said):
+            if kept and sum(map(len, kept)) + len(sentence) > WORDS_CHARS:
+                break
+            kept.insert(0, sentence)
+        about = _names(f"{what_failed(failure)} {first_error(failure)} {fix}")
+        if not kept or not about.intersection(_names(" ".join(kept))):
+            return ""
+        words = collapse(" ".join(kept), WORDS_CHARS)
+        return f"; the agent's words before it: {quote_words(words)}"
+
+    @functools.cached_property
+    def _text_at(self) -> list[int]:
+        return [position for position, _ in self.texts]
+
     def _between(self, older: ToolEvent, newer: ToolEvent) -> str:
         start, end = self._index.get(id(older), -1), self._index.get(id(newer), -1)
         if start < 0 or end <= start:
@@ -201,6 +239,38 @@ class FixLog:
         entry = f"{what_failed(failure, 80)} {code}: {error}{again} → {fix}"
         self.fixed[:] = [e for e in self.fixed if e != entry][-(MAX_FIXED * 2) :]
         self.fixed.append(entry)
+
+
+# A sentence that only announces the agent's next step or reacts ("Let me check …",
+# "Now I'll …", "Perfect!", "I apologize …"): it says nothing of what the agent found.
+_ANNOUNCES = re.compile(
+    r"(?i)(?:let me|let's|now\b|next\b|first\b|then\b|i'll|i will|i'm going to|i am going"
+    r"|time to|ok\b|okay|great|perfect|good|excellent|done\b|alright|i apologi[sz]e|sorry"
+    r"|apologies)"
+)
+_NAME = re.compile(r"[a-z0-9]{4,}")
+# Words of a failure or a fix that name no particular thing.
+_PLAIN = frozenset(
+    "error errors failed fails failure exit code then edited wrote with that this from "
+    "moved fixed file files line lines call none true false more earlier next".split()
+)
+
+
+def _names(text: str) -> set[str]:
+    """The words of ``text`` that can name a thing (a file, a command, a setting)."""
+    return set(_NAME.findall(text.lower())) - _PLAIN
+
+
+def _statements(text: str) -> list[str]:
+    return [
+        s for s in sentences(text[:20_000])
+        if len(s) >= 16 and s[-1] not in "?:" and not _ANNOUNCES.match(s)
+    ]  # fmt: skip
+
+
+def quote_words(words: str) -> str:
+    """The agent's words between double quotes (inner ones made single)."""
+    return '"' + words.replace('"', "'") + '"'
 
 
 def _repeats(chain: Sequence[ToolEvent]) -> int:

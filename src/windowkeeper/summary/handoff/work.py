@@ -140,7 +140,7 @@ def work_state(
     """The work state of the events merged with the previous one, and the failure
     tracker (fed with every event, for the open errors)."""
     tracker = OpenFailures()
-    fixes = FixLog(tracker)
+    fixes = FixLog(tracker, assistant)
     items = ItemTracker(events, previous.items)
     walk = _Walk(DoneSteps(previous.done), [], None, [])
     for index, event in enumerate(events):
