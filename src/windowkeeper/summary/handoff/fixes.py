@@ -250,10 +250,11 @@ _ANNOUNCES = re.compile(
 )
 _NAME = re.compile(r"[a-z0-9]{4,}")
 # Words of a failure or a fix that name no particular thing.
-_PLAIN = frozenset(
-    "error errors failed fails failure exit code then edited wrote with that this from "
-    "moved fixed file files line lines call none true false more earlier next".split()
-)
+_PLAIN = frozenset((
+    "error", "errors", "failed", "fails", "failure", "exit", "code", "then", "edited", "wrote",
+    "with", "that", "this", "from", "moved", "fixed", "file", "files", "line", "lines", "call",
+    "none", "true", "false", "more", "earlier", "next",
+))  # fmt: skip
 
 
 def _names(text: str) -> set[str]:

@@ -33,6 +33,8 @@ _INTENT = re.compile(
     r"|the next step|next step is)\b",
     re.IGNORECASE,
 )
+# An intent that names its object only by referring back ("that function", "fix it").
+_REFERS = re.compile(r"\b(?:that|this|these|those|it|them)\b(?! (?:is|was|the|a|an)\b)", re.I)
 INTENT_LABEL = "the agent's newest stated intent; no call followed it yet"
 DERIVED_LABEL = "derived at compaction time from the newest actions"
 _OPEN = "resolve the open failure of "
@@ -175,8 +177,19 @@ def _newest_intent(
         return "", 0
     position, text = assistant[-1]
     rounds = len({e.position for e in events if e.position >= position})
-    intents = [s for s in _sentences_of(text) if _INTENT.search(s) and not s.endswith("?")]
-    return (collapse(intents[-1], 300) if intents else ""), rounds
+    said = list(_sentences_of(text))
+    k = next(
+        (k for k in reversed(range(len(said)))
+         if _INTENT.search(said[k]) and not said[k].endswith("?")),
+        None,
+    )  # fmt: skip
+    if k is None:
+        return "", rounds
+    intent = said[k].rstrip(":")
+    if k and _REFERS.search(intent) and not said[k - 1].endswith("?"):
+        # "Let's look at that function": the sentence before names what it refers to.
+        intent = f"{said[k - 1]} {intent}"
+    return collapse(intent, 300), rounds
 
 
 def _from_state(
