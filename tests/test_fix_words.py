@@ -27,12 +27,14 @@ def test_the_agents_findings_before_a_fix_are_quoted_with_it() -> None:
     (entry,) = _force_add(
         "The assets directory is gitignored because it holds build output. Let me check how "
         "the CSS is tracked.",
-        "`vendor.css` in priv/static/assets was force-added, so I should do the same.",
+        "`vendor.css` in priv/static/assets was force-added, so it is tracked. I should do "
+        "the same for app.css.",
     )
+    # The plan ("I should …") is left out: what the fix did is named by the fix itself.
     assert entry.endswith(
         "then ok; the agent's words before it: \"The assets directory is gitignored because "
-        "it holds build output. `vendor.css` in priv/static/assets was force-added, so I "
-        'should do the same."'
+        "it holds build output. `vendor.css` in priv/static/assets was force-added, so it is "
+        'tracked."'
     )
 
 

@@ -243,10 +243,12 @@ class FixLog:
 
 # A sentence that only announces the agent's next step or reacts ("Let me check …",
 # "Now I'll …", "Perfect!", "I apologize …"): it says nothing of what the agent found.
+# Nor does a plan ("I need to use `:auto` mode"): the fix itself may differ from it (the
+# agent then set another mode), and the fix is named by what it changed.
 _ANNOUNCES = re.compile(
     r"(?i)(?:let me|let's|now\b|next\b|first\b|then\b|i'll|i will|i'm going to|i am going"
     r"|time to|ok\b|okay|great|perfect|good|excellent|done\b|alright|i apologi[sz]e|sorry"
-    r"|apologies)"
+    r"|apologies|(?:i|we) (?:need|should|must|have to|want|can|could|might|may)\b)"
 )
 _NAME = re.compile(r"[a-z0-9]{4,}")
 # Words of a failure or a fix that name no particular thing.
