@@ -213,7 +213,7 @@ class FixLog:
         if not kept or not about.intersection(_names(" ".join(kept))):
             return ""
         words = collapse(" ".join(kept), WORDS_CHARS)
-        return f"; the agent's words before it: {quote_words(words)}"
+        return f"; the agent's words before it: {_quoted(words)}"
 
     @functools.cached_property
     def _text_at(self) -> list[int]:
@@ -271,7 +271,7 @@ def _statements(text: str) -> list[str]:
     ]  # fmt: skip
 
 
-def quote_words(words: str) -> str:
+def _quoted(words: str) -> str:
     """The agent's words between double quotes (inner ones made single)."""
     return '"' + words.replace('"', "'") + '"'
 
