@@ -129,3 +129,11 @@ def test_a_judgement_between_alternatives_is_a_decision_that_outweighs_a_cause()
     assert (
         weight(f"Changed `a.py`: {WHY}") == 4 and weight("Changed `a.py`: To keep it short.") == 3
     )
+
+
+def test_a_reason_keeps_whole_sentences() -> None:
+    long_why = "The idempotency test fails because" + " the helper writes new ids" * 9 + "."
+    texts = [(3, f"{long_why} {THEN}")]
+    (found,) = decisions(texts, (), (), Changes({3: "t/sync_test.exs"}, frozenset({3})))
+    # The choice after it does not fit whole in the 300 characters: left out, not cut.
+    assert found == f"Changed `sync_test.exs`: {long_why}"

@@ -195,7 +195,7 @@ def _change_reasons(assistant: Sequence[tuple[int, str]], changes: Changes) -> d
         if why:
             seen.add(path)
             name = path.rstrip("/").rpartition("/")[2] or path
-            found[position] = f"Changed `{name}`: {collapse(' '.join(why), _CHANGE_CHARS)}"
+            found[position] = f"Changed `{name}`: {_whole(why, _CHANGE_CHARS)}"
             if len(found) >= MAX_CHANGE_REASONS:
                 break
     return found
@@ -211,6 +211,19 @@ def _why_sentences(sentences: Sequence[str]) -> list[str]:
             if k + 1 < len(sentences) and sentences[k + 1][-1] != "?":
                 picked[k + 1] = None
     return [sentences[k].rstrip(":") for k in sorted(picked)]
+
+
+def _whole(sentences: Sequence[str], limit: int) -> str:
+    """The first sentences that fit in ``limit`` characters, each whole (a reason cut
+    mid-word loses its point: "… means the upsert identit…"); the first one cut when it
+    alone is longer."""
+    kept, size = [sentences[0]], len(sentences[0])
+    for sentence in sentences[1:]:
+        size += 1 + len(sentence)
+        if size > limit:
+            break
+        kept.append(sentence)
+    return collapse(" ".join(kept), limit)
 
 
 def _sentences_of(text: str) -> list[str]:
