@@ -51,6 +51,12 @@ _ISSUE = re.compile(r"#(?<![\w&#/]#)\d{1,6}\b")
 _HEX_MASK = bytes(1 if chr(b) in "0123456789abcdef" else 0 for b in range(256))
 _SEVEN_HEX = b"\x01" * 7
 _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
+# Every hyphenated shape's hint in one alternation: it matches where one of them does,
+# so one scan tells whether any of the four per-hint scans can find something (most texts
+# with a hyphen hold none of them: 763 of the 895 tool outputs of the real sessions).
+_HYPHEN_HINTS = re.compile(
+    "|".join(f"(?:{hint.pattern})" for hint in (_TICKET_HINT, _SLUG_HINT, _HASH_HINT, _UUID_HINT))
+)
 _UUID = re.compile(
     r"[0-9a-fA-F](?<![\w-][0-9a-fA-F])[0-9a-fA-F]{7}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])"
 )
@@ -124,8 +130,19 @@ def text_identifiers(
     """Ticket ids, issue numbers, SHAs (only labelled ones unless ``shas``), URLs (and
     UUIDs when asked), in order of appearance, from the head and tail ``scan`` chars."""
     text = window(text, scan)
+    return _identifiers(text, uuids=uuids, shas=shas, hinted=_hyphen_hinted(text))
+
+
+def _hyphen_hinted(text: str) -> bool:
+    """Whether a hyphenated shape's hint occurs in ``text`` (else none of them can)."""
+    return "-" in text and _HYPHEN_HINTS.search(text) is not None
+
+
+def _identifiers(text: str, *, uuids: bool, shas: bool, hinted: bool) -> list[str]:
+    """:func:`text_identifiers` of a windowed ``text``; ``hinted``: its
+    :func:`_hyphen_hinted`."""
     found = _shas(text) if shas else _labelled_shas(text)
-    if "-" in text:  # cheap literal checks skip most scans
+    if hinted:  # cheap checks skip most scans
         found.extend(_hyphenated(text, uuids=uuids))
     if "#" in text:
         found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
@@ -178,9 +195,12 @@ def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
         return ()
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).
+    # The window of a window is itself (each part of it is under OUTPUT_SCAN_CHARS):
+    # this is text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS), gated once.
     output = window(result, OUTPUT_SCAN_CHARS)
-    found = text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS)
-    if "-" in output:
+    hinted = _hyphen_hinted(output)
+    found = _identifiers(output, uuids=False, shas=False, hinted=hinted)
+    if hinted:
         uuids = hinted_matches(_UUID, _UUID_HINT, output)
         found.extend(dedupe(m.group(0) for m in uuids)[:MAX_UUIDS])
     if action.command and _GIT_COMMAND.search(action.command[:2_000]):

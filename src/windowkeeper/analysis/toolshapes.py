@@ -210,7 +210,9 @@ def _aligned_fold(text: str, lowered: str) -> str | None:
 def exit_code(result: str) -> int | None:
     """The exit code a shell tool result reports, if any (the last one mentioned wins)."""
     code = _last_exit(result[-2000:])
-    return code if code is not None else _last_exit(result[:2000])
+    if code is not None or len(result) <= 2000:
+        return code  # a short result's head is the tail just read: not scanned twice
+    return _last_exit(result[:2000])
 
 
 # A write tool's own words for replacing a file that existed ("The file … has been

@@ -17,8 +17,12 @@ from ..core.templates import template
 LEDGER_HEADING = "## State Ledger"
 
 
+# Read once at import, as the handoff's markers are (analysis.kinds).
+SYSTEM_NOTE = template("system_note.txt").strip()
+
+
 def system_note() -> str:
-    return template("system_note.txt").strip()
+    return SYSTEM_NOTE
 
 
 def render_handoff(body: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from functools import cache
 
 from ..analysis.kinds import handoff_body, live_text
 from ..analysis.record import Analyzer, MessageFacts
@@ -152,7 +151,7 @@ def _handoff_first(
     tail's large tool results (verbatim output the agent can read again, archived) give
     way first, down to their own floor; only then does the handoff get less, down to a
     minimum that still carries the essentials."""
-    left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, frame_tokens())
+    left = room - _kept(messages, costs, plan) - max(HANDOFF_FRAME_TOKENS, FRAME_TOKENS)
     if not plan.compressible or left >= plan.summary_budget_tokens:
         # The room beyond the budget: the work's spec first, then a summary model's notes.
         spare = max(0, left - plan.summary_budget_tokens)
@@ -166,13 +165,17 @@ def _handoff_first(
     )
 
 
-@cache
 def frame_tokens() -> int:
     """What the handoff's framing and the one-time system note cost, measured: a tail cut
     planned on less would leave the request over the window and be cut again, its handle
     with it."""
     framed = message_tokens({"role": "assistant", "content": render_handoff("")})
     return framed + estimate_tokens(f"\n\n{system_note()}")
+
+
+# Measured once at import (the templates are read then): a process's first compaction
+# does not pay for reading them.
+FRAME_TOKENS = frame_tokens()
 
 
 def _fits(

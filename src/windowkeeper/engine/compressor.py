@@ -321,9 +321,8 @@ class ContextCompressor(BackgroundCompaction):
         return self._unchanged(job, started, Outcome.NOOP, reason, detail_of(reason, cause))
 
     def _over_window(self, job: Job, messages: list[Message], after: int) -> str | None:
-        window = usable_window(self.context_length, self.max_tokens)
-        facts = self.analyzer.analyze(messages)
-        return over_window_warning(messages, facts, job.extra, window, after, forced=job.force)
+        window, force = usable_window(self.context_length, self.max_tokens), job.force
+        return over_window_warning(messages, self.analyzer, job.extra, window, after, forced=force)
 
     def _prune_tier(
         self, job: Job, pruned: PassResult, started: float, target: int | None = None
@@ -333,12 +332,13 @@ class ContextCompressor(BackgroundCompaction):
         if pruned.messages is job.messages:
             return None
         bounded = target is not None or job.plan.compressible
+        reached = None
         if target is None:
             target = tier1_target(job, self.config, self.threshold_tokens)
             reached = job.extra + tokens_of(pruned.messages, self.analyzer)
             if job.plan.compressible and reached > target:
                 return None  # fitting aims at the window, far above: tier 1 is not enough
-        out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config)
+        out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config, reached)
         if after >= job.base.before_tokens or (bounded and after > target):
             return None
         report = evolve(

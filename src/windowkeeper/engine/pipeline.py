@@ -231,16 +231,18 @@ def floor_breakdown(
 
 def over_window_warning(
     messages: Sequence[Message],
-    facts: Sequence[MessageFacts],
+    analyzer: Analyzer,
     extra: int,
     window: int,
     after: int,
     *,
     forced: bool,
 ) -> str | None:
-    """The warning a result over the window carries, with the floor's breakdown."""
+    """The warning a result over the window carries, with the floor's breakdown (the
+    messages' records are only read for a result over the window: most are not)."""
     if window <= 0 or after <= window:
         return None
+    facts = analyzer.analyze(messages)
     system, tools, newest, handoff = floor_breakdown(messages, facts, extra)
     floor = system + tools + newest + handoff
     head = (
@@ -262,11 +264,17 @@ def over_window_warning(
 
 
 def fitted(
-    job: Job, messages: list[Message], analyzer: Analyzer, config: CompressionConfig
+    job: Job,
+    messages: list[Message],
+    analyzer: Analyzer,
+    config: CompressionConfig,
+    tokens: int | None = None,
 ) -> tuple[list[Message], int, tuple[str, ...]]:
     """``messages``, their size, and notes of what was shortened: a must-fit result over
-    the window has its largest tool results (then call arguments) shortened first."""
-    tokens = job.extra + tokens_of(messages, analyzer)
+    the window has its largest tool results (then call arguments) shortened first.
+    ``tokens``: the size of ``messages`` (tool schemas included), when already counted."""
+    if tokens is None:
+        tokens = job.extra + tokens_of(messages, analyzer)
     if not job.force or tokens < job.room + job.extra:
         return messages, tokens, ()
 

@@ -1,0 +1,88 @@
+"""The prune stage's shortcuts give what the scans they replaced gave (issue 27): compared
+on generated text rich in the shapes the scans look for."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.analysis import identifiers
+from windowkeeper.analysis.events import ToolEvent
+from windowkeeper.analysis.facts import dedupe, hinted_matches, window
+from windowkeeper.analysis.identifiers import (
+    MAX_UUIDS,
+    OUTPUT_SCAN_CHARS,
+    output_identifiers,
+    text_identifiers,
+)
+from windowkeeper.analysis.toolshapes import ToolAction, ToolKind, _last_exit, exit_code
+
+_HINTS = (
+    identifiers._TICKET_HINT,
+    identifiers._SLUG_HINT,
+    identifiers._HASH_HINT,
+    identifiers._UUID_HINT,
+)
+# Pieces that make (and nearly make) tickets, slugs, tracker hashes, UUIDs, SHAs, issue
+# numbers and URLs, joined by separators that end or continue them.
+_PIECES = st.sampled_from([
+    "-", "--", "-1", "-a1b", "-3r6", "-10s", "-gqc.4", ".4", "ABC", "KEY", "X", "A1", "UTF",
+    "spotter", "app", "a", "z9", "deadbeef", "1a2b3c4", "0f0f", "e29b", "41d4", "a716",
+    "446655440000", "550e8400", "#12", "#", "https://x.io/a-1", "://", "commit ", "id: ",
+    " ", "\n", ".", "_", "/", "é", "İ", "9",
+])  # fmt: skip
+_TEXTS = st.lists(_PIECES, max_size=60).map("".join)
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(_TEXTS)
+def test_one_scan_finds_a_hint_exactly_where_one_of_the_four_does(text: str) -> None:
+    assert identifiers._hyphen_hinted(text) == any(h.search(text) for h in _HINTS)
+
+
+def _ungated(text: str, *, uuids: bool = False, shas: bool = True, scan: int = 4_000) -> list[str]:
+    """text_identifiers as it was: every hint scanned on its own."""
+    text = window(text, scan)
+    found = identifiers._shas(text) if shas else identifiers._labelled_shas(text)
+    if "-" in text:
+        found.extend(identifiers._hyphenated(text, uuids=uuids))
+    if "#" in text:
+        found.extend((m.start(), m.group(0)) for m in identifiers._ISSUE.finditer(text))
+    for match in identifiers.URL.finditer(text) if "://" in text else ():
+        found.append((match.start(), identifiers.shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
+    return dedupe(value for _, value in sorted(found)) if found else []
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(_TEXTS, st.booleans(), st.booleans())
+def test_text_identifiers_match_the_ungated_scans(text: str, uuids: bool, shas: bool) -> None:
+    assert text_identifiers(text, uuids=uuids, shas=shas) == _ungated(text, uuids=uuids, shas=shas)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PIECES, max_size=400).map("".join))
+def test_output_identifiers_match_the_ungated_scans(text: str) -> None:
+    action = ToolAction("bash", ToolKind.SHELL, "make", command="make")
+    event = ToolEvent(0, action, {}, text, None, False)
+    output = window(text, OUTPUT_SCAN_CHARS)
+    expected = _ungated(output, shas=False, scan=OUTPUT_SCAN_CHARS)
+    if "-" in output:
+        found = hinted_matches(identifiers._UUID, identifiers._UUID_HINT, output)
+        expected.extend(dedupe(m.group(0) for m in found)[:MAX_UUIDS])
+    assert output_identifiers(event) == tuple(dedupe(expected))
+
+
+_EXIT_PIECES = st.sampled_from([
+    "exit 1", "exit 0", "Exit code: 2", "exited with status 3", "<returncode>4</returncode>",
+    '"exit_code": 5', "returned non-zero exit status 6", "x", "\n", " ", "EXIT STATUS=7",
+    "ok", "İ", "ı", "-1",
+])  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(_EXIT_PIECES, max_size=30).map("".join), st.integers(0, 3_000))
+def test_exit_code_of_a_short_result_reads_it_once(text: str, pad: int) -> None:
+    result = text + " " * pad  # short and long results alike
+    tail = _last_exit(result[-2000:])
+    expected = tail if tail is not None else _last_exit(result[:2000])
+    assert exit_code(result) == expected
