@@ -129,3 +129,37 @@ def test_seeded_records_are_made_with_the_given_estimates() -> None:
     assert analyzer.facts(message).tokens == 41  # taken, not counted (it would be 5)
     again: Message = dict(message)
     assert analyzer.facts(again).tokens == message_tokens(again, image_tokens=100)
+
+
+def test_the_estimate_of_a_compaction_counts_no_message_its_analysis_counted() -> None:
+    """The messages a compaction made (its stubs) were counted and checked by its analysis:
+    the estimate of its output takes those counts (equal to fresh ones), counting nothing
+    again; at other prices, or without the analysis' records, each is counted anew."""
+    counted: list[str] = []
+
+    def count(text: str) -> int:
+        counted.append(text)
+        return len(text) // 4 + 1
+
+    history = long_session(rounds=25, output_chars=4_000)
+    manager = ContextManager(ContextCompressor(context_length=16_000, token_counter=count))
+    manager.estimate(history)
+    compressor = manager._compressor
+    assert compressor is not None
+    compacted = compressor.compress(history).messages
+    new = [m for m in compacted if not any(m is old for old in history)]
+    assert new  # the compaction made messages the estimate has not seen
+    counted.clear()
+    fresh = sum(message_tokens(m, image_tokens=100, count=lambda t: len(t) // 4 + 1)
+                for m in compacted)  # fmt: skip
+    assert manager.estimate(compacted) - manager.schema_tokens() == fresh
+    assert counted == []
+    analyzer = compressor.analyzer
+    assert analyzer.counted(new[0], 7, count) is None  # other prices: not taken
+    assert analyzer.counted(dict(new[0]), 100, count) is None  # another object: not taken
+    again = ContextManager(ContextCompressor(context_length=16_000, token_counter=count))
+    again._cache.known = None  # no analysis records: every new message is counted
+    again.estimate(history)
+    counted.clear()
+    assert again.estimate(compacted) - again.schema_tokens() == fresh
+    assert len(counted) >= len(new)

@@ -297,6 +297,15 @@ class Analyzer:
             if self._current(message) is None:
                 self._keep(message, self._analyze(message, tokens))
 
+    def counted(self, message: Message, image_tokens: int, count: TextCounter | None) -> int | None:
+        """The tokens of ``message``'s record at these prices, when it has one (its message
+        was checked when the record was made); ``None`` otherwise (the reverse of
+        :meth:`seed`: an estimate of a compaction's output counts nothing again)."""
+        if image_tokens != self.image_tokens or count is not self.count:
+            return None
+        record = self._current(message)
+        return record.tokens if record is not None else None
+
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
         keep = {id(m) for m in messages}

@@ -52,7 +52,9 @@ def archive_in_memory(branch: Branch, prepared: Prepared) -> None:
     if not records:
         return
     if branch.archive is None:
-        branch.archive = MemoryStore()
+        # The originals are the branch's own messages, never edited (design §1): kept as
+        # they are, not copied on every compaction (recall reads return copies).
+        branch.archive = MemoryStore(copy_archived=False)
         branch.archive.create_session(title="recall")
     store = branch.archive
     record = store.list_sessions(limit=1)[0]

@@ -8,7 +8,7 @@ its index.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.messages import Message, ToolSchema, check_input, check_message
@@ -29,6 +29,9 @@ class EstimateCache:
     def __init__(self, image_tokens: int, count: TextCounter | None = None) -> None:
         self.image_tokens = image_tokens
         self.count = count
+        self.known: Callable[[Message, int, TextCounter | None], int | None] | None = None
+        """Tokens another stage already counted for a checked message at the given prices
+        (the compaction's analysis: its output's new messages), else ``None``."""
         self._messages: list[Message] = []
         self._tokens: list[int] = []
         self._sums: list[int] = [0]
@@ -70,6 +73,8 @@ class EstimateCache:
                     old = list(known)
                     moved = dict(zip(map(id, old), tokens, strict=True))
                 estimate = moved.get(id(message)) if moved else None
+                if estimate is None and self.known is not None:
+                    estimate = self.known(message, self.image_tokens, self.count)
                 if estimate is None:
                     check_message(message, f"message {index}")
                     estimate = message_tokens(

@@ -30,7 +30,7 @@ from ..core.config import CompressionConfig, coerce_positive_int, usable_window
 from ..core.errors import UpstreamError
 from ..core.messages import Message, ToolSchema, check_input
 from ..core.report import Receipt
-from ..core.tokens import IMAGE_TOKENS
+from ..core.tokens import IMAGE_TOKENS, TextCounter
 from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
 from .background import SessionBackground
@@ -104,6 +104,7 @@ class ContextManager(Compacting):
         compressor = self._compressor
         image_tokens = compressor.config.image_tokens if compressor else IMAGE_TOKENS
         self._cache = EstimateCache(image_tokens, compressor.token_counter if compressor else None)
+        self._cache.known = self._counted
 
     # --- figures ---------------------------------------------------------------------
 
@@ -140,6 +141,11 @@ class ContextManager(Compacting):
     def estimate(self, messages: Sequence[Message]) -> int:
         """Estimated prompt tokens of a request: messages (cached) plus tool schemas."""
         return self._cache.total(messages) + self.schema_tokens()
+
+    def _counted(self, message: Message, image: int, count: TextCounter | None) -> int | None:
+        """What the compaction's analysis counted (and checked) for ``message``."""
+        compressor = self._compressor
+        return compressor.analyzer.counted(message, image, count) if compressor else None
 
     def _share_estimates(self) -> None:
         """The messages the preflight estimated need no second count (nor check) in the

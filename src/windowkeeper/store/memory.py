@@ -52,6 +52,10 @@ def _copied(value: Any) -> Any:
         return copy.deepcopy(value)
 
 
+def _as_given(value: Any) -> Any:
+    return value
+
+
 def _json_copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
@@ -72,10 +76,16 @@ class _Session:
 
 
 class MemoryStore(SessionStore, KeyedMemory, PreparedMemory):
-    """Everything lives in this object; deep copies keep callers from mutating stored rows."""
+    """Everything lives in this object; deep copies keep callers from mutating stored rows.
 
-    def __init__(self, *, clock: Clock = time.time) -> None:
+    ``copy_archived=False`` keeps archived originals as they are given, for a writer that
+    never edits a message it handed over (the gateway: its messages are replaced, never
+    edited, and shared with later requests already); what is read is still a copy.
+    """
+
+    def __init__(self, *, clock: Clock = time.time, copy_archived: bool = True) -> None:
         self._clock = clock
+        self._copy_archived = copy_archived
         self._lock = threading.RLock()
         self._sessions: dict[str, _Session] = {}
         self._leases: dict[str, Lease] = {}
@@ -180,10 +190,11 @@ class MemoryStore(SessionStore, KeyedMemory, PreparedMemory):
 
     def _store_archive(self, entry: _Session, compaction: Compaction) -> None:
         now = self._clock()
+        copied = _copied if self._copy_archived else _as_given
         for handle, kind, text, message in compaction.archive:
             if handle not in entry.archive:
                 entry.archive[handle] = ArchiveEntry(
-                    entry.record.id, handle, kind, text, _copied(message), now
+                    entry.record.id, handle, kind, text, copied(message), now
                 )
 
     def _rotate(
