@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from ..core.alternation import word_alternation
+from ..core.hint_scan import line_scanner
 from .patches import diff_targets, patch_program
 from .shellwords import (
     SCAN_CHARS,
@@ -54,9 +55,8 @@ _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
 # names nested by prefix, so most positions are rejected after one comparison).
 _TOUCHERS = ("tee", "sed", "perl", "git", "rm", "unlink", "cp", "mv", "install", "ln", "touch",
              "patch", "truncate", *PROGRAMS)  # fmt: skip
-_MAY_TOUCH = re.compile(
-    r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|\b" + word_alternation(_TOUCHERS) + r"\b"
-)
+_TOUCHER_WORDS = r"\b" + word_alternation(_TOUCHERS) + r"\b"
+_MAY_TOUCH = re.compile(r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|" + _TOUCHER_WORDS)
 _PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 _READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack",
@@ -112,8 +112,35 @@ def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
 
 _VIEWERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc"})
 _SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
-_MAY_READ = re.compile(r"\b" + word_alternation(_VIEWERS | _SCRIPT_FIRST) + r"\b")
 """Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
+_READER_WORDS = r"\b" + word_alternation(_VIEWERS | _SCRIPT_FIRST) + r"\b"
+_MAY_READ = re.compile(_READER_WORDS)
+# Both gates over every line of a command in one Hyperscan pass (``>``, the writers'
+# words, the readers' words); the regexes above then run only on the lines it names. Most
+# lines of an inline script match neither, and each regex tries its alternation at every
+# position of a line (~300 instructions a character).
+_LINE_GATES = line_scanner((">", _TOUCHER_WORDS, _READER_WORDS))
+_SCANNED_CHARS = 200
+"""Commands shorter than this are searched line by line (a scan's own cost is more)."""
+
+
+@functools.lru_cache(maxsize=4_096)
+def line_gates(command: str) -> tuple[tuple[bool, bool], ...]:
+    """(``_MAY_TOUCH`` matches, ``_MAY_READ`` matches) for each line of the command
+    (:func:`lines_of`), computed once for every reader of it."""
+    lines = lines_of(command)[0]
+    if _LINE_GATES is None or len(command) < _SCANNED_CHARS or not lines:
+        return tuple((_MAY_TOUCH.search(x) is not None, _MAY_READ.search(x) is not None)
+                     for x in lines)  # fmt: skip
+    arrows, touchers, readers = _LINE_GATES.lines(lines)
+    touching = arrows | touchers
+    return tuple(
+        (
+            index in touching and _MAY_TOUCH.search(line) is not None,
+            index in readers and _MAY_READ.search(line) is not None,
+        )
+        for index, line in enumerate(lines)
+    )
 
 
 @functools.lru_cache(maxsize=2_048)
@@ -130,9 +157,7 @@ def command_files(
     touched: list[Touch] = []
     read: list[Touch] = []
     at_touch = at_read = cwd
-    for line in lines:
-        touches = _MAY_TOUCH.search(line) is not None
-        reads = _MAY_READ.search(line) is not None
+    for line, (touches, reads) in zip(lines, line_gates(command), strict=True):
         cd = "cd " in line
         if not (touches or reads or cd):
             continue
@@ -272,8 +297,8 @@ def is_read_only(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > SCAN_CHARS:
         return False
-    for line in lines:
-        if _MAY_TOUCH.search(line) and any(True for _ in _all_touches(line)):
+    for line, (touches, _) in zip(lines, line_gates(command), strict=True):
+        if touches and any(True for _ in _all_touches(line)):
             return False
         for tokens in steps_of(line):
             if not _reads_only(tokens):

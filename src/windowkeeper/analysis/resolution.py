@@ -140,6 +140,9 @@ class OpenFailures:
     _by_missing: dict[str, list[tuple[Key, ToolEvent]]] = field(default_factory=dict)
     _how: dict[int, Reason] = field(default_factory=dict)
     _probes: list[tuple[Key, ToolEvent]] = field(default_factory=list)
+    # The program of every family ``_by_runner`` was given (``pytest`` of "test pytest"):
+    # a step running another program cannot resolve one, so its family is not derived.
+    _runner_programs: set[str] = field(default_factory=set)
 
     def add(self, event: ToolEvent) -> list[ToolEvent]:
         """Record ``event``; return the open failures it resolved (oldest first)."""
@@ -208,6 +211,7 @@ class OpenFailures:
         if family:
             paths = tuple(t for t in targets if is_path(t))
             self._by_runner.setdefault(family, []).append((key, _Open(event, paths)))
+            self._runner_programs.add(family.split(" ", 2)[1])
         named = tuple(w for step in steps for w in positional(step)[1] if is_path(w))
         if named:
             self._by_path.append((key, _Open(event, named)))
@@ -252,7 +256,10 @@ class OpenFailures:
         return sorted(resolved, key=lambda e: order[id(e)])
 
     def _cover(self, step: str, resolved: list[ToolEvent]) -> str:
-        """Close the failures of the operation ``step`` runs; return its family."""
+        """Close the failures of the operation ``step`` runs; return its family (``""``
+        when no open failure could be of it: the caller only looks it up)."""
+        if not self._by_word and step.split(None, 1)[0] not in self._runner_programs:
+            return ""  # a family's program is its step's first word
         family, targets = operation(step)
         entries = self._by_runner.get(family) if family else None
         if not entries:

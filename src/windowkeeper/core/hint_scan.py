@@ -26,7 +26,9 @@ from __future__ import annotations
 import codecs
 import os
 import threading
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 from typing import Any, cast
 
 from .secret_hints import TOKEN_GROUPS, word_start_of
@@ -193,6 +195,39 @@ def _literal(word: str) -> bytes:
 def literal_scanner(literals: Iterable[str]) -> LiteralScanner | None:
     """A :class:`LiteralScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
     return LiteralScanner(literals) if _enabled() else None
+
+
+class LineScanner(_Compiled):
+    """Which lines each of some expressions matches in, in one Hyperscan pass over the
+    lines joined: the gate in front of a per-line regex (only the lines it names are
+    searched with the regex itself). What must hold: no expression matches across a
+    line break, and each matches wherever the regex it gates does (Hyperscan's ``\\b``
+    is ASCII's: it holds wherever Python's does beside an ASCII letter)."""
+
+    def __init__(self, expressions: Sequence[str]) -> None:
+        assert hyperscan is not None
+        self._count = len(expressions)
+        som = hyperscan.HS_FLAG_SOM_LEFTMOST
+        super().__init__([e.encode("ascii") for e in expressions], [som] * self._count)
+
+    def lines(self, lines: Sequence[str]) -> list[set[int]]:
+        """For each expression, the indices of the lines it matches in."""
+        data, found = self._found("\n".join(lines))
+        hits: list[set[int]] = [set() for _ in range(self._count)]
+        if not found:
+            return hits
+        ascii_only = len(data) == sum(map(len, lines)) + len(lines) - 1
+        sizes = map(len, lines) if ascii_only else (len(_utf8(line)) for line in lines)
+        # the byte offset where each line starts (one line break between lines)
+        starts = list(accumulate((size + 1 for size in sizes), initial=0))
+        for index, start in found:
+            hits[index].add(bisect_right(starts, start) - 1)
+        return hits
+
+
+def line_scanner(expressions: Sequence[str]) -> LineScanner | None:
+    """A :class:`LineScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
+    return LineScanner(expressions) if _enabled() else None
 
 
 def _enabled() -> bool:
