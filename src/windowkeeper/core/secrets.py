@@ -24,6 +24,7 @@ from typing import Any
 from .alternation import word_alternation
 from .hint_scan import Scanned, scanner
 from .messages import Message
+from .secret_gate import CONDITIONS, SecretGate
 from .secret_hints import (
     LOWERED_HINTS,
     OVERLAP,
@@ -326,7 +327,12 @@ def redact(text: str) -> str:
     if not text:
         return text
     lowered: HintSource
+    tried: Container[int] = _EVERY_RULE
     if _SCANNER is not None and not has_folded_letters(text):
+        if _GATE is not None:
+            tried = _GATE.candidates(text)  # the rules that may match (secret_gate)
+            if not tried:
+                return text
         lowered = Scanned(_SCANNER)  # every hint found in one pass (hint_scan)
         if not lowered.at(text):
             return text
@@ -334,13 +340,15 @@ def redact(text: str) -> str:
         return text
     else:
         lowered = Lowered()  # computed by the first rule that needs it
-    for rule in _RULES:
-        # every rule's starts are positions of its hints: without them it changes nothing
-        if not lowered.may_hold(text, rule.hints, rule.insensitive):
+    for index, rule in enumerate(_RULES):
+        # A rule whose condition fails on the text cannot change it, while it is the
+        # text the gate saw; every rule's starts are positions of its hints.
+        if index not in tried or not lowered.may_hold(text, rule.hints, rule.insensitive):
             continue
         new = _apply(rule, text, lowered)
         if new != text:
             text = new
+            tried = _EVERY_RULE
     return text
 
 
@@ -357,6 +365,12 @@ _SCANNER = scanner(
     exact={h for rule in _RULES if not rule.insensitive for h in rule.hints} | set(_ENV_HINTS),
     caseless=LOWERED_HINTS,
 )
+
+
+# What the gate needs: one condition per rule, in the rules' order.
+assert len(CONDITIONS) == len(_RULES)
+_GATE = SecretGate() if _SCANNER is not None else None
+_EVERY_RULE = range(len(_RULES))
 
 
 def _holds_no_hint(text: str) -> bool:
