@@ -94,8 +94,8 @@ class SecretGate:
         # bytes).
         data = text.encode("ascii") if text.isascii() else _utf8(text)
         found: set[int] = set()
-        self._database.scan(cast(bytes, data), match_event_handler=_add, context=found,
-                            scratch=scratch)  # fmt: skip
+        # positional: the binding parses keyword arguments at twice the cost of the scan
+        self._database.scan(cast(bytes, data), _add, 0, found, scratch)
         return found or _NONE
 
 

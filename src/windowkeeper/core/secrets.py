@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Callable, Container
 from dataclasses import dataclass
+from operator import is_not
 from typing import Any
 
 from .alternation import word_alternation
@@ -393,12 +394,12 @@ def redact_message(message: Message, keep_calls: Container[int] = ()) -> Message
             changes["content"] = masked
     elif isinstance(content, list):
         parts = [_redact_part(part) for part in content]
-        if any(new is not old for new, old in zip(parts, content, strict=True)):
+        if any(map(is_not, parts, content)):
             changes["content"] = parts
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         masked_calls = [c if i in keep_calls else _redact_call(c) for i, c in enumerate(calls)]
-        if any(new is not old for new, old in zip(masked_calls, calls, strict=True)):
+        if any(map(is_not, masked_calls, calls)):
             changes["tool_calls"] = masked_calls
     return {**message, **changes} if changes else message
 

@@ -86,8 +86,9 @@ def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
 def _extracted(record: MessageFacts) -> MessageFacts:
     """``record`` masked for extraction: the calls that write a file's content to a path
     are left as they are (extraction takes their path and the paths of a diff in them)."""
-    calls = record.calls if record.role == "assistant" else ()
-    return _masked(record, tuple(i for i, call in enumerate(calls) if _writes_content(call)))
+    if record.role != "assistant" or not any(map(_writes_content, record.calls)):
+        return _masked(record)
+    return _masked(record, tuple(i for i, call in enumerate(record.calls) if _writes_content(call)))
 
 
 def _writes_content(call: CallFacts) -> bool:
@@ -109,5 +110,9 @@ def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFa
     # A message without secrets (most) is remembered as ``None``, not as the record
     # itself: a memo holding its own record is a reference cycle, which keeps a record
     # the analyzer forgot alive until the cyclic collector runs.
-    found: MessageFacts | None = record.remember(memo_key("masked", *keep_calls), compute)
+    key = memo_key(_MASKED, *keep_calls) if keep_calls else _MASKED
+    found: MessageFacts | None = record.remember(key, compute)
     return record if found is None else found
+
+
+_MASKED = memo_key("masked")  # the key of most records (no call kept), made once
