@@ -19,12 +19,9 @@ import json
 import re
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from operator import is_not
-from typing import Any
 
 from .alternation import word_alternation
 from .hint_scan import Scanned, scanner
-from .messages import Message
 from .secret_gate import CONDITIONS, SecretGate
 from .secret_hints import (
     LOWERED_HINTS,
@@ -379,46 +376,3 @@ def _holds_no_hint(text: str) -> bool:
         return False
     low = text.lower()
     return len(low) == len(text) and _ANY_HINT.search(low) is None
-
-
-def redact_message(message: Message, keep_calls: Container[int] = ()) -> Message:
-    """A copy of ``message`` with its secrets masked; ``message`` itself when it has none.
-
-    ``keep_calls``: positions of tool calls left as they are (what a caller knows it
-    takes nothing from but a path)."""
-    changes: dict[str, Any] = {}
-    content = message.get("content")
-    if isinstance(content, str):
-        masked = redact(content)
-        if masked != content:
-            changes["content"] = masked
-    elif isinstance(content, list):
-        parts = [_redact_part(part) for part in content]
-        if any(map(is_not, parts, content)):
-            changes["content"] = parts
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        masked_calls = [c if i in keep_calls else _redact_call(c) for i, c in enumerate(calls)]
-        if any(map(is_not, masked_calls, calls)):
-            changes["tool_calls"] = masked_calls
-    return {**message, **changes} if changes else message
-
-
-def _redact_part(part: object) -> object:
-    if isinstance(part, dict) and isinstance(part.get("text"), str):
-        masked = redact(part["text"])
-        if masked != part["text"]:
-            return {**part, "text": masked}
-    return part
-
-
-def _redact_call(call: object) -> object:
-    function = call.get("function") if isinstance(call, dict) else None
-    arguments = function.get("arguments") if isinstance(function, dict) else None
-    if not isinstance(arguments, str):
-        return call
-    masked = redact(arguments)
-    if masked == arguments:
-        return call
-    assert isinstance(call, dict) and isinstance(function, dict)
-    return {**call, "function": {**function, "arguments": masked}}
