@@ -19,11 +19,10 @@ import json
 import re
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from typing import Any
 
 from .alternation import word_alternation
 from .hint_scan import Scanned, scanner
-from .messages import Message
+from .secret_gate import CONDITIONS, SecretGate
 from .secret_hints import (
     LOWERED_HINTS,
     OVERLAP,
@@ -326,7 +325,12 @@ def redact(text: str) -> str:
     if not text:
         return text
     lowered: HintSource
+    tried: Container[int] = _EVERY_RULE
     if _SCANNER is not None and not has_folded_letters(text):
+        if _GATE is not None:
+            tried = _GATE.candidates(text)  # the rules that may match (secret_gate)
+            if not tried:
+                return text
         lowered = Scanned(_SCANNER)  # every hint found in one pass (hint_scan)
         if not lowered.at(text):
             return text
@@ -334,13 +338,15 @@ def redact(text: str) -> str:
         return text
     else:
         lowered = Lowered()  # computed by the first rule that needs it
-    for rule in _RULES:
-        # every rule's starts are positions of its hints: without them it changes nothing
-        if not lowered.may_hold(text, rule.hints, rule.insensitive):
+    for index, rule in enumerate(_RULES):
+        # A rule whose condition fails on the text cannot change it, while it is the
+        # text the gate saw; every rule's starts are positions of its hints.
+        if index not in tried or not lowered.may_hold(text, rule.hints, rule.insensitive):
             continue
         new = _apply(rule, text, lowered)
         if new != text:
             text = new
+            tried = _EVERY_RULE
     return text
 
 
@@ -359,51 +365,14 @@ _SCANNER = scanner(
 )
 
 
+# What the gate needs: one condition per rule, in the rules' order.
+assert len(CONDITIONS) == len(_RULES)
+_GATE = SecretGate() if _SCANNER is not None else None
+_EVERY_RULE = range(len(_RULES))
+
+
 def _holds_no_hint(text: str) -> bool:
     if len(text) > _SHORT:
         return False
     low = text.lower()
     return len(low) == len(text) and _ANY_HINT.search(low) is None
-
-
-def redact_message(message: Message, keep_calls: Container[int] = ()) -> Message:
-    """A copy of ``message`` with its secrets masked; ``message`` itself when it has none.
-
-    ``keep_calls``: positions of tool calls left as they are (what a caller knows it
-    takes nothing from but a path)."""
-    changes: dict[str, Any] = {}
-    content = message.get("content")
-    if isinstance(content, str):
-        masked = redact(content)
-        if masked != content:
-            changes["content"] = masked
-    elif isinstance(content, list):
-        parts = [_redact_part(part) for part in content]
-        if any(new is not old for new, old in zip(parts, content, strict=True)):
-            changes["content"] = parts
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        masked_calls = [c if i in keep_calls else _redact_call(c) for i, c in enumerate(calls)]
-        if any(new is not old for new, old in zip(masked_calls, calls, strict=True)):
-            changes["tool_calls"] = masked_calls
-    return {**message, **changes} if changes else message
-
-
-def _redact_part(part: object) -> object:
-    if isinstance(part, dict) and isinstance(part.get("text"), str):
-        masked = redact(part["text"])
-        if masked != part["text"]:
-            return {**part, "text": masked}
-    return part
-
-
-def _redact_call(call: object) -> object:
-    function = call.get("function") if isinstance(call, dict) else None
-    arguments = function.get("arguments") if isinstance(function, dict) else None
-    if not isinstance(arguments, str):
-        return call
-    masked = redact(arguments)
-    if masked == arguments:
-        return call
-    assert isinstance(call, dict) and isinstance(function, dict)
-    return {**call, "function": {**function, "arguments": masked}}

@@ -1,11 +1,13 @@
 """Secret redaction (design §5): the implementation is :mod:`windowkeeper.core.secrets`, in
 the core so every layer that writes text (pruned stubs, handoffs, the store's search and
-recall) can mask with the same table; this module keeps the summary layer's name for it."""
+recall) can mask with the same table; this module keeps the summary layer's name for it,
+and masks whole messages (what the summarizer and the handoff's extraction read)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import overload
+from collections.abc import Container, Sequence
+from operator import is_not
+from typing import Any, overload
 
 from ..analysis.events import Analysis, failed
 from ..analysis.record import Analyzer, CallFacts, MessageFacts, memo_key
@@ -13,7 +15,7 @@ from ..analysis.todos import todo_items
 from ..analysis.toolshapes import ToolKind
 from ..compaction.plan import archive_handle
 from ..core.messages import Message
-from ..core.secrets import REDACTED, redact, redact_message
+from ..core.secrets import REDACTED, redact
 
 __all__ = ("REDACTED", "MaskedTurns", "masked_analysis", "redact")
 
@@ -86,8 +88,9 @@ def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
 def _extracted(record: MessageFacts) -> MessageFacts:
     """``record`` masked for extraction: the calls that write a file's content to a path
     are left as they are (extraction takes their path and the paths of a diff in them)."""
-    calls = record.calls if record.role == "assistant" else ()
-    return _masked(record, tuple(i for i, call in enumerate(calls) if _writes_content(call)))
+    if record.role != "assistant" or not any(map(_writes_content, record.calls)):
+        return _masked(record)
+    return _masked(record, tuple(i for i, call in enumerate(record.calls) if _writes_content(call)))
 
 
 def _writes_content(call: CallFacts) -> bool:
@@ -109,5 +112,52 @@ def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFa
     # A message without secrets (most) is remembered as ``None``, not as the record
     # itself: a memo holding its own record is a reference cycle, which keeps a record
     # the analyzer forgot alive until the cyclic collector runs.
-    found: MessageFacts | None = record.remember(memo_key("masked", *keep_calls), compute)
+    key = memo_key(_MASKED, *keep_calls) if keep_calls else _MASKED
+    found: MessageFacts | None = record.remember(key, compute)
     return record if found is None else found
+
+
+_MASKED = memo_key("masked")  # the key of most records (no call kept), made once
+
+
+def redact_message(message: Message, keep_calls: Container[int] = ()) -> Message:
+    """A copy of ``message`` with its secrets masked; ``message`` itself when it has none.
+
+    ``keep_calls``: positions of tool calls left as they are (what a caller knows it
+    takes nothing from but a path)."""
+    changes: dict[str, Any] = {}
+    content = message.get("content")
+    if isinstance(content, str):
+        masked = redact(content)
+        if masked != content:
+            changes["content"] = masked
+    elif isinstance(content, list):
+        parts = [_redact_part(part) for part in content]
+        if any(map(is_not, parts, content)):
+            changes["content"] = parts
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        masked_calls = [c if i in keep_calls else _redact_call(c) for i, c in enumerate(calls)]
+        if any(map(is_not, masked_calls, calls)):
+            changes["tool_calls"] = masked_calls
+    return {**message, **changes} if changes else message
+
+
+def _redact_part(part: object) -> object:
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        masked = redact(part["text"])
+        if masked != part["text"]:
+            return {**part, "text": masked}
+    return part
+
+
+def _redact_call(call: object) -> object:
+    function = call.get("function") if isinstance(call, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(arguments, str):
+        return call
+    masked = redact(arguments)
+    if masked == arguments:
+        return call
+    assert isinstance(call, dict) and isinstance(function, dict)
+    return {**call, "function": {**function, "arguments": masked}}
