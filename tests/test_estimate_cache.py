@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,17 +90,23 @@ def test_a_message_that_moved_is_not_counted_again(
         previous = messages
 
 
-def test_the_compaction_analysis_reuses_the_preflight_estimates() -> None:
-    """The records the compaction analyses are made with the estimates the preflight made
-    (the same prices: each message counted once), and they equal records counted anew;
-    at other prices nothing is reused."""
-
+def _recording_counter() -> tuple[list[str], Callable[[str], int]]:
+    """A token counter that records every text it counts."""
     counted: list[str] = []
 
     def count(text: str) -> int:
         counted.append(text)
         return len(text) // 4 + 1
 
+    return counted, count
+
+
+def test_the_compaction_analysis_reuses_the_preflight_estimates() -> None:
+    """The records the compaction analyses are made with the estimates the preflight made
+    (the same prices: each message counted once), and they equal records counted anew;
+    at other prices nothing is reused."""
+
+    counted, count = _recording_counter()
     history = long_session(rounds=25, output_chars=4_000)
     manager = ContextManager(ContextCompressor(context_length=16_000, token_counter=count))
     estimate = manager.estimate(history)
@@ -135,12 +143,7 @@ def test_the_estimate_of_a_compaction_counts_no_message_its_analysis_counted() -
     """The messages a compaction made (its stubs) were counted and checked by its analysis:
     the estimate of its output takes those counts (equal to fresh ones), counting nothing
     again; at other prices, or without the analysis' records, each is counted anew."""
-    counted: list[str] = []
-
-    def count(text: str) -> int:
-        counted.append(text)
-        return len(text) // 4 + 1
-
+    counted, count = _recording_counter()
     history = long_session(rounds=25, output_chars=4_000)
     manager = ContextManager(ContextCompressor(context_length=16_000, token_counter=count))
     manager.estimate(history)
