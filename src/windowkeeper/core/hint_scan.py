@@ -27,7 +27,7 @@ import codecs
 import os
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 from typing import Any, cast
 
@@ -67,7 +67,7 @@ class HintPositions:
         return sorted({at for found in lists for at in found})
 
 
-class _Compiled:
+class Compiled:
     """A compiled Hyperscan database and a scratch space per thread (a scratch serves one
     scan at a time)."""
 
@@ -83,17 +83,25 @@ class _Compiled:
     def _found(self, text: str) -> tuple[bytes | bytearray, list[tuple[int, int]]]:
         """``text`` as scanned (ASCII or UTF-8) and each match's (expression, start byte)."""
         found: list[tuple[int, int]] = []
+        return self.scan_with(text, _collect, found), found
+
+    def scan_with(
+        self, text: str, handler: Callable[[int, int, int, int, Any], bool | None], context: Any
+    ) -> bytes | bytearray:
+        """Scan ``text`` (as ASCII, or UTF-8), calling ``handler(expression, start, end,
+        flags, context)`` for each match; returns the bytes scanned."""
         scratch = getattr(self._local, "scratch", None)
-        if scratch is None:
+        if scratch is None:  # a scratch serves one scan at a time: one per thread
             scratch = self._local.scratch = self._scratch.clone()
         data = text.encode("ascii") if text.isascii() else _utf8(text)
-        # hyperscan reads any buffer (its stub says bytes)
-        scanned = cast(bytes, data)
-        self._database.scan(scanned, match_event_handler=_collect, context=found, scratch=scratch)
-        return data, found
+        # positional (data, handler, flags, context, scratch): the binding parses keyword
+        # arguments at about the cost of a short scan; it reads any buffer (its stub says
+        # bytes)
+        self._database.scan(cast(bytes, data), handler, 0, context, scratch)
+        return data
 
 
-class HintScanner(_Compiled):
+class HintScanner(Compiled):
     """One compiled database of ``exact`` (case-sensitive) and ``caseless`` hints."""
 
     def __init__(self, exact: Iterable[str], caseless: Iterable[str]) -> None:
@@ -161,7 +169,7 @@ def scanner(exact: Iterable[str], caseless: Iterable[str]) -> HintScanner | None
     return HintScanner(exact, caseless) if _enabled() else None
 
 
-class LiteralScanner(_Compiled):
+class LiteralScanner(Compiled):
     """Where any of some ASCII literals occurs in a text, case-insensitively (ASCII case
     folding), in one Hyperscan pass over its bytes: the gates in front of the extractors
     (which lines of a tool output may hold an error line, say) without a lower-cased copy
@@ -197,7 +205,7 @@ def literal_scanner(literals: Iterable[str]) -> LiteralScanner | None:
     return LiteralScanner(literals) if _enabled() else None
 
 
-class LineScanner(_Compiled):
+class LineScanner(Compiled):
     """Which lines each of some expressions matches in, in one Hyperscan pass over the
     lines joined: the gate in front of a per-line regex (only the lines it names are
     searched with the regex itself). What must hold: no expression matches across a

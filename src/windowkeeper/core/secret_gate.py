@@ -24,10 +24,9 @@ so texts holding a letter that ``re.IGNORECASE`` folds onto an ASCII one
 
 from __future__ import annotations
 
-import threading
-from typing import Any, cast
+from typing import Any
 
-from .hint_scan import _utf8
+from .hint_scan import Compiled
 
 try:
     import hyperscan
@@ -68,34 +67,22 @@ CONDITIONS: tuple[tuple[str, bool], ...] = (
 )
 
 
-class SecretGate:
+class SecretGate(Compiled):
     """The rules that may match a text, by their position in ``CONDITIONS``."""
 
     def __init__(self, conditions: tuple[tuple[str, bool], ...] = CONDITIONS) -> None:
         assert hyperscan is not None
         once = hyperscan.HS_FLAG_SINGLEMATCH
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(
-            expressions=[expression.encode("ascii") for expression, _ in conditions],
-            ids=list(range(len(conditions))),
-            flags=[once | hyperscan.HS_FLAG_CASELESS if low else once for _, low in conditions],
+        super().__init__(
+            [expression.encode("ascii") for expression, _ in conditions],
+            [once | hyperscan.HS_FLAG_CASELESS if low else once for _, low in conditions],
         )
-        self._scratch = hyperscan.Scratch(self._database)
-        self._local = threading.local()
 
     def candidates(self, text: str) -> frozenset[int] | set[int]:
         """The positions of the rules whose condition matches ``text`` (each at most once:
         single-match expressions report their first match only)."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:  # a scratch serves one scan at a time: one per thread
-            scratch = self._local.scratch = self._scratch.clone()
-        # A non-ASCII text as UTF-8, encoded a slice at a time (as the hint scan does:
-        # no reservation of four bytes per character); any buffer scans (the stub says
-        # bytes).
-        data = text.encode("ascii") if text.isascii() else _utf8(text)
         found: set[int] = set()
-        # positional: the binding parses keyword arguments at twice the cost of the scan
-        self._database.scan(cast(bytes, data), _add, 0, found, scratch)
+        self.scan_with(text, _add, found)
         return found or _NONE
 
 
