@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from windowkeeper.adapters.anthropic import IS_ERROR_KEY, THINKING_KEY, from_anthropic
 from windowkeeper.adapters.anthropic_write import to_anthropic
@@ -324,3 +326,29 @@ def test_mid_conversation_system_messages_round_trip_as_their_own_turns() -> Non
     assert to_anthropic(canonical) == (system, messages)
     # Leading the messages (no top-level system) it stays a turn, not the system prompt.
     assert to_anthropic(from_anthropic(None, messages[1:])) == (None, messages[1:])
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _JSON, max_size=5))
+def test_tool_use_arguments_are_json_dumps_of_the_input(value: dict[str, Any]) -> None:
+    """A tool call's arguments are ``json.dumps(input, ensure_ascii=False)`` exactly (what
+    the model sees of its own call; the adapter keeps one encoder for every call)."""
+    turn = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "run", "input": value},
+    ]}  # fmt: skip
+    messages = from_anthropic(None, [{"role": "user", "content": "go"}, turn])
+    arguments = messages[-1]["tool_calls"][0]["function"]["arguments"]
+    assert arguments == json.dumps(value, ensure_ascii=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -166,3 +167,33 @@ def test_the_estimate_of_a_compaction_counts_no_message_its_analysis_counted() -
     counted.clear()
     assert again.estimate(compacted) - again.schema_tokens() == fresh
     assert len(counted) >= len(new)
+
+
+def test_an_empty_analysis_is_asked_nothing_per_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's first estimate (no compaction yet, the analysis holds no record) asks
+    the analysis nothing message by message; once a compaction made records, the estimate
+    of its output asks it for each message it has not seen."""
+    asked: list[Message] = []
+    counted = Analyzer.counted
+
+    def recording(self: Analyzer, message: Message, *args: object, **kwargs: object) -> object:
+        asked.append(message)
+        return counted(self, message, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Analyzer, "counted", recording)
+    history = long_session(rounds=25, output_chars=4_000)
+    manager = ContextManager(ContextCompressor(context_length=16_000))
+    assert manager.estimate(history) - manager.schema_tokens() == _fresh_at(history, manager)
+    assert asked == []
+    compressor = manager._compressor
+    assert compressor is not None
+    compacted = compressor.compress(history).messages
+    new = [m for m in compacted if not any(m is old for old in history)]
+    assert new
+    assert manager.estimate(compacted) - manager.schema_tokens() == _fresh_at(compacted, manager)
+    assert all(any(m is a for a in asked) for m in new)
+
+
+def _fresh_at(messages: list[Message], manager: ContextManager) -> int:
+    image = manager._cache.image_tokens
+    return sum(message_tokens(m, image_tokens=image) for m in messages)

@@ -61,6 +61,10 @@ CACHE_KEY = "cache_control"
 
 THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
 
+# ``json.dumps(value, ensure_ascii=False)`` byte for byte, without making an encoder per
+# call (a Messages history converts every tool call's input on each new request).
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False)
+
 
 def system_content(system: object) -> str | list[Block]:
     if isinstance(system, str):
@@ -198,7 +202,7 @@ def _call_from(block: Mapping[str, Any], where: str) -> dict[str, Any]:
     identifier, name = block.get("id"), block.get("name")
     if not isinstance(identifier, str) or not isinstance(name, str):
         raise InvalidMessagesError(where, "tool_use block needs a string 'id' and 'name'")
-    arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
+    arguments = _ARGUMENTS.encode(block.get("input", {}))
     call: dict[str, Any] = {
         "id": identifier,
         "type": "function",

@@ -84,19 +84,37 @@ def _original(messages: Sequence[Mapping[str, Any]], index: int, made: Made) -> 
     still exactly what it converts to; ``(None, 0)`` otherwise. What the conversion made
     from it, when ``made`` holds that, is what it converts to (then the very same objects
     need no comparison at all); else it is converted again."""
-    source = messages[index].get(SOURCE_KEY)
-    if not isinstance(source, Mapping) or "message" not in source:
+    message = messages[index]
+    source = message.get(SOURCE_KEY)
+    if not (type(source) is dict or isinstance(source, Mapping)) or "message" not in source:
         return None, 0
     original, span = source["message"], source.get("span")
     if not isinstance(span, int) or index + span > len(messages):
         return None, 0
-    current = messages[index : index + span]
-    derived = made.derived(source, span)
-    if derived and all(new is old for new, old in zip(current, derived, strict=True)):
+    at = made.at(source, span)
+    # The common run, one message made from its original and sent as made: one identity
+    # check, no slices (this loop runs for every message of every Messages request).
+    if (
+        at >= 0
+        and made.made[at] is message
+        and (span == 1 or (span > 1 and _same_run(messages, index, made, at, span)))
+    ):
         return original, span
-    derived = derived or message_from_anthropic(original, "source")
+    current = messages[index : index + span]
+    derived = (made.made[at : at + span] if at >= 0 else ()) or message_from_anthropic(
+        original, "source"
+    )
     same = [_without_source(m) for m in current] == [_without_source(m) for m in derived]
     return (original, span) if same else (None, 0)
+
+
+def _same_run(
+    messages: Sequence[Mapping[str, Any]], index: int, made: Made, at: int, span: int
+) -> bool:
+    """Whether ``messages[index:index + span]`` are the very objects ``made`` holds at
+    ``at``."""
+    run = made.made[at : at + span]
+    return all(new is old for new, old in zip(messages[index : index + span], run, strict=True))
 
 
 def _without_source(message: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -27,13 +27,17 @@ class Made:
     def derived(self, record: object, span: int = 1) -> Sequence[Mapping[str, Any]]:
         """The ``span`` messages the conversion made from ``record``'s original (empty:
         not made there, or fewer than ``span`` of them)."""
+        at = self.at(record, span)
+        return self.made[at : at + span] if at >= 0 else ()
+
+    def at(self, record: object, span: int = 1) -> int:
+        """Where in ``made`` the ``span`` messages made from ``record``'s original start
+        (-1: not made there, or fewer than ``span`` of them)."""
         made = self.made
         if not made:
-            return ()
+            return -1
         if self._at is None:  # ids of live objects (``made`` holds them) are theirs alone
             key = self.key
             self._at = {id(m[key]): at for at, m in enumerate(made) if key in m}
         at = self._at.get(id(record), -1)
-        if at < 0 or at + span > len(made):
-            return ()
-        return made[at : at + span]
+        return at if at + span <= len(made) else -1

@@ -306,6 +306,10 @@ class Analyzer:
         record = self._current(message)
         return record.tokens if record is not None else None
 
+    def holds_records(self) -> bool:
+        """Whether any record is kept (none before a compressor's first analysis)."""
+        return bool(self._records)
+
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
         keep = {id(m) for m in messages}

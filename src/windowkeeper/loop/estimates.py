@@ -9,10 +9,13 @@ its index.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..core.messages import Message, ToolSchema, check_input, check_message
 from ..core.tokens import TextCounter, message_tokens, tool_schema_tokens
+
+Lookup: TypeAlias = Callable[[Message], "int | None"]
+"""Tokens another stage already counted (and checked) for a message, else ``None``."""
 
 
 class EstimateCache:
@@ -29,9 +32,11 @@ class EstimateCache:
     def __init__(self, image_tokens: int, count: TextCounter | None = None) -> None:
         self.image_tokens = image_tokens
         self.count = count
-        self.known: Callable[[Message, int, TextCounter | None], int | None] | None = None
-        """Tokens another stage already counted for a checked message at the given prices
-        (the compaction's analysis: its output's new messages), else ``None``."""
+        self.known: Callable[[int, TextCounter | None], Lookup | None] | None = None
+        """Where to look up the tokens another stage already counted for a checked message
+        at the given prices (the compaction's analysis: its output's new messages); it
+        answers ``None`` when it can hold none (an empty analysis: a session's first
+        request asks nothing per message)."""
         self._messages: list[Message] = []
         self._tokens: list[int] = []
         self._sums: list[int] = [0]
@@ -65,16 +70,19 @@ class EstimateCache:
         # checked and counted already. ``old`` keeps the last list's messages (and so
         # their ids) alive while ``moved`` is read.
         moved: dict[int, int] | None = None
+        lookup: Lookup | None = None
         old: list[Message] = []
         for index in range(same, len(messages)):
             message = messages[index]
             if index >= len(known) or known[index] is not message:  # else: the same object
-                if moved is None:
+                if moved is None:  # the first new message: what may know it, asked once
                     old = list(known)
                     moved = dict(zip(map(id, old), tokens, strict=True))
+                    if self.known is not None:
+                        lookup = self.known(self.image_tokens, self.count)
                 estimate = moved.get(id(message)) if moved else None
-                if estimate is None and self.known is not None:
-                    estimate = self.known(message, self.image_tokens, self.count)
+                if estimate is None and lookup is not None:
+                    estimate = lookup(message)
                 if estimate is None:
                     check_message(message, f"message {index}")
                     estimate = message_tokens(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from ..compaction.truncate import last_rungs
@@ -35,7 +36,7 @@ from ..engine.base import ContextEngine
 from ..engine.compressor import ContextCompressor
 from .background import SessionBackground
 from .compacting import Compacting, Deferrals
-from .estimates import EstimateCache, prompt_tokens_of, rough_chars, usage_of
+from .estimates import EstimateCache, Lookup, prompt_tokens_of, rough_chars, usage_of
 from .events import EventCallback, Reporter, Trigger, kept_parts
 from .hooks import DEFAULT_LIVE_STATE_BUDGET, CompressionHook, HookRunner
 from .overflow import Overflow, OverflowKind, classify, lighter_images
@@ -142,10 +143,13 @@ class ContextManager(Compacting):
         """Estimated prompt tokens of a request: messages (cached) plus tool schemas."""
         return self._cache.total(messages) + self.schema_tokens()
 
-    def _counted(self, message: Message, image: int, count: TextCounter | None) -> int | None:
-        """What the compaction's analysis counted (and checked) for ``message``."""
+    def _counted(self, image: int, count: TextCounter | None) -> Lookup | None:
+        """What the compaction's analysis counted (and checked) for a message, or ``None``
+        when it holds no record (no compaction yet: nothing to ask message by message)."""
         compressor = self._compressor
-        return compressor.analyzer.counted(message, image, count) if compressor else None
+        if compressor is None or not compressor.analyzer.holds_records():
+            return None
+        return partial(compressor.analyzer.counted, image_tokens=image, count=count)
 
     def _share_estimates(self) -> None:
         """The messages the preflight estimated need no second count (nor check) in the
