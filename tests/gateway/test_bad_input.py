@@ -103,6 +103,21 @@ async def test_bad_bodies_are_400_in_the_protocols_shape(
     nothing_happened(loopback, store)
 
 
+async def test_a_chat_message_with_a_numeric_tool_call_id_is_400(
+    loopback: LoopbackUpstream,
+) -> None:
+    # Chat messages are sent as they come, so validation must refuse what the engine
+    # refuses: this one once passed it and failed inside the estimate (a 500).
+    store = MemoryStore()
+    history = [{"role": "user", "content": "x", "tool_call_id": 5}]
+    async with gateway_client(loopback, store) as client:
+        response = await client.post(PATHS["chat"], content=_with("chat", messages=history),
+                                     headers={"content-type": "application/json"})  # fmt: skip
+    assert_shape("chat", response, 400)
+    assert "'tool_call_id' must be a string" in response.json()["error"]["message"]
+    nothing_happened(loopback, store)
+
+
 @pytest.mark.parametrize("protocol", list(PATHS))
 @pytest.mark.parametrize(
     "headers",

@@ -257,10 +257,14 @@ def _validate_shape(message: dict[str, Any], where: str) -> Message:
         raise InvalidMessagesError(
             where, f"content must be a string, null or a list of parts, got {_kind(content)}"
         )
+    tool_call_id = message.get("tool_call_id")
     if role == "tool":
-        tool_call_id = message.get("tool_call_id")
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise InvalidMessagesError(where, "tool message without 'tool_call_id'")
+    elif tool_call_id is not None and not isinstance(tool_call_id, str):
+        # What validation passes the engine must take (input_defect refuses this): a
+        # gateway request once reached the estimate with it and failed there (a 500).
+        raise InvalidMessagesError(where, "'tool_call_id' must be a string")
     if "tool_calls" in message and message["tool_calls"] is not None:
         if role != "assistant":
             raise InvalidMessagesError(where, f"'tool_calls' on a {role} message")
