@@ -88,8 +88,9 @@ def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
 def _extracted(record: MessageFacts) -> MessageFacts:
     """``record`` masked for extraction: the calls that write a file's content to a path
     are left as they are (extraction takes their path and the paths of a diff in them)."""
-    if record.role != "assistant" or not any(map(_writes_content, record.calls)):
+    if record.role != "assistant":
         return _masked(record)
+    # Each call asked once (no writing call: the key of most records).
     return _masked(record, tuple(i for i, call in enumerate(record.calls) if _writes_content(call)))
 
 

@@ -20,10 +20,10 @@ from ..compaction.plan import CompactionPlan, restatement
 from ..core.messages import Message
 from ..core.tokens import estimate_tokens
 from .handoff.extract import Placement, extract_state, previous_state
-from .handoff.fit import fitted, with_work_spec
+from .handoff.fit import fitted_text
 from .handoff.model import HandoffState
 from .handoff.parse import split_sections
-from .handoff.text import NOTES_BESIDE, render
+from .handoff.text import NOTES_BESIDE
 from .handoff.users import written_text
 from .protocol import WRITTEN_TITLES, SummaryRequest, written_budget
 from .redact import MaskedTurns, masked_analysis
@@ -121,8 +121,8 @@ def compose(body: str, request: SummaryRequest, *, complete: bool) -> str:
     merged = replace(state, written=written)
     if not written and body.strip():  # free text without our headings: kept as notes
         merged = replace(state, notes=trim_text(body.strip(), share))
-    shown = fitted(merged, budget + min(request.notes_on_top, _cost(merged)))
-    return render(merged, with_work_spec(merged, shown, request.spec_on_top))
+    room = budget + min(request.notes_on_top, _cost(merged))
+    return fitted_text(merged, room, request.spec_on_top)
 
 
 def _cost(merged: HandoffState) -> int:

@@ -13,9 +13,8 @@ import re
 from dataclasses import replace
 
 from ..handoff.extract import extract_state, previous_state
-from ..handoff.fit import fitted, with_work_spec
+from ..handoff.fit import fitted_text
 from ..handoff.model import HandoffState
-from ..handoff.text import render
 from ..protocol import SummaryOutcome, SummaryRequest
 
 _WORD = re.compile(r"\w+")
@@ -35,8 +34,7 @@ class ExtractiveSummarizer:
             state = extract_state(request.analysed(), previous, focus=request.focus_topic)
         if request.focus_topic:
             state = focused(state, request.focus_topic)
-        shown = with_work_spec(state, fitted(state, request.budget_tokens), request.spec_on_top)
-        body = render(state, shown)
+        body = fitted_text(state, request.budget_tokens, request.spec_on_top)
         return SummaryOutcome(body=body, summarizer=self.name)
 
 

@@ -16,9 +16,11 @@ may be exceeded by them alone.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from operator import attrgetter
 
 from ...analysis.facts import largest_fitting
+from ...core.frozen import evolve
 from ...core.tokens import estimate_tokens
 from .model import HandoffState
 from .text import ALL, TITLES, Shown, section_text
@@ -38,6 +40,11 @@ _KNOBS = {
     "State Ledger": ("commands", "error_lines"),
     "Notes": (),
 }
+# A section's memo key: the values of its knobs (a constant for a section without any).
+_KEYS: dict[str, Callable[[Shown], object]] = {
+    title: attrgetter(*knobs) if knobs else (lambda shown: None) for title, knobs in _KNOBS.items()
+}
+_SECTION_OF = {knob: title for title, knobs in _KNOBS.items() for knob in knobs}
 LADDER: tuple[tuple[str, int], ...] = (
     ("error_lines", 8), ("commands", 12), ("files_read", 24), ("values", 24), ("spec_chars", 1_000),
     ("decisions", 8), ("done", 10), ("error_lines", 0),
@@ -56,44 +63,71 @@ LADDER: tuple[tuple[str, int], ...] = (
 
 
 class _Sizer:
-    """Token sizes of sections under knob values, each section rendered once per value."""
+    """Each section of ``state`` rendered once per value of its knobs, with its token
+    size: the ladder's probes, the spec's extra room and the final render share them."""
 
     def __init__(self, state: HandoffState) -> None:
         self.state = state
-        self._memo: dict[tuple[str, tuple[int, ...]], int] = {}
+        self._memo: dict[tuple[str, object], tuple[str, int]] = {}
+
+    def _rendered(self, title: str, shown: Shown) -> tuple[str, int]:
+        key = (title, _KEYS[title](shown))
+        found = self._memo.get(key)
+        if found is None:
+            text = section_text(title, self.state, shown)
+            found = self._memo[key] = (text, estimate_tokens(text) + 1 if text else 0)
+        return found
 
     def section(self, title: str, shown: Shown) -> int:
-        key = (title, tuple(getattr(shown, k) for k in _KNOBS[title]))
-        size = self._memo.get(key)
-        if size is None:
-            text = section_text(title, self.state, shown)
-            size = self._memo[key] = estimate_tokens(text) + 1 if text else 0
-        return size
+        return self._rendered(title, shown)[1]
 
     def total(self, shown: Shown) -> int:
-        return sum(self.section(title, shown) for title in TITLES)
+        return sum(self._rendered(title, shown)[1] for title in TITLES)
+
+    def render(self, shown: Shown) -> str:
+        """What :func:`~.text.render` gives for ``shown``, from the sections rendered."""
+        parts = (self._rendered(title, shown)[0] for title in TITLES)
+        return "\n\n".join(part for part in parts if part)
 
 
 def fitted(state: HandoffState, budget: int) -> Shown:
     """The most a render of ``state`` can show within ``budget`` tokens."""
+    return _fitted(_Sizer(state), budget)
+
+
+def fitted_text(state: HandoffState, budget: int, spec_room: int) -> str:
+    """The render of ``state`` within ``budget`` tokens, the spec of the work in progress
+    showing more within ``spec_room`` on top: ``render(state, with_work_spec(state,
+    fitted(state, budget), spec_room))``, each section rendered once per value tried."""
     sizer = _Sizer(state)
-    shown = Shown()
-    if sizer.total(shown) <= budget:
+    return sizer.render(_with_work_spec(sizer, _fitted(sizer, budget), spec_room))
+
+
+def _fitted(sizer: _Sizer, budget: int) -> Shown:
+    state, shown = sizer.state, Shown()
+    total = sizer.total(shown)
+    if total <= budget:
         return shown
     for knob, floor in LADDER:
         current = getattr(shown, knob)
         if current <= floor:
             continue
         high = min(current, _useful_max(state, knob))
-
-        def fits(value: int, knob: str = knob, base: Shown = shown) -> bool:
-            return sizer.total(replace(base, **{knob: value})) <= budget
-
-        best = largest_fitting(floor, high, fits)
-        shown = replace(shown, **{knob: floor if best is None else best})
+        # A knob changes its own section only: the others' size is fixed while it moves.
+        title = _SECTION_OF[knob]
+        others = total - sizer.section(title, shown)
+        best = largest_fitting(floor, high, _fits(sizer, shown, knob, budget - others))
+        shown = evolve(shown, **{knob: floor if best is None else best})
         if best is not None:
             return shown
+        total = others + sizer.section(title, shown)
     return shown
+
+
+def _fits(sizer: _Sizer, base: Shown, knob: str, room: int) -> Callable[[int], bool]:
+    """Whether ``knob`` at a value keeps its section within ``room`` tokens."""
+    title = _SECTION_OF[knob]
+    return lambda value: sizer.section(title, evolve(base, **{knob: value})) <= room
 
 
 def with_work_spec(state: HandoffState, shown: Shown, room: int) -> Shown:
@@ -101,17 +135,20 @@ def with_work_spec(state: HandoffState, shown: Shown, room: int) -> Shown:
     within ``room`` tokens on top of the budget (design §6 "task spec": what the work
     must meet is what a continuing agent gets wrong from an excerpt; the budget's own
     ladder cuts every spec alike before the state's facts)."""
-    work = next((spec for spec in state.specs if spec.whole), None)
+    return _with_work_spec(_Sizer(state), shown, room)
+
+
+def _with_work_spec(sizer: _Sizer, shown: Shown, room: int) -> Shown:
+    work = next((spec for spec in sizer.state.specs if spec.whole), None)
     if work is None or room <= 0:
         return shown
-    sizer = _Sizer(state)
     base = sizer.section("Task Spec", shown)
 
     def fits(extra: int) -> bool:
-        return sizer.section("Task Spec", replace(shown, spec_extra=extra)) - base <= room
+        return sizer.section("Task Spec", evolve(shown, spec_extra=extra)) - base <= room
 
     best = largest_fitting(1, max(1, len(work.whole) - len(work.text)), fits)
-    return shown if best is None else replace(shown, spec_extra=best)
+    return shown if best is None else evolve(shown, spec_extra=best)
 
 
 def _useful_max(state: HandoffState, knob: str) -> int:

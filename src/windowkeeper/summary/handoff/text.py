@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TypeVar
 
 from ...analysis.facts import collapse
@@ -270,9 +271,15 @@ def _reasoned_first(decisions: tuple[str, ...], count: int) -> tuple[str, ...]:
     and what it changed, not "I'll use that"."""
     if count >= len(decisions):
         return decisions
+    return tuple(decisions[i] for i in sorted(_ranked(decisions)[:count]))
 
-    ranked = sorted(range(len(decisions)), key=lambda i: (-weight(decisions[i]), -i))
-    return tuple(decisions[i] for i in sorted(ranked[:count]))
+
+# The fitting ladder renders the section for several counts of one state's decisions:
+# their ranking (a few regex searches per decision) is made once.
+@lru_cache(maxsize=4)
+def _ranked(decisions: tuple[str, ...]) -> tuple[int, ...]:
+    """Positions of ``decisions``, the heaviest first, the newest of each weight first."""
+    return tuple(sorted(range(len(decisions)), key=lambda i: (-weight(decisions[i]), -i)))
 
 
 def _files(state: HandoffState, shown: Shown) -> str:

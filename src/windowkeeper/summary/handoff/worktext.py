@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from .items import item_status
 from .model import WorkItem, WorkState
@@ -46,7 +47,7 @@ def render_work(
         earlier[verb] = earlier.get(verb, 0) + 1
     if work.items:
         lines.append(ITEMS)
-        lines.extend(_item_line(i, evidence_shown) for i in work.items)
+        lines.extend(_item_lines(work.items, evidence_shown))
     if work.latest:
         lines.append(LATEST)
         lines.extend(f"- {item(entry)}" for entry in reversed(work.latest))
@@ -101,6 +102,13 @@ def _kept(
 
 def _verb(entry: str) -> str:
     return entry.split(" ", 1)[0]
+
+
+# The fitting ladder renders the section for several counts of done items and of
+# evidence: the item lines of one count are made once.
+@lru_cache(maxsize=8)
+def _item_lines(items: tuple[WorkItem, ...], shown: int) -> tuple[str, ...]:
+    return tuple(_item_line(work_item, shown) for work_item in items)
 
 
 def _item_line(work_item: WorkItem, shown: int) -> str:

@@ -1,0 +1,115 @@
+"""The handoff's fitting renders each section once per value of its knobs (issue 27).
+
+``fitted_text`` shares one sizer between the budget ladder, the work spec's extra room
+and the final render, and a ladder probe sizes only the section of the knob it moves.
+What must hold: the text is the one the plain algorithm gives (every probe sizing the
+whole render, a fresh render at the end), on generated states of every section.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.analysis.facts import largest_fitting
+from windowkeeper.core.tokens import estimate_tokens
+from windowkeeper.summary.handoff import fit
+from windowkeeper.summary.handoff.fit import LADDER, fitted, fitted_text, with_work_spec
+from windowkeeper.summary.handoff.model import (
+    Command,
+    HandoffState,
+    OpenError,
+    Quote,
+    Spec,
+    SpecRole,
+    WorkItem,
+    WorkState,
+)
+from windowkeeper.summary.handoff.text import TITLES, Shown, render, section_text
+
+WORDS = st.sampled_from(
+    ["fix", "because", "instead of", "the", "parser", "`x.py`", "tests passed", "edited a.py",
+     "committed 1a2b3c4", "closed", "ran pytest", "Changed `y`:", "SQLite doesn't", "é", "→"]
+)  # fmt: skip
+LINE = st.lists(WORDS, min_size=1, max_size=12).map(" ".join)
+LINES = st.lists(LINE, max_size=9).map(tuple)
+
+
+def _plain_fitted(state: HandoffState, budget: int) -> Shown:
+    """The ladder as written before the shared sizer: each probe sizes every section."""
+
+    def total(shown: Shown) -> int:
+        texts = (section_text(title, state, shown) for title in TITLES)
+        return sum(estimate_tokens(text) + 1 for text in texts if text)
+
+    shown = Shown()
+    if total(shown) <= budget:
+        return shown
+    for knob, floor in LADDER:
+        current = getattr(shown, knob)
+        if current <= floor:
+            continue
+        high = min(current, fit._useful_max(state, knob))
+
+        def fits(value: int, knob: str = knob, base: Shown = shown) -> bool:
+            return total(replace(base, **{knob: value})) <= budget
+
+        best = largest_fitting(floor, high, fits)
+        shown = replace(shown, **{knob: floor if best is None else best})
+        if best is not None:
+            return shown
+    return shown
+
+
+def _plain_work_spec(state: HandoffState, shown: Shown, room: int) -> Shown:
+    work = next((spec for spec in state.specs if spec.whole), None)
+    if work is None or room <= 0:
+        return shown
+
+    def size(extra: int) -> int:
+        text = section_text("Task Spec", state, replace(shown, spec_extra=extra))
+        return estimate_tokens(text) + 1 if text else 0
+
+    base = size(shown.spec_extra)
+    best = largest_fitting(
+        1, max(1, len(work.whole) - len(work.text)), lambda e: size(e) - base <= room
+    )
+    return shown if best is None else replace(shown, spec_extra=best)
+
+
+@st.composite
+def states(draw: st.DrawFn) -> HandoffState:
+    items = tuple(
+        WorkItem(f"app-{n}", draw(LINE), draw(LINES)) for n in range(draw(st.integers(0, 4)))
+    )
+    work = WorkState(
+        done=draw(LINES), pending=draw(LINES), items=items, latest=draw(LINES),
+        fixed=draw(LINES), changes=draw(LINES),
+    )  # fmt: skip
+    whole = "\n".join(draw(st.lists(LINE, max_size=30)))
+    specs = (
+        Spec("bd show app-1", whole[: draw(st.integers(0, 200))], "wkabc", "app-1",
+             role=SpecRole.IN_PROGRESS, whole=whole),
+    ) if draw(st.booleans()) else ()  # fmt: skip
+    errors = tuple(OpenError(line, draw(LINES), 1, line) for line in draw(LINES)[:3])
+    return HandoffState(
+        task=Quote("\n".join(draw(LINES)), "wk1"), users=tuple(Quote(x) for x in draw(LINES)),
+        specs=specs, constraints=draw(LINES), task_rules=draw(LINES), work=work,
+        errors=errors, decisions=draw(LINES), files=tuple((f"src/{x}.py", "modified")
+        for x in "abcdefg"[: draw(st.integers(0, 7))]), values=draw(LINES),
+        commands=tuple(Command(x, 0) for x in draw(LINES)), error_lines=draw(LINES),
+        last_action=draw(LINE), next_step=draw(LINE),
+    )  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(states(), st.integers(0, 1_500), st.integers(0, 400))
+def test_the_shared_sizer_gives_the_plain_algorithms_text(
+    state: HandoffState, budget: int, room: int
+) -> None:
+    plain = _plain_fitted(state, budget)
+    assert fitted(state, budget) == plain
+    assert with_work_spec(state, plain, room) == _plain_work_spec(state, plain, room)
+    assert fitted_text(state, budget, room) == render(state, _plain_work_spec(state, plain, room))
