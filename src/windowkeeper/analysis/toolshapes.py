@@ -245,7 +245,9 @@ def shorten(text: str, limit: int) -> str:
 
 
 def line_count(text: str) -> int:
-    return text.count("\n") + 1 if text.strip() else 0
+    # ``isspace`` is ``not text.strip()`` for a non-empty text (one whitespace test for
+    # both) without copying a long output to find out.
+    return text.count("\n") + 1 if text and not text.isspace() else 0
 
 
 def short_path(path: str, limit: int = 40) -> str:
