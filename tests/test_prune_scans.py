@@ -62,6 +62,10 @@ def test_text_identifiers_match_the_ungated_scans(text: str, uuids: bool, shas: 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_PIECES, max_size=400).map("".join))
 def test_output_identifiers_match_the_ungated_scans(text: str) -> None:
+    _assert_output_identifiers_ungated(text)
+
+
+def _assert_output_identifiers_ungated(text: str) -> None:
     action = ToolAction("bash", ToolKind.SHELL, "make", command="make")
     event = ToolEvent(0, action, {}, text, None, False)
     output = window(text, OUTPUT_SCAN_CHARS)
@@ -70,6 +74,35 @@ def test_output_identifiers_match_the_ungated_scans(text: str) -> None:
         found = hinted_matches(identifiers._UUID, identifiers._UUID_HINT, output)
         expected.extend(dedupe(m.group(0) for m in found)[:MAX_UUIDS])
     assert output_identifiers(event) == tuple(dedupe(expected))
+
+
+# Labels, separators and issue numbers in the forms the output gate must let through:
+# any case, Unicode white space and digits, letters IGNORECASE folds onto ASCII ones.
+_LABEL_PIECES = st.sampled_from([
+    "commit", "Commit", "SHA", "sha", "Rev", "revision", "REVISION", "id", "ID", "agent_id",
+    "taskid", "run_Id", "xid", "İd", "ıd", "ſha", ": ", ":", "=", "#", '"', "'", " ", "\n",
+    "\t", "\x1c", "\u00a0", "\u3000", "\u2003", "1a2b3c4", "deadbeef0", "abcdef1", "1234567",
+    "ABCDEF1", "#12", "#\u0661\u0662", "#x", "a", "-", "_", "é", ".",
+])  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(_LABEL_PIECES, max_size=60).map("".join))
+def test_the_output_gate_passes_every_text_its_scans_find_something_in(text: str) -> None:
+    scans = identifiers._output_scans(text)
+    if identifiers._labelled_shas(text):
+        assert identifiers._LABELLED in scans
+    if identifiers._ISSUE.search(text):
+        assert identifiers._ISSUES in scans
+    _assert_output_identifiers_ungated(text)
+
+
+def test_the_output_gate_stops_a_text_with_neither_shape() -> None:
+    if identifiers._OUTPUT_GATE is None:  # the pure-Python path: every scan runs
+        assert identifiers._output_scans("ran 1234567 tests # done") == identifiers._EVERY_SCAN
+    else:
+        assert not identifiers._output_scans("ran 1234567 tests # done; id 12ab")
+        assert identifiers._output_scans("commit: 1a2b3c4d") == {identifiers._LABELLED}
 
 
 _EXIT_PIECES = st.sampled_from([
