@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import identifiers
+from windowkeeper.analysis import identifiers, toolshapes
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
@@ -119,3 +119,20 @@ def test_exit_code_of_a_short_result_reads_it_once(text: str, pad: int) -> None:
     tail = _last_exit(result[-2000:])
     expected = tail if tail is not None else _last_exit(result[:2000])
     assert exit_code(result) == expected
+
+
+def _every_pattern_on_the_text(text: str) -> int | None:
+    """The last exit code of any shape, each pattern run on the text as it is."""
+    found = [
+        (match.start(), int(match.group(1)))
+        for _, pattern, _ in toolshapes._EXIT_PATTERNS
+        for match in pattern.finditer(text)
+    ]
+    return max(found)[1] if found else None
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(st.one_of(_EXIT_PIECES, st.sampled_from(["EXİT 8", "exıt 9", "ſ", "ex", "it"])),
+                max_size=30).map("".join))  # fmt: skip
+def test_the_last_exit_code_is_the_last_any_pattern_finds(text: str) -> None:
+    assert _last_exit(text) == _every_pattern_on_the_text(text)
