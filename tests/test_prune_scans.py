@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import identifiers, toolshapes
+from windowkeeper.analysis import identifiers, specs, toolshapes
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
@@ -15,6 +15,7 @@ from windowkeeper.analysis.identifiers import (
     output_identifiers,
     text_identifiers,
 )
+from windowkeeper.analysis.shellwords import lines_of, steps_of
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind, _last_exit, exit_code
 
 _HINTS = (
@@ -136,3 +137,35 @@ def _every_pattern_on_the_text(text: str) -> int | None:
                 max_size=30).map("".join))  # fmt: skip
 def test_the_last_exit_code_is_the_last_any_pattern_finds(text: str) -> None:
     assert _last_exit(text) == _every_pattern_on_the_text(text)
+
+
+def _every_line_split(command: str) -> tuple[str, ...]:
+    """shell_items as it was: every line of a command that passes the gate split into
+    words."""
+    if len(command) > 2_000 or not specs._may_look_up(command):
+        return ()
+    found: list[str] = []
+    for line in lines_of(command)[0]:
+        for tokens in steps_of(line):
+            item = specs._step_item([t for t in tokens if t])
+            if item is not None:
+                found.append(item)
+        match = specs._ISSUE_URL.search(line)
+        if match and specs._FETCHER.search(line):
+            found.append(match.group(0))
+    return tuple(found)
+
+
+# Look-ups, their verbs quoted and escaped in pieces, trackers, nouns and ids.
+_COMMAND_PIECES = st.sampled_from([
+    "bd ", "jira ", "gh ", "issue ", "pr ", "show", "sh'o'w", 'g"e"t', "\\get", "GET", "View",
+    "read", "İnfo", "info ", "details", "describe", " ", "\t", "\n", ";", "|", "&&", "&", "12",
+    "ABC-1", "#4", "x", "'", '"', "\\", "https://x.io/issues/3", "curl ", "echo ", "get_seed",
+    "--json ", "# note",
+])  # fmt: skip
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(_COMMAND_PIECES, max_size=30).map("".join))
+def test_look_up_items_are_those_of_every_line_split(command: str) -> None:
+    assert specs.shell_items(command) == _every_line_split(command)
