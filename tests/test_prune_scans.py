@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import identifiers
+from windowkeeper.analysis import identifiers, specs, toolshapes
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
@@ -15,6 +15,7 @@ from windowkeeper.analysis.identifiers import (
     output_identifiers,
     text_identifiers,
 )
+from windowkeeper.analysis.shellwords import lines_of, steps_of
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind, _last_exit, exit_code
 
 _HINTS = (
@@ -62,6 +63,10 @@ def test_text_identifiers_match_the_ungated_scans(text: str, uuids: bool, shas: 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(_PIECES, max_size=400).map("".join))
 def test_output_identifiers_match_the_ungated_scans(text: str) -> None:
+    _assert_output_identifiers_ungated(text)
+
+
+def _assert_output_identifiers_ungated(text: str) -> None:
     action = ToolAction("bash", ToolKind.SHELL, "make", command="make")
     event = ToolEvent(0, action, {}, text, None, False)
     output = window(text, OUTPUT_SCAN_CHARS)
@@ -70,6 +75,35 @@ def test_output_identifiers_match_the_ungated_scans(text: str) -> None:
         found = hinted_matches(identifiers._UUID, identifiers._UUID_HINT, output)
         expected.extend(dedupe(m.group(0) for m in found)[:MAX_UUIDS])
     assert output_identifiers(event) == tuple(dedupe(expected))
+
+
+# Labels, separators and issue numbers in the forms the output gate must let through:
+# any case, Unicode white space and digits, letters IGNORECASE folds onto ASCII ones.
+_LABEL_PIECES = st.sampled_from([
+    "commit", "Commit", "SHA", "sha", "Rev", "revision", "REVISION", "id", "ID", "agent_id",
+    "taskid", "run_Id", "xid", "İd", "ıd", "ſha", ": ", ":", "=", "#", '"', "'", " ", "\n",
+    "\t", "\x1c", "\u00a0", "\u3000", "\u2003", "1a2b3c4", "deadbeef0", "abcdef1", "1234567",
+    "ABCDEF1", "#12", "#\u0661\u0662", "#x", "a", "-", "_", "é", ".",
+])  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(_LABEL_PIECES, max_size=60).map("".join))
+def test_the_output_gate_passes_every_text_its_scans_find_something_in(text: str) -> None:
+    scans = identifiers._output_scans(text)
+    if identifiers._labelled_shas(text):
+        assert identifiers._LABELLED in scans
+    if identifiers._ISSUE.search(text):
+        assert identifiers._ISSUES in scans
+    _assert_output_identifiers_ungated(text)
+
+
+def test_the_output_gate_stops_a_text_with_neither_shape() -> None:
+    if identifiers._OUTPUT_GATE is None:  # the pure-Python path: every scan runs
+        assert identifiers._output_scans("ran 1234567 tests # done") == identifiers._EVERY_SCAN
+    else:
+        assert not identifiers._output_scans("ran 1234567 tests # done; id 12ab")
+        assert identifiers._output_scans("commit: 1a2b3c4d") == {identifiers._LABELLED}
 
 
 _EXIT_PIECES = st.sampled_from([
@@ -86,3 +120,52 @@ def test_exit_code_of_a_short_result_reads_it_once(text: str, pad: int) -> None:
     tail = _last_exit(result[-2000:])
     expected = tail if tail is not None else _last_exit(result[:2000])
     assert exit_code(result) == expected
+
+
+def _every_pattern_on_the_text(text: str) -> int | None:
+    """The last exit code of any shape, each pattern run on the text as it is."""
+    found = [
+        (match.start(), int(match.group(1)))
+        for _, pattern, _ in toolshapes._EXIT_PATTERNS
+        for match in pattern.finditer(text)
+    ]
+    return max(found)[1] if found else None
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(st.one_of(_EXIT_PIECES, st.sampled_from(["EXİT 8", "exıt 9", "ſ", "ex", "it"])),
+                max_size=30).map("".join))  # fmt: skip
+def test_the_last_exit_code_is_the_last_any_pattern_finds(text: str) -> None:
+    assert _last_exit(text) == _every_pattern_on_the_text(text)
+
+
+def _every_line_split(command: str) -> tuple[str, ...]:
+    """shell_items as it was: every line of a command that passes the gate split into
+    words."""
+    if len(command) > 2_000 or not specs._may_look_up(command):
+        return ()
+    found: list[str] = []
+    for line in lines_of(command)[0]:
+        for tokens in steps_of(line):
+            item = specs._step_item([t for t in tokens if t])
+            if item is not None:
+                found.append(item)
+        match = specs._ISSUE_URL.search(line)
+        if match and specs._FETCHER.search(line):
+            found.append(match.group(0))
+    return tuple(found)
+
+
+# Look-ups, their verbs quoted and escaped in pieces, trackers, nouns and ids.
+_COMMAND_PIECES = st.sampled_from([
+    "bd ", "jira ", "gh ", "issue ", "pr ", "show", "sh'o'w", 'g"e"t', "\\get", "GET", "View",
+    "read", "İnfo", "info ", "details", "describe", " ", "\t", "\n", ";", "|", "&&", "&", "12",
+    "ABC-1", "#4", "x", "'", '"', "\\", "https://x.io/issues/3", "curl ", "echo ", "get_seed",
+    "--json ", "# note",
+])  # fmt: skip
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(_COMMAND_PIECES, max_size=30).map("".join))
+def test_look_up_items_are_those_of_every_line_split(command: str) -> None:
+    assert specs.shell_items(command) == _every_line_split(command)

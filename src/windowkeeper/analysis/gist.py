@@ -28,8 +28,10 @@ _ERROR = "; error: "
 
 def is_stub(text: str) -> bool:
     """Whether a tool result is a stub pruning left (one line with an archive handle)."""
+    # The line break first: a long output that opens with "[" (a JSON array, a log) has
+    # one early, while looking for the handle reads all of it.
     return text.startswith(DUPLICATE_TAG) or (
-        text.startswith("[") and "(ref wk" in text and "\n" not in text
+        text.startswith("[") and "\n" not in text and "(ref wk" in text
     )
 
 

@@ -9,7 +9,10 @@ only, SHAs at the start of a line. File contents (reads) are never scanned. Ever
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
+from ..core.hint_scan import condition_scanner
+from ..core.secret_hints import has_folded_letters
 from .events import ToolEvent, remembered
 from .facts import URL, dedupe, hinted_matches, window
 from .toolshapes import ToolKind, shorten
@@ -53,10 +56,19 @@ _SEVEN_HEX = b"\x01" * 7
 _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 # Every hyphenated shape's hint in one alternation: it matches where one of them does,
 # so one scan tells whether any of the four per-hint scans can find something (most texts
-# with a hyphen hold none of them: 763 of the 895 tool outputs of the real sessions).
+# with a hyphen hold none of them: 763 of the 895 tool outputs of the real sessions). The
+# hyphen each hint starts with is written once, before the alternation: a pattern that
+# starts with a literal is scanned for it, one that starts with a choice is tried at
+# every character.
 _HYPHEN_HINTS = re.compile(
-    "|".join(f"(?:{hint.pattern})" for hint in (_TICKET_HINT, _SLUG_HINT, _HASH_HINT, _UUID_HINT))
+    "-(?:"
+    + "|".join(
+        f"(?:{hint.pattern.removeprefix('-')})"
+        for hint in (_TICKET_HINT, _SLUG_HINT, _HASH_HINT, _UUID_HINT)
+    )
+    + ")"
 )
+assert all(h.pattern.startswith("-") for h in (_TICKET_HINT, _SLUG_HINT, _HASH_HINT, _UUID_HINT))
 _UUID = re.compile(
     r"[0-9a-fA-F](?<![\w-][0-9a-fA-F])[0-9a-fA-F]{7}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?![\w-])"
 )
@@ -70,6 +82,34 @@ _LABEL_REACH = 12
 _GIT_COMMAND = re.compile(r"g(?<![^\s;&|(]g)(?:it|h)\s")
 
 Found = list[tuple[int, str]]
+
+# Necessary conditions of two scans of a tool output, in one Hyperscan pass over its
+# window (nearly every output holds neither, and the labelled SHAs' scan encodes and
+# masks the whole window): each matches wherever its scan can find something. Python's
+# ``\d`` takes Unicode digits and ``\s`` Unicode white space too: in UTF-8 every byte
+# of a non-ASCII character is 0x80 or above (as in secret_gate).
+_LABELLED, _ISSUES = 0, 1
+_OUTPUT_CONDITIONS = (
+    # _SHA_LABEL's word ending, one to three separators (up to three bytes each), the
+    # hex run's first seven characters; caseless (texts with a letter IGNORECASE folds
+    # onto an ASCII one never come here)
+    (
+        r"(?:commit|sha|revision|rev|id)[\t\n\x0b\x0c\r \x1c-\x1f:=#\"'\x80-\xff]{1,9}"
+        r"[0-9a-f]{7}",
+        True,
+    ),
+    (r"#(?:[0-9]|[\x80-\xff])", False),
+)
+_OUTPUT_GATE = condition_scanner(_OUTPUT_CONDITIONS)
+_EVERY_SCAN = frozenset((_LABELLED, _ISSUES))
+
+
+def _output_scans(text: str) -> Collection[int]:
+    """Which of the gated scans may find something in ``text`` (both on the pure-Python
+    path, and for a text holding a letter ``IGNORECASE`` folds onto an ASCII one)."""
+    if _OUTPUT_GATE is None or has_folded_letters(text):
+        return _EVERY_SCAN
+    return _OUTPUT_GATE.matching(text)
 
 
 def _is_sha(value: str) -> bool:
@@ -138,13 +178,16 @@ def _hyphen_hinted(text: str) -> bool:
     return "-" in text and _HYPHEN_HINTS.search(text) is not None
 
 
-def _identifiers(text: str, *, uuids: bool, shas: bool, hinted: bool) -> list[str]:
+def _identifiers(
+    text: str, *, uuids: bool, shas: bool, hinted: bool, scans: Collection[int] = _EVERY_SCAN
+) -> list[str]:
     """:func:`text_identifiers` of a windowed ``text``; ``hinted``: its
-    :func:`_hyphen_hinted`."""
-    found = _shas(text) if shas else _labelled_shas(text)
+    :func:`_hyphen_hinted`; ``scans``: its :func:`_output_scans` (when known)."""
+    labelled = _LABELLED in scans
+    found = _shas(text) if shas else _labelled_shas(text) if labelled else []
     if hinted:  # cheap checks skip most scans
         found.extend(_hyphenated(text, uuids=uuids))
-    if "#" in text:
+    if "#" in text and _ISSUES in scans:
         found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
     for match in URL.finditer(text) if "://" in text else ():
         found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
@@ -199,7 +242,8 @@ def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
     # this is text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS), gated once.
     output = window(result, OUTPUT_SCAN_CHARS)
     hinted = _hyphen_hinted(output)
-    found = _identifiers(output, uuids=False, shas=False, hinted=hinted)
+    scans = _output_scans(output)
+    found = _identifiers(output, uuids=False, shas=False, hinted=hinted, scans=scans)
     if hinted:
         uuids = hinted_matches(_UUID, _UUID_HINT, output)
         found.extend(dedupe(m.group(0) for m in uuids)[:MAX_UUIDS])

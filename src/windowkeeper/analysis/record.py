@@ -29,7 +29,7 @@ from collections.abc import (
     Sequence,
     ValuesView,
 )
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..core.errors import InvalidMessagesError
 from ..core.jsonsafe import loads_or_none
@@ -319,10 +319,17 @@ class Analyzer:
         role = message.get("role")
         if tokens is None:
             tokens = message_tokens(message, image_tokens=self.image_tokens, count=self.count)
-        made = (message.get("content"), message.get("tool_calls"))
+        content, calls = message.get("content"), message.get("tool_calls")
         if role != "user" and role != "assistant":
             memo: dict[str, Any] = {"calls": _NO_CALLS}
-            return MessageFacts(message, str(role), tokens, is_handoff(message), False, memo, *made)
+            made = (message, str(role), tokens, is_handoff(message), False, memo, content, calls)
+            return _new_record(MessageFacts, made)
         handoff = is_handoff(message)
         real_user = role == "user" and is_real_user(message)
-        return MessageFacts(message, role, tokens, handoff, real_user, {}, *made)
+        made = (message, role, tokens, handoff, real_user, {}, content, calls)
+        return _new_record(MessageFacts, made)
+
+
+# A record made from its field values as a tuple: a NamedTuple's own ``__new__`` is a
+# Python function that does the same after binding each argument (a record per message).
+_new_record = cast(Callable[[type[MessageFacts], tuple[Any, ...]], MessageFacts], tuple.__new__)

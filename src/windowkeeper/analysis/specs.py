@@ -117,14 +117,26 @@ def shell_items(command: str) -> tuple[str, ...]:
     if len(command) > 2_000 or not _may_look_up(command):
         return ()  # no look-up verb and no URL: most commands are read no further
     for line in lines_of(command)[0]:
-        for tokens in steps_of(line):
+        for tokens in steps_of(line) if _may_hold_verb(line) else ():
             item = _step_item([t for t in tokens if t])
             if item is not None:
                 found.append(item)
-        match = _ISSUE_URL.search(line)
+        match = _ISSUE_URL.search(line) if "://" in line else None
         if match and _FETCHER.search(line):
             found.append(match.group(0))
     return tuple(found)
+
+
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+
+
+def _may_hold_verb(line: str) -> bool:
+    """Whether a word of ``line`` can be a look-up verb: a word is its characters without
+    the quotes and backslashes around and in it, so the verb's letters follow each other
+    in the line once those are taken out (a script's lines mostly hold none: only those
+    that do are split into words)."""
+    text = line.lower().translate(_UNQUOTE)
+    return any(verb in text for verb in _VERBS)
 
 
 _SEPARATOR = re.compile(r"\n[ \t]*(?:={3,}|-{3,}|\*{3,}|#{3,})[ \t]*(?:\n|$)")

@@ -180,15 +180,22 @@ _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] 
 )
 
 
+_RETURNCODE_ONLY = _EXIT_PATTERNS[:1]
+
+
 def _last_exit(text: str) -> int | None:
     lowered = text.lower()
-    probe = lowered if lowered.isascii() else _aligned_fold(text, lowered)
+    # Every shape but mini-swe-agent's holds "exit": an output without it is looked
+    # through for one literal, not five.
+    patterns = _EXIT_PATTERNS if "exit" in lowered else _RETURNCODE_ONLY
     best: tuple[int, int] | None = None
-    for literal, pattern, lower_case in _EXIT_PATTERNS:
+    for literal, pattern, lower_case in patterns:
         if literal not in lowered:
             continue
-        if probe is not None and lower_case is not None:
-            matches = lower_case.finditer(probe)
+        if lower_case is not None and lowered.isascii():
+            matches = lower_case.finditer(lowered)
+        elif lower_case is not None and (folded := _aligned_fold(text, lowered)) is not None:
+            matches = lower_case.finditer(folded)
         else:
             matches = pattern.finditer(text)
         for match in matches:
@@ -245,7 +252,9 @@ def shorten(text: str, limit: int) -> str:
 
 
 def line_count(text: str) -> int:
-    return text.count("\n") + 1 if text.strip() else 0
+    # ``isspace`` is ``not text.strip()`` for a non-empty text (one whitespace test for
+    # both) without copying a long output to find out.
+    return text.count("\n") + 1 if text and not text.isspace() else 0
 
 
 def short_path(path: str, limit: int = 40) -> str:

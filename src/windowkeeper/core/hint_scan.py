@@ -238,6 +238,38 @@ def line_scanner(expressions: Sequence[str]) -> LineScanner | None:
     return LineScanner(expressions) if _enabled() else None
 
 
+class ConditionScanner(Compiled):
+    """Which of some necessary conditions match a text, in one Hyperscan pass: each
+    ``(expression, caseless)`` is single-match (reported once, at its first match), so a
+    text costs one scan and a Python call per condition that matches, not per match."""
+
+    def __init__(self, conditions: Sequence[tuple[str, bool]]) -> None:
+        assert hyperscan is not None
+        once = hyperscan.HS_FLAG_SINGLEMATCH
+        super().__init__(
+            [expression.encode("ascii") for expression, _ in conditions],
+            [once | hyperscan.HS_FLAG_CASELESS if low else once for _, low in conditions],
+        )
+
+    def matching(self, text: str) -> frozenset[int] | set[int]:
+        """The positions (in the conditions given) of those that match ``text``."""
+        found: set[int] = set()
+        self.scan_with(text, _add, found)
+        return found or _NONE
+
+
+_NONE: frozenset[int] = frozenset()
+
+
+def _add(index: int, start: int, end: int, flags: int, found: Any) -> None:
+    found.add(index)
+
+
+def condition_scanner(conditions: Sequence[tuple[str, bool]]) -> ConditionScanner | None:
+    """A :class:`ConditionScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
+    return ConditionScanner(conditions) if _enabled() else None
+
+
 def _enabled() -> bool:
     """Hyperscan is installed and the pure-Python path is not forced."""
     return hyperscan is not None and os.environ.get(FORCE_PURE_PYTHON, "") in ("", "0")

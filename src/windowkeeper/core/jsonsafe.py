@@ -110,6 +110,10 @@ def loads_or_none(text: str, *, limit: int = MAX_JSON_DEPTH) -> Any:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return None
+    # Each level of nesting takes an opening and a closing bracket: a text shorter than
+    # twice the limit plus one level cannot nest deeper (most arguments are short).
+    if len(text) < 2 * (limit + 1):
+        return value
     return None if value_depth_exceeds(value, limit) else value
 
 

@@ -24,14 +24,7 @@ so texts holding a letter that ``re.IGNORECASE`` folds onto an ASCII one
 
 from __future__ import annotations
 
-from typing import Any
-
-from .hint_scan import Compiled
-
-try:
-    import hyperscan
-except ImportError:  # no wheel for this platform: secrets makes no gate
-    hyperscan = None  # type: ignore[assignment]
+from .hint_scan import ConditionScanner
 
 # Python's \s on UTF-8 bytes: the ASCII white space (\x1c-\x1f too: str.isspace takes
 # them) and any byte of a multi-byte character.
@@ -67,27 +60,12 @@ CONDITIONS: tuple[tuple[str, bool], ...] = (
 )
 
 
-class SecretGate(Compiled):
+class SecretGate(ConditionScanner):
     """The rules that may match a text, by their position in ``CONDITIONS``."""
 
     def __init__(self, conditions: tuple[tuple[str, bool], ...] = CONDITIONS) -> None:
-        assert hyperscan is not None
-        once = hyperscan.HS_FLAG_SINGLEMATCH
-        super().__init__(
-            [expression.encode("ascii") for expression, _ in conditions],
-            [once | hyperscan.HS_FLAG_CASELESS if low else once for _, low in conditions],
-        )
+        super().__init__(conditions)
 
-    def candidates(self, text: str) -> frozenset[int] | set[int]:
-        """The positions of the rules whose condition matches ``text`` (each at most once:
-        single-match expressions report their first match only)."""
-        found: set[int] = set()
-        self.scan_with(text, _add, found)
-        return found or _NONE
-
-
-_NONE: frozenset[int] = frozenset()
-
-
-def _add(index: int, start: int, end: int, flags: int, found: Any) -> None:
-    found.add(index)
+    # The positions of the rules whose condition matches a text (each at most once:
+    # single-match expressions report their first match only).
+    candidates = ConditionScanner.matching

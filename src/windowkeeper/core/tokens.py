@@ -31,8 +31,10 @@ _DENSE_SCRIPT = re.compile(
 
 
 # UTF-8 lead bytes of every dense-script code point above (a superset): text whose bytes
-# contain none of them has no dense characters, which skips the slow regex scan.
-_DENSE_LEADS = tuple(bytes([b]) for b in (0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0))
+# contain none of them has no dense characters, which skips the slow regex scan. Ints,
+# not one-byte strings: ``int in bytes`` is a memchr, while ``bytes in bytes`` first tries
+# the operand as an int and raises and clears a TypeError (~5,000 instructions) each time.
+_DENSE_LEADS = (0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0)
 
 
 def estimate_tokens(text: str) -> int:
@@ -46,11 +48,16 @@ def estimate_tokens(text: str) -> int:
     if text.isascii():
         return (len(text) + 3) // 4
     raw = text.encode("utf-8", errors="replace")
-    if not any(lead in raw for lead in _DENSE_LEADS):
+    if _sparse(raw):
         return math.ceil(len(raw) / 4)
     rest, dense = _DENSE_SCRIPT.subn("", text)
     size = len(rest.encode("utf-8", errors="replace"))
     return dense + math.ceil(size / 4)
+
+
+def _sparse(raw: bytes) -> bool:
+    """Whether UTF-8 ``raw`` holds no dense-script character (no lead byte of one)."""
+    return not any(lead in raw for lead in _DENSE_LEADS)
 
 
 def content_tokens(
@@ -99,8 +106,8 @@ def message_tokens(
     if isinstance(calls, list):
         rough = count is estimate_tokens
         for call in calls:
-            size = _ascii_json_size(call) if rough else None
-            total += (size + 3) // 4 if size is not None else count(_compact(call))
+            tokens = _json_tokens(call) if rough else None
+            total += tokens if tokens is not None else count(_compact(call))
     tool_call_id = message.get("tool_call_id")
     if isinstance(tool_call_id, str):
         total += count(tool_call_id)
@@ -163,42 +170,49 @@ def _compact(value: object) -> str:
         return dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _ascii_json_size(value: object) -> int | None:
-    """``len(_compact(value))`` for a dict of ASCII strings (and such dicts); ``None`` for
-    anything else (the caller then encodes it).
+def _json_tokens(value: object) -> int | None:
+    """``estimate_tokens(_compact(value))`` for a dict of strings and such dicts (keys
+    strings); ``None`` for anything else and for text with dense-script characters (the
+    caller then encodes it).
 
     Tool calls are exactly that, and their arguments can be long: encoding them only to
-    count characters was a large part of estimating a transcript. For such a tree orjson
-    writes exactly what ``json`` writes (every ASCII character escaped alike, compact
-    separators; ``tests/test_tokens_orjson.py``), in one C call without the copies.
+    count was a large part of estimating a transcript. For such a tree orjson writes the
+    UTF-8 of what ``json`` writes (every ASCII character escaped alike, compact
+    separators, other characters as they are; ``tests/test_tokens_orjson.py``), in one C
+    call without the copies, and the estimate of a text is a function of its UTF-8 bytes
+    unless it holds a dense character. Without orjson, an ASCII tree's size is summed.
     """
-    if not _ascii_tree(value):
+    if orjson is None:
+        return (_encoded_size(value) + 3) // 4 if _string_tree(value, ascii=True) else None
+    if not _string_tree(value, ascii=False):
         return None
-    if orjson is not None:
-        try:
-            return len(orjson.dumps(value))
-        except TypeError:  # a key orjson does not take as a string (a str subclass, say)
-            pass
-    return _encoded_size(value)
+    try:
+        raw = orjson.dumps(value)
+    except TypeError:  # a key orjson does not take as a string (a str subclass, say), or
+        return None  # a lone surrogate (its JSONEncodeError is a TypeError)
+    if raw.isascii():
+        return (len(raw) + 3) // 4
+    return math.ceil(len(raw) / 4) if _sparse(raw) else None
 
 
-def _ascii_tree(value: object) -> TypeGuard[dict[str, Any]]:
-    """Whether ``value`` is a dict of ASCII strings and such dicts (keys ASCII strings)."""
+def _string_tree(value: object, *, ascii: bool) -> TypeGuard[dict[str, Any]]:
+    """Whether ``value`` is a dict of strings and such dicts, keys strings (ASCII ones
+    only, when ``ascii``)."""
     if not isinstance(value, dict):
         return False
     for key, item in value.items():
-        if not isinstance(key, str) or not key.isascii():
+        if not isinstance(key, str) or (ascii and not key.isascii()):
             return False
         if isinstance(item, str):
-            if not item.isascii():
+            if ascii and not item.isascii():
                 return False
-        elif not _ascii_tree(item):
+        elif not _string_tree(item, ascii=ascii):
             return False
     return True
 
 
 def _encoded_size(value: dict[str, Any]) -> int:
-    """``len(_compact(value))`` of an :func:`_ascii_tree`, summed without building it."""
+    """``len(_compact(value))`` of an ASCII :func:`_string_tree`, summed without building it."""
     size = 1 + len(value)  # braces, less one, plus a comma between items
     for key, item in value.items():
         inner = len(_encode_string(item)) if isinstance(item, str) else _encoded_size(item)
