@@ -83,8 +83,9 @@ def _unquoted(word: str) -> str:
     def plain(match: re.Match[str]) -> str:
         if match.group(1) is not None:
             return match.group(1)
-        if match.group(2) is not None:
-            return _ESCAPE.sub(r"\1", match.group(2))
+        inner = match.group(2)
+        if inner is not None:  # a template substitution costs microseconds: only escapes
+            return _ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
         return match.group(3)
 
     return _QUOTED.sub(plain, word)
