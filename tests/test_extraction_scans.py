@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from windowkeeper.analysis import checks, commands, resolution, shellwords
 from windowkeeper.analysis.facts import clued_items
 from windowkeeper.analysis.shellwords import lines_of
-from windowkeeper.summary.handoff import fixes, work
+from windowkeeper.summary.handoff import decide, fixes, work
 
 # The tokenizer as it was: each character of a word tried against every alternative.
 _OLD_WORD = re.compile(
@@ -127,3 +127,21 @@ def test_the_clues_keep_every_text_the_patterns_match(texts: list[str]) -> None:
     for pattern, clues in gated:
         matched = [t for t in texts if pattern.search(t)]
         assert [t for t in clued_items(texts, clues) if pattern.search(t)] == matched
+
+
+_DECIDING = st.sampled_from([
+    "We decided ", "instead of ", "Rather than ", "the fix is ", "The root cause ", "I'll use ",
+    "we will switch ", "Let's keep ", "going with ", "opted ", "CHOSE ", "the bug lives ",
+    "it turns out ", "so only ", "because ", "doesn't support ", "not supported ",
+    "would fail ", "the reason was ", "workaround ", "I need to rewrite ", "is cleaner ",
+    "looks simpler ", "would be more robust ", "seems safer ", "x ", "\u0130", "\u0131",
+    "\u017f", "\u212a", "I", "we", "s", "o", "ly ", "fix ", ". ", "é ",
+])  # fmt: skip
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(st.lists(_DECIDING, max_size=10).map("".join), max_size=5))
+def test_the_decision_clues_keep_every_sentence_the_pattern_matches(texts: list[str]) -> None:
+    matched = [t for t in texts if decide._DECISION.search(t)]
+    kept = clued_items(texts, decide._DECISION_CLUES)
+    assert [t for t in kept if decide._DECISION.search(t)] == matched

@@ -245,11 +245,13 @@ def _decisions_in(text: str) -> list[str]:
     found: list[str] = []
     for item in clued_items(paragraphs(body), _DECISION_CLUES):
         sentences = item_sentences(item)
+        # the item's sentences a clue is in: only those are searched with _DECISION
+        clued = set(clued_items(sentences, _DECISION_CLUES) if len(sentences) > 1 else sentences)
         joined = -1  # the reason sentence already joined to the decision before it
         for k, sentence in enumerate(sentences):
             if k == joined or len(sentence) < 20 or sentence[-1] in "?:":
                 continue
-            if not _DECISION.search(sentence):
+            if sentence not in clued or not _DECISION.search(sentence):
                 continue
             # The agent's stated reason stays with its decision: a trimmed list that
             # keeps the choice must keep why it was made.
