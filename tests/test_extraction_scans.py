@@ -145,3 +145,22 @@ def test_the_decision_clues_keep_every_sentence_the_pattern_matches(texts: list[
     matched = [t for t in texts if decide._DECISION.search(t)]
     kept = clued_items(texts, decide._DECISION_CLUES)
     assert [t for t in kept if decide._DECISION.search(t)] == matched
+
+
+_REASONS = st.sampled_from([
+    "instead of ", "rather than ", "Cleaner ", "simpler ", "SAFER ", "more robust ",
+    "doesn't support ", "does not work ", "DON'T handle ", "do not allow ", "cannot alter ",
+    "can't change ", "can not work ", "won't support ", "isn't handle ", "not supported ",
+    "unsupported ", "will fail ", "would break ", "because ", "since the ", "since it ",
+    "since we ", "since this ", "so that ", "the reason ", "otherwise ", "to avoid ",
+    "in order to ", "due to ", "caused by ", "required ", "requires ", "x ", "\u0130",
+    "\u0131", "\u017f", "\u212a", "n", "'", "t ", ". ", "é ",
+])  # fmt: skip
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(st.lists(st.lists(_REASONS, max_size=10).map("".join), max_size=5))
+def test_the_reason_clues_keep_every_sentence_the_pattern_matches(texts: list[str]) -> None:
+    matched = [t for t in texts if decide._WHY.search(t)]
+    kept = clued_items(texts, decide._WHY_CLUES)
+    assert [t for t in kept if decide._WHY.search(t)] == matched
