@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from windowkeeper.analysis import checks, commands, resolution, shellwords
 from windowkeeper.analysis.facts import clued_items
 from windowkeeper.analysis.shellwords import lines_of
-from windowkeeper.summary.handoff import decide, fixes, work
+from windowkeeper.summary.handoff import decide, fixes, plans, work
 
 # The tokenizer as it was: each character of a word tried against every alternative.
 _OLD_WORD = re.compile(
@@ -164,3 +164,33 @@ def test_the_reason_clues_keep_every_sentence_the_pattern_matches(texts: list[st
     matched = [t for t in texts if decide._WHY.search(t)]
     kept = clued_items(texts, decide._WHY_CLUES)
     assert [t for t in kept if decide._WHY.search(t)] == matched
+
+
+@settings(max_examples=1_500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "Next steps",
+                "plan",
+                "I'll add",
+                "x",
+                ":",
+                " ",
+                "\t",
+                "*",
+                "#",
+                "\u3000",
+                "\x85",
+                "steps:",
+                "TODO",
+                "é",
+            ]
+        ),
+        max_size=12,
+    )
+)
+def test_a_plan_head_ends_in_a_colon(pieces: list[str]) -> None:
+    head = "".join(pieces).strip().strip("*#")
+    if plans._HEAD.search(head):
+        assert head.rstrip().endswith(":")
