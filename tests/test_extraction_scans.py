@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis import checks, commands, resolution, shellwords
-from windowkeeper.analysis.facts import clued_items
+from windowkeeper.analysis.facts import Clues, clued_items
 from windowkeeper.analysis.shellwords import lines_of
 from windowkeeper.summary.handoff import decide, fixes, plans, work
 
@@ -123,10 +123,14 @@ _PROSE = st.sampled_from([
 @given(st.lists(st.lists(_PROSE, max_size=12).map("".join), max_size=6))
 def test_the_clues_keep_every_text_the_patterns_match(texts: list[str]) -> None:
     texts = [t.replace("\n", " ") for t in texts]
-    gated = ((work._CLAIM, work._CLAIM_CLUES), (fixes._TELLING, fixes._TELLING_CLUES))
-    for pattern, clues in gated:
-        matched = [t for t in texts if pattern.search(t)]
-        assert [t for t in clued_items(texts, clues) if pattern.search(t)] == matched
+    _assert_clues_keep(texts, work._CLAIM, work._CLAIM_CLUES)
+    _assert_clues_keep(texts, fixes._TELLING, fixes._TELLING_CLUES)
+
+
+def _assert_clues_keep(texts: list[str], pattern: re.Pattern[str], clues: Clues) -> None:
+    """Of ``texts``, those ``pattern`` matches in are among those a clue is in."""
+    matched = [t for t in texts if pattern.search(t)]
+    assert [t for t in clued_items(texts, clues) if pattern.search(t)] == matched
 
 
 _DECIDING = st.sampled_from([
@@ -142,9 +146,7 @@ _DECIDING = st.sampled_from([
 @settings(max_examples=2_000, deadline=None)
 @given(st.lists(st.lists(_DECIDING, max_size=10).map("".join), max_size=5))
 def test_the_decision_clues_keep_every_sentence_the_pattern_matches(texts: list[str]) -> None:
-    matched = [t for t in texts if decide._DECISION.search(t)]
-    kept = clued_items(texts, decide._DECISION_CLUES)
-    assert [t for t in kept if decide._DECISION.search(t)] == matched
+    _assert_clues_keep(texts, decide._DECISION, decide._DECISION_CLUES)
 
 
 _REASONS = st.sampled_from([
@@ -161,9 +163,7 @@ _REASONS = st.sampled_from([
 @settings(max_examples=2_000, deadline=None)
 @given(st.lists(st.lists(_REASONS, max_size=10).map("".join), max_size=5))
 def test_the_reason_clues_keep_every_sentence_the_pattern_matches(texts: list[str]) -> None:
-    matched = [t for t in texts if decide._WHY.search(t)]
-    kept = clued_items(texts, decide._WHY_CLUES)
-    assert [t for t in kept if decide._WHY.search(t)] == matched
+    _assert_clues_keep(texts, decide._WHY, decide._WHY_CLUES)
 
 
 @settings(max_examples=1_500, deadline=None)
