@@ -46,6 +46,9 @@ _BUILD_PROGRAMS = frozenset({
 })  # fmt: skip
 _STARTED = re.compile(r"\s*Command running in background|\s*Started background", re.I)
 _MORE_TESTS = re.compile(r"-m\s+django\s+test\b|django-admin\s+test\b")
+# What every match of _MORE_TESTS holds, led by a literal the engine skips ahead to
+# (_MORE_TESTS itself is tried at every position of a command that names django).
+_DJANGO_TEST = re.compile(r"django(?:-admin)?\s+test\b")
 _BACKGROUND = re.compile(r"&\s*$|\bnohup\b|run_in_background")
 # Pipes that only shorten or filter what the agent reads of the output.
 _TRIM = re.compile(r"\s*\|\s*(?:tail|head|grep|less|cat|tee|sed|awk|cut|sort|uniq)\b[^|]*")
@@ -64,7 +67,7 @@ def check_kind(command: str) -> str | None:
     head = command[:2_000]
     if _runs_in_background(head):
         return None  # its output is not its result
-    if is_test_command(head) or ("django" in head and _MORE_TESTS.search(head)):
+    if is_test_command(head) or (_DJANGO_TEST.search(head) and _MORE_TESTS.search(head)):
         return "tests"
     steps = [_strip(s) for s in segments(head)]
     for step in reversed(steps):

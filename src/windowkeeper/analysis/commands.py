@@ -337,7 +337,7 @@ def is_bookkeeping(command: str) -> bool:
 
 def _book_step(tokens: Sequence[str]) -> bool | None:
     """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work."""
-    words = [t for t in _program_words(tokens) if not _REDIRECT.match(t)]
+    words = _unredirected(_program_words(tokens))
     head = words[0].rsplit("/", 1)[-1] if words else ""
     if head in _HOUSEKEEPING:
         return True
@@ -356,8 +356,14 @@ def _all_touches(line: str) -> Iterator[Touch]:
 _REDIRECT = re.compile(r"^\d*(?:>>?|<)&?\S*$")
 
 
+def _unredirected(words: Sequence[str]) -> list[str]:
+    """``words`` without redirects (a redirect holds ``>`` or ``<``: most words skip the
+    pattern)."""
+    return [t for t in words if not (("<" in t or ">" in t) and _REDIRECT.match(t))]
+
+
 def _reads_only(tokens: Sequence[str]) -> bool:
-    words = [t for t in _program_words(tokens) if not _REDIRECT.match(t)]
+    words = _unredirected(_program_words(tokens))
     if not words:
         return True
     head = words[0].rsplit("/", 1)[-1]

@@ -56,12 +56,10 @@ _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 @functools.lru_cache(maxsize=4_096)
 def _segments(command: str) -> tuple[str, ...]:
     lines = lines_of(command)[0] if "<<" in command else [command]
-    return tuple(
-        _ENV_PREFIX.sub("", " ".join(part.split()))
-        for line in lines
-        for part in _STEP_SEPARATORS.split(line)
-        if part.strip()
-    )
+    parts = [p for line in lines for p in _STEP_SEPARATORS.split(line) if p.strip()]
+    steps = [" ".join(part.split()) for part in parts]
+    # an assignment holds "=": most steps have none and skip the pattern
+    return tuple([_ENV_PREFIX.sub("", s) if "=" in s else s for s in steps])
 
 
 def segments(command: str) -> list[str]:

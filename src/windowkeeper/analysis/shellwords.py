@@ -63,10 +63,15 @@ def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
 
 
 # A shell word (quoted parts, escapes and plain characters glued together) or an operator.
+# A run of plain characters other than ``>`` is taken at once (the first alternative):
+# one at a time, the engine tried every other alternative before each character; ``>``
+# is left to them, so ``>&`` is still read as one piece.
 _WORD = re.compile(
     r"""(&&|\|\||[;|](?!&)|&(?!>))"""
-    r"""|((?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|>&|&>|\|&|[^\s'"\\;|&])+)"""
+    r"""|((?:[^\s'"\\;|&>]+|'[^']*'|"(?:\\.|[^"\\])*"|\\.|>&|&>|\|&|[^\s'"\\;|&])+)"""
 )
+_SPECIAL = re.compile(r"""['"\\;|&]""")
+"""A line holding none of these is its whitespace-separated words, one step."""
 _QUOTED = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", re.DOTALL)
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
@@ -78,8 +83,9 @@ def _unquoted(word: str) -> str:
     def plain(match: re.Match[str]) -> str:
         if match.group(1) is not None:
             return match.group(1)
-        if match.group(2) is not None:
-            return _ESCAPE.sub(r"\1", match.group(2))
+        inner = match.group(2)
+        if inner is not None:  # a template substitution costs microseconds: only escapes
+            return _ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
         return match.group(3)
 
     return _QUOTED.sub(plain, word)
@@ -93,6 +99,8 @@ def steps_of(line: str) -> Steps:
     much faster): operators split steps even without spaces, ``#`` starts a comment.
     Remembered, as :func:`lines_of`.
     """
+    if _SPECIAL.search(line) is None:
+        return _plain_step(line.split())
     steps: list[list[str]] = [[]]
     for operator, word in _WORD.findall(line):
         if operator:
@@ -102,6 +110,17 @@ def steps_of(line: str) -> Steps:
         else:
             steps[-1].append(_unquoted(word))
     return tuple(tuple(step) for step in steps if step)
+
+
+def _plain_step(words: list[str]) -> Steps:
+    """The steps of a line with no quote, escape or operator: its words up to the first
+    that starts a comment (``_WORD`` reads such a line as its maximal runs of
+    non-whitespace, and ``\\s`` and ``str.split`` agree on whitespace)."""
+    for index, word in enumerate(words):
+        if word[0] == "#":
+            del words[index:]
+            break
+    return (tuple(words),) if words else ()
 
 
 def command_cwd(command: str, cwd: str | None) -> str | None:

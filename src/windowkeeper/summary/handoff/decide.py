@@ -26,6 +26,7 @@ from ...analysis.facts import (
     paragraphs,
     prose,
     sentences,
+    word_clues,
 )
 from ...analysis.toolshapes import ToolKind
 from .trail import event_files
@@ -161,6 +162,13 @@ _LIMITS = re.compile(rf"\b(?:{_LIMIT})\b", re.IGNORECASE)
 # What makes the text beside a change its reason. A text without one only announces the
 # step ("Now update x.py.", "I need to rename …") and is not a decision.
 _WHY = re.compile(rf"\b(?:{_LIMIT}|{_CAUSE})\b", re.IGNORECASE)
+# A word each alternative of _WHY holds (facts.Clues: "n't" and "not" stand for the
+# negations, "support" also for "unsupported").
+_WHY_CLUES = word_clues(
+    "instead of", "rather than", "cleaner", "simpler", "safer", "more robust", "n't", "not",
+    "support", "fail", "break", "because", "since", "so that", "the reason", "otherwise",
+    "to avoid", "in order to", "due to", "caused by", "requir",
+)  # fmt: skip
 _CHANGE_CHARS = 300
 
 
@@ -205,8 +213,9 @@ def _why_sentences(sentences: Sequence[str]) -> list[str]:
     """The sentences that give a reason, each with the one after it (what the agent
     then chose to do: "X doesn't support Y. I need to rewrite it as Z.")."""
     picked: dict[int, None] = {}
+    clued = set(clued_items(sentences, _WHY_CLUES))  # only these can hold a reason
     for k, sentence in enumerate(sentences):
-        if _WHY.search(sentence) and sentence[-1] != "?":
+        if sentence in clued and _WHY.search(sentence) and sentence[-1] != "?":
             picked[k] = None
             if k + 1 < len(sentences) and sentences[k + 1][-1] != "?":
                 picked[k + 1] = None
@@ -245,11 +254,13 @@ def _decisions_in(text: str) -> list[str]:
     found: list[str] = []
     for item in clued_items(paragraphs(body), _DECISION_CLUES):
         sentences = item_sentences(item)
+        # the item's sentences a clue is in: only those are searched with _DECISION
+        clued = set(clued_items(sentences, _DECISION_CLUES) if len(sentences) > 1 else sentences)
         joined = -1  # the reason sentence already joined to the decision before it
         for k, sentence in enumerate(sentences):
             if k == joined or len(sentence) < 20 or sentence[-1] in "?:":
                 continue
-            if not _DECISION.search(sentence):
+            if sentence not in clued or not _DECISION.search(sentence):
                 continue
             # The agent's stated reason stays with its decision: a trimmed list that
             # keeps the choice must keep why it was made.

@@ -24,7 +24,7 @@ from itertools import pairwise
 from ...analysis.checks import check_result, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import collapse, sentences
+from ...analysis.facts import clued_items, collapse, sentences, word_clues
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import error_lines, event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
@@ -53,6 +53,12 @@ _TELLING = re.compile(
     r"(?i)\b(?:error|fatal|fail|ignored|denied|not found|cannot|can't|unable|invalid|refused"
     r"|conflict|missing|no such|unknown|exceed|did not appear|no replacement|not performed)"
 )
+# _TELLING's words (facts.Clues): only the lines holding one are searched with it.
+_TELLING_CLUES = word_clues(
+    "error", "fatal", "fail", "ignored", "denied", "not found", "cannot", "can't", "unable",
+    "invalid", "refused", "conflict", "missing", "no such", "unknown", "exceed",
+    "did not appear", "no replacement", "not performed",
+)  # fmt: skip
 
 
 def first_error(event: ToolEvent) -> str:
@@ -88,7 +94,7 @@ def _telling_line(result: str) -> str:
     finding = next((line for line in lines if _FINDING.match(line)), None)
     if finding:  # a linter's first finding says what it objected to
         return finding.lstrip("┃│| ")
-    for line in reversed(lines):
+    for line in reversed(clued_items(lines, _TELLING_CLUES)):
         if _TELLING.search(line):
             return line
     return last_line("\n".join(lines)) if lines else last_line(result)

@@ -49,7 +49,9 @@ def stated_plan(assistant: Sequence[tuple[int, str]], events: Sequence[ToolEvent
 def _steps(text: str) -> tuple[str, ...]:
     lines = prose(text[:6_000]).splitlines()
     for index, line in enumerate(lines):
-        if not _HEAD.search(line.strip().strip("*#")):
+        head = line.strip().strip("*#")
+        # _HEAD ends in ":" and whitespace: a line that does not is not searched
+        if not head.rstrip().endswith(":") or not _HEAD.search(head):
             continue
         items = []
         for following in lines[index + 1 : index + 1 + 3 * MAX_PLAN]:

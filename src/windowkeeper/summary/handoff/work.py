@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from ...analysis.checks import check_passed, hidden_failure, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
-from ...analysis.facts import collapse, dedupe, item_sentences, prose
+from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, prose, word_clues
 from ...analysis.outputs import is_test_command, test_summary
 from ...analysis.probes import is_probe
 from ...analysis.resolution import OpenFailures, segments
@@ -49,6 +49,12 @@ _CLAIM = re.compile(
     r"|all (?:the )?tests (?:now )?pass|works now|now works|successfully (?:fixed|implemented))",
     re.IGNORECASE,
 )
+# A word each alternative of _CLAIM holds (facts.Clues): a sentence none of them is in
+# is not searched (a case-insensitive alternation is tried at every character).
+_CLAIM_CLUES = word_clues(
+    "fixed", "implemented", "complete", "finished", "resolved", "added", "updated", "done",
+    "pass", "works",
+)  # fmt: skip
 
 
 _STAGING = re.compile(r"git\s+(?:add|stage|restore\s+--staged|reset)\b")
@@ -250,7 +256,8 @@ def _unverified_claims(
             continue
         if position in backed:
             continue
-        for sentence in item_sentences(" ".join(prose(text[:4_000]).split())):
+        said = item_sentences(" ".join(prose(text[:4_000]).split()))
+        for sentence in clued_items(said, _CLAIM_CLUES):
             if _CLAIM.search(sentence) and not _TENTATIVE.search(sentence):
                 found.append(collapse(sentence, 200))
         if len(found) >= 3:
