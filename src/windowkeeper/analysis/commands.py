@@ -192,29 +192,58 @@ def _script_touches(
     return ((joined(path, here), MODIFIED) for path in written if _path_like(path))
 
 
-def _step_reads(tokens: Sequence[str]) -> list[str]:
+# --- one reading of each step ----------------------------------------------------------
+# A step (its words, as :func:`steps_of` makes them) is read by every reader of a command:
+# the files it writes and reads, whether it only reads, whether it keeps the books. Each
+# fact is made once per distinct step and remembered (agents run the same steps in many
+# commands), and every reader shares the step's program words (made once, not per reader).
+
+_STEPS_KEPT = 4_096
+
+
+@functools.lru_cache(maxsize=_STEPS_KEPT)
+def _step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
+    """(program words, program name, program words without redirects, their program name)
+    of a step."""
     words = _program_words(tokens)
-    head = words[0].rsplit("/", 1)[-1] if words else ""
+    plain = _unredirected(words)
+    return (
+        words,
+        words[0].rsplit("/", 1)[-1] if words else "",
+        plain,
+        plain[0].rsplit("/", 1)[-1] if plain else "",
+    )
+
+
+@functools.lru_cache(maxsize=_STEPS_KEPT)
+def _step_reads(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """The files a viewing or searching step reads."""
+    words, head, _, _ = _step_program(tokens)
     if head not in _VIEWERS and head not in _SCRIPT_FIRST:
-        return []
+        return ()
     if head in ("sed", "perl") and any(in_place(t, head) for t in words[1:]):
-        return []  # an in-place edit: a write
+        return ()  # an in-place edit: a write
     operands = _operands(until_redirect(words[1:]))
     if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
         operands = operands[1:]
-    return [p for p in operands if _path_like(p) and _looks_like_file(p)]
+    return tuple(p for p in operands if _path_like(p) and _looks_like_file(p))
 
 
-def _step_touches(tokens: Sequence[str]) -> Iterator[Touch]:
+@functools.lru_cache(maxsize=_STEPS_KEPT)
+def _step_touches(tokens: tuple[str, ...]) -> tuple[Touch, ...]:
+    """(path, MODIFIED or DELETED) of each file a step writes or removes, in order."""
+    return tuple(_touches_of(tokens))
+
+
+def _touches_of(tokens: tuple[str, ...]) -> Iterator[Touch]:
     for index, token in enumerate(tokens):
         if token in {">", ">>"} and index + 1 < len(tokens):
             yield tokens[index + 1], MODIFIED
         elif token.startswith(">") and len(token) > 1 and token.lstrip(">")[:1] != "&":
             yield token.lstrip(">"), MODIFIED
-    words = _program_words(tokens)
+    words, head, _, _ = _step_program(tokens)
     if not words:
         return
-    head = words[0].rsplit("/", 1)[-1]
     operands = _operands(words[1:])
     if head in {"sed", "perl"} and any(in_place(t, head) for t in words[1:]):
         yield from ((path, MODIFIED) for path in in_place_files(words[1:]))
@@ -273,7 +302,7 @@ def _applies_patch(lines: Sequence[str]) -> bool:
         if "patch" not in line and "apply" not in line:
             continue
         for tokens in steps_of(line):
-            if patch_program(_program_words(tokens)):
+            if patch_program(_step_program(tokens)[0]):
                 return True
     return False
 
@@ -298,11 +327,11 @@ def is_read_only(command: str) -> bool:
     if bodies or not lines or len(command) > SCAN_CHARS:
         return False
     for line, (touches, _) in zip(lines, line_gates(command), strict=True):
-        if touches and any(True for _ in _all_touches(line)):
+        steps = steps_of(line)
+        if touches and any(_step_touches(tokens) for tokens in steps):
             return False
-        for tokens in steps_of(line):
-            if not _reads_only(tokens):
-                return False
+        if not all(map(_reads_only, steps)):
+            return False
     return True
 
 
@@ -318,10 +347,12 @@ _STATE_WORDS = frozenset({"close", "closed", "done", "resolved", "merge", "creat
 _HOUSEKEEPING = frozenset({"chmod", "chown", "mkdir", "sleep"})
 
 
+@functools.lru_cache(maxsize=4_096)
 def is_bookkeeping(command: str) -> bool:
     """Whether a command only keeps the books: every step a tracker look-up or update
     (``bd show``, ``bd update X --status in_progress``, ``gh issue view``), a ``chmod``
-    or ``mkdir``, or a reading step. Not a Done item: it shows no work done."""
+    or ``mkdir``, or a reading step. Not a Done item: it shows no work done.
+    Remembered, as :func:`is_read_only`."""
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > SCAN_CHARS:
         return False
@@ -335,10 +366,10 @@ def is_bookkeeping(command: str) -> bool:
     return books
 
 
-def _book_step(tokens: Sequence[str]) -> bool | None:
+@functools.lru_cache(maxsize=_STEPS_KEPT)
+def _book_step(tokens: tuple[str, ...]) -> bool | None:
     """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work."""
-    words = _unredirected(_program_words(tokens))
-    head = words[0].rsplit("/", 1)[-1] if words else ""
+    _, _, words, head = _step_program(tokens)
     if head in _HOUSEKEEPING:
         return True
     if head in _TRACKERS:
@@ -346,11 +377,6 @@ def _book_step(tokens: Sequence[str]) -> bool | None:
         state = any(part in _STATE_WORDS for w in words[1:] for part in w.split("="))
         return True if any(v in _TRACKER_BOOKS for v in verbs) and not state else None
     return False if _reads_only(tokens) else None
-
-
-def _all_touches(line: str) -> Iterator[Touch]:
-    for tokens in steps_of(line):
-        yield from _step_touches(tokens)
 
 
 _REDIRECT = re.compile(r"^\d*(?:>>?|<)&?\S*$")
@@ -362,11 +388,11 @@ def _unredirected(words: Sequence[str]) -> list[str]:
     return [t for t in words if not (("<" in t or ">" in t) and _REDIRECT.match(t))]
 
 
-def _reads_only(tokens: Sequence[str]) -> bool:
-    words = _unredirected(_program_words(tokens))
+@functools.lru_cache(maxsize=_STEPS_KEPT)
+def _reads_only(tokens: tuple[str, ...]) -> bool:
+    _, _, words, head = _step_program(tokens)
     if not words:
         return True
-    head = words[0].rsplit("/", 1)[-1]
     if head in {"cd", "export", "set", "source", "."}:
         return True
     if head == "git":
@@ -391,7 +417,7 @@ def program_of(command: str) -> str:
     as ``sudo`` or ``timeout 60``)."""
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):
-            words = _program_words(tokens)
+            words = _step_program(tokens)[0]
             if words and words[0] not in {"cd", "export", "set"} and not _is_assignment(words[0]):
                 return words[0].rsplit("/", 1)[-1]
     return ""
