@@ -10,8 +10,9 @@ from collections.abc import Iterator, Sequence
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import commands, shellwords
-from windowkeeper.analysis.commands import READ, Touch, command_files
+from windowkeeper.analysis import commands, shellwords, steps
+from windowkeeper.analysis.commands import command_files
+from windowkeeper.analysis.steps import READ, Touch
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 
@@ -57,8 +58,8 @@ def _touches_walked_alone(command: str, cwd: str | None) -> tuple[Touch, ...]:
     for tokens, here in _gated_steps(lines, cwd, commands._MAY_TOUCH):
         touched.extend(
             (shellwords.joined(p, here), how)
-            for p, how in commands._step_touches(tokens)
-            if commands._path_like(p)
+            for p, how in steps.step_touches(tokens)
+            if steps.path_like(p)
         )
     touched.extend(commands._script_touches(command, lines, bodies, cwd))
     return tuple(dict.fromkeys(touched))
@@ -70,7 +71,7 @@ def _reads_walked_alone(command: str, cwd: str | None) -> tuple[Touch, ...]:
     found = [
         (shellwords.joined(p, here), READ)
         for tokens, here in _gated_steps(lines, cwd, commands._MAY_READ)
-        for p in commands._step_reads(tokens)
+        for p in steps.step_reads(tokens)
     ]
     return tuple(dict.fromkeys(found))
 

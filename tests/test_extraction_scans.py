@@ -11,7 +11,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import checks, commands, resolution, shellwords
+from windowkeeper.analysis import checks, shellwords, steps
 from windowkeeper.analysis.facts import Clues, clued_items
 from windowkeeper.analysis.shellwords import lines_of
 from windowkeeper.summary.handoff import decide, fixes, plans, work
@@ -73,9 +73,9 @@ def test_a_plain_line_is_its_words_up_to_a_comment() -> None:
 
 def _old_segments(command: str) -> tuple[str, ...]:
     lines = lines_of(command)[0] if "<<" in command else [command]
-    split = resolution._STEP_SEPARATORS.split
+    split = shellwords._STEP_SEPARATORS.split
     return tuple(
-        resolution._ENV_PREFIX.sub("", " ".join(part.split()))
+        shellwords._ENV_PREFIX.sub("", " ".join(part.split()))
         for line in lines
         for part in split(line)
         if part.strip()
@@ -93,7 +93,7 @@ _STEPS = st.sampled_from([
 @given(st.lists(_STEPS, max_size=25))
 def test_segments_and_the_django_gate_are_the_patterns(pieces: list[str]) -> None:
     command = "".join(pieces)
-    assert resolution._segments.__wrapped__(command) == _old_segments(command)
+    assert shellwords._segments.__wrapped__(command) == _old_segments(command)
     # Wherever the django test pattern matches, its gate does.
     if checks._MORE_TESTS.search(command):
         assert checks._DJANGO_TEST.search(command)
@@ -102,8 +102,8 @@ def test_segments_and_the_django_gate_are_the_patterns(pieces: list[str]) -> Non
 @settings(max_examples=1_000, deadline=None)
 @given(st.lists(st.sampled_from([">", "<", ">>", "2>&1", "&>x", "1>", "a", "x>y", "<<", "9"])))
 def test_redirects_are_left_out_as_the_pattern_leaves_them(words: list[str]) -> None:
-    expected = [t for t in words if not commands._REDIRECT.match(t)]
-    assert commands._unredirected(words) == expected
+    expected = [t for t in words if not steps._REDIRECT.match(t)]
+    assert steps.unredirected(words) == expected
 
 
 # Pieces of prose: the clue words, near misses, and characters that case-insensitive

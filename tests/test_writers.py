@@ -8,13 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from windowkeeper.analysis.commands import (
-    DELETED,
-    MODIFIED,
-    command_touches,
-    is_read_only,
-    program_of,
-)
+from windowkeeper.analysis.commands import command_touches, is_read_only, program_of
+from windowkeeper.analysis.steps import DELETED, MODIFIED
 from windowkeeper.analysis.writers import script_writes, unwrapped
 from windowkeeper.core.alternation import word_alternation
 

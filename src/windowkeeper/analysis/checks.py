@@ -9,6 +9,7 @@ target ``mix test``).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .events import ToolEvent, remembered
@@ -16,7 +17,7 @@ from .facts import collapse
 from .gist import is_stub
 from .installs import missing_names
 from .outputs import error_lines, is_test_command, last_line, test_summary
-from .resolution import segments
+from .shellwords import segments
 from .toolshapes import ToolKind
 
 # Linters and formatters in check mode, type checkers: the program (and subcommand).
@@ -64,22 +65,39 @@ _VERDICT = re.compile(
 def check_kind(command: str) -> str | None:
     """``"tests"``, ``"lint"`` or ``"build"`` for a command that runs that check (the
     newest such step decides), else ``None``."""
-    head = command[:2_000]
+    return _check_kind(command[:2_000])
+
+
+@functools.lru_cache(maxsize=1_024)
+def _check_kind(head: str) -> str | None:
+    """:func:`check_kind` of a command's first 2,000 characters (remembered: agents run
+    the same checks again, each run an event of its own)."""
     if _runs_in_background(head):
         return None  # its output is not its result
     if is_test_command(head) or (_DJANGO_TEST.search(head) and _MORE_TESTS.search(head)):
         return "tests"
-    steps = [_strip(s) for s in segments(head)]
-    for step in reversed(steps):
-        words = step.split(" ")  # _strip leaves one space between words
-        if not _LINT_PROGRAMS.isdisjoint(words) and _LINT.search(" " + step):
-            return "lint"
-        if (
-            not _BUILD_PROGRAMS.isdisjoint(words)
-            and _BUILD.search(" " + step)
-            and not step.startswith(("make -n", "make --dry"))
-        ):
-            return "build"
+    for step in reversed(segments(head)):
+        kind = _step_check(step)
+        if kind is not None:
+            return kind
+    return None
+
+
+@functools.lru_cache(maxsize=4_096)
+def _step_check(segment: str) -> str | None:
+    """``"lint"`` or ``"build"`` for one step (:func:`.resolution.segments`) that runs
+    that check, else ``None``; remembered per step: the steps of a script an agent runs
+    again and again (its ``cd``, its lines) recur from command to command."""
+    step = _strip(segment)
+    words = step.split(" ")  # _strip leaves one space between words
+    if not _LINT_PROGRAMS.isdisjoint(words) and _LINT.search(" " + step):
+        return "lint"
+    if (
+        not _BUILD_PROGRAMS.isdisjoint(words)
+        and _BUILD.search(" " + step)
+        and not step.startswith(("make -n", "make --dry"))
+    ):
+        return "build"
     return None
 
 

@@ -33,22 +33,26 @@ from .shellwords import (
     step_cwd,
     steps_of,
 )
+from .steps import (
+    MODIFIED,
+    READ,
+    SCRIPT_FIRST,
+    STEPS_KEPT,
+    VIEWERS,
+    Touch,
+    is_assignment,
+    path_like,
+    step_program,
+    step_reads,
+    step_touches,
+)
 from .writers import (
     INTERPRETERS,
     PROGRAMS,
     SCRIPT_HINTS,
-    copied,
     in_place,
-    in_place_files,
-    program_writes,
     script_writes,
-    until_redirect,
-    unwrapped,
 )
-
-READ, MODIFIED, DELETED = "read", "modified", "deleted"
-
-Touch = tuple[str, str]
 
 _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
 # Only a line matching this can write or delete a file the way we recognize (the program
@@ -57,7 +61,6 @@ _TOUCHERS = ("tee", "sed", "perl", "git", "rm", "unlink", "cp", "mv", "install",
              "patch", "truncate", *PROGRAMS)  # fmt: skip
 _TOUCHER_WORDS = r"\b" + word_alternation(_TOUCHERS) + r"\b"
 _MAY_TOUCH = re.compile(r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|" + _TOUCHER_WORDS)
-_PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 _READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack",
     "find", "ls", "ll", "tree", "pwd", "echo", "printf", "wc", "file", "stat", "du", "df",
@@ -83,7 +86,7 @@ def heredoc_files(command: str, cwd: str | None) -> tuple[tuple[str, str], ...]:
         steps = steps_of(line)
         for tokens in steps:
             here = step_cwd(tokens, here)
-        targets = {p for tokens in steps for p, how in _step_touches(tokens) if how == MODIFIED}
+        targets = {p for tokens in steps for p, how in step_touches(tokens) if how == MODIFIED}
         if len(bodies) == 1 and len(targets) == 1:
             found.append((joined(targets.pop(), here), bodies[0]))
     return tuple(found)
@@ -110,10 +113,7 @@ def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
     return command_files(command, cwd)[1]
 
 
-_VIEWERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc"})
-_SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
-"""Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
-_READER_WORDS = r"\b" + word_alternation(_VIEWERS | _SCRIPT_FIRST) + r"\b"
+_READER_WORDS = r"\b" + word_alternation(VIEWERS | SCRIPT_FIRST) + r"\b"
 _MAY_READ = re.compile(_READER_WORDS)
 # Both gates over every line of a command in one Hyperscan pass (``>``, the writers'
 # words, the readers' words); the regexes above then run only on the lines it names. Most
@@ -168,10 +168,10 @@ def command_files(
                 at_read = step_cwd(tokens, at_read)
             if touches:
                 touched.extend(
-                    (joined(p, at_touch), how) for p, how in _step_touches(tokens) if _path_like(p)
+                    (joined(p, at_touch), how) for p, how in step_touches(tokens) if path_like(p)
                 )
             if reads:
-                read.extend((joined(p, at_read), READ) for p in _step_reads(tokens))
+                read.extend((joined(p, at_read), READ) for p in step_reads(tokens))
     touched.extend(_script_touches(command, lines, bodies, cwd))
     return tuple(dict.fromkeys(touched)), tuple(dict.fromkeys(read))
 
@@ -189,111 +189,7 @@ def _script_touches(
     written = [path for body in scripts for path in script_writes(body)]
     if _applies_patch(lines):
         written.extend(path for body in bodies for path in diff_targets(body))
-    return ((joined(path, here), MODIFIED) for path in written if _path_like(path))
-
-
-# --- one reading of each step ----------------------------------------------------------
-# A step (its words, as :func:`steps_of` makes them) is read by every reader of a command:
-# the files it writes and reads, whether it only reads, whether it keeps the books. Each
-# fact is made once per distinct step and remembered (agents run the same steps in many
-# commands), and every reader shares the step's program words (made once, not per reader).
-
-_STEPS_KEPT = 4_096
-
-
-@functools.lru_cache(maxsize=_STEPS_KEPT)
-def _step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
-    """(program words, program name, program words without redirects, their program name)
-    of a step."""
-    words = _program_words(tokens)
-    plain = _unredirected(words)
-    return (
-        words,
-        words[0].rsplit("/", 1)[-1] if words else "",
-        plain,
-        plain[0].rsplit("/", 1)[-1] if plain else "",
-    )
-
-
-@functools.lru_cache(maxsize=_STEPS_KEPT)
-def _step_reads(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    """The files a viewing or searching step reads."""
-    words, head, _, _ = _step_program(tokens)
-    if head not in _VIEWERS and head not in _SCRIPT_FIRST:
-        return ()
-    if head in ("sed", "perl") and any(in_place(t, head) for t in words[1:]):
-        return ()  # an in-place edit: a write
-    operands = _operands(until_redirect(words[1:]))
-    if head in _SCRIPT_FIRST and not any(t in ("-e", "-f") for t in words[1:]):
-        operands = operands[1:]
-    return tuple(p for p in operands if _path_like(p) and _looks_like_file(p))
-
-
-@functools.lru_cache(maxsize=_STEPS_KEPT)
-def _step_touches(tokens: tuple[str, ...]) -> tuple[Touch, ...]:
-    """(path, MODIFIED or DELETED) of each file a step writes or removes, in order."""
-    return tuple(_touches_of(tokens))
-
-
-def _touches_of(tokens: tuple[str, ...]) -> Iterator[Touch]:
-    for index, token in enumerate(tokens):
-        if token in {">", ">>"} and index + 1 < len(tokens):
-            yield tokens[index + 1], MODIFIED
-        elif token.startswith(">") and len(token) > 1 and token.lstrip(">")[:1] != "&":
-            yield token.lstrip(">"), MODIFIED
-    words, head, _, _ = _step_program(tokens)
-    if not words:
-        return
-    operands = _operands(words[1:])
-    if head in {"sed", "perl"} and any(in_place(t, head) for t in words[1:]):
-        yield from ((path, MODIFIED) for path in in_place_files(words[1:]))
-    elif head == "tee":
-        yield from ((path, MODIFIED) for path in operands)
-    elif head in {"cp", "mv"} and len(operands) >= 2:
-        sources, written = copied(words[1:], operands)
-        if head == "mv":
-            yield from ((path, DELETED) for path in sources)
-        yield from ((path, MODIFIED) for path in written)
-    elif head in {"install", "ln"} and len(operands) >= 2:
-        yield operands[-1], MODIFIED
-    elif head in {"touch", "truncate"}:
-        yield from ((path, MODIFIED) for path in operands)
-    elif head in {"rm", "unlink"}:
-        yield from ((path, DELETED) for path in until_redirect(operands))
-    elif head == "git" and len(words) >= 3:
-        yield from _git_touches(words[1], _operands(words[2:]))
-    else:
-        yield from ((path, MODIFIED) for path in program_writes(head, words[1:]))
-
-
-def _git_touches(verb: str, operands: list[str]) -> Iterator[Touch]:
-    if verb == "rm":
-        yield from ((path, DELETED) for path in operands)
-    elif verb == "mv" and len(operands) >= 2:
-        yield operands[0], DELETED
-        yield operands[-1], MODIFIED
-    elif verb in {"checkout", "restore"}:
-        yield from ((path, MODIFIED) for path in operands if _looks_like_file(path))
-
-
-def _program_words(tokens: Sequence[str]) -> Sequence[str]:
-    """The step's words from the program it runs on: the assignments before it (``X=1
-    cmd``) and runners in front of it (``sudo``, ``timeout 60`` …) left out; later
-    ``name=value`` words are arguments (``dd of=out.img``, ``make CC=gcc``)."""
-    index = 0
-    if tokens and "=" in tokens[0]:
-        while index < len(tokens) and _is_assignment(tokens[index]):
-            index += 1
-    return unwrapped(tokens[index:] if index else tokens)
-
-
-def _is_assignment(token: str) -> bool:
-    name, sep, _ = token.partition("=")
-    return bool(sep) and name.isidentifier()
-
-
-def _operands(tokens: Sequence[str]) -> list[str]:
-    return [t for t in tokens if not t.startswith("-") and t not in {"<", ">", ">>", "2>&1"}]
+    return ((joined(path, here), MODIFIED) for path in written if path_like(path))
 
 
 def _applies_patch(lines: Sequence[str]) -> bool:
@@ -302,17 +198,9 @@ def _applies_patch(lines: Sequence[str]) -> bool:
         if "patch" not in line and "apply" not in line:
             continue
         for tokens in steps_of(line):
-            if patch_program(_step_program(tokens)[0]):
+            if patch_program(step_program(tokens)[0]):
                 return True
     return False
-
-
-def _looks_like_file(path: str) -> bool:
-    return "." in path.rsplit("/", 1)[-1] and not path.startswith("-")
-
-
-def _path_like(token: str) -> bool:
-    return bool(_PATHY.fullmatch(token)) and not token.startswith("-") and token != "/dev/null"
 
 
 # --- read-only commands ----------------------------------------------------------------
@@ -328,7 +216,7 @@ def is_read_only(command: str) -> bool:
         return False
     for line, (touches, _) in zip(lines, line_gates(command), strict=True):
         steps = steps_of(line)
-        if touches and any(_step_touches(tokens) for tokens in steps):
+        if touches and any(step_touches(tokens) for tokens in steps):
             return False
         if not all(map(_reads_only, steps)):
             return False
@@ -366,10 +254,10 @@ def is_bookkeeping(command: str) -> bool:
     return books
 
 
-@functools.lru_cache(maxsize=_STEPS_KEPT)
+@functools.lru_cache(maxsize=STEPS_KEPT)
 def _book_step(tokens: tuple[str, ...]) -> bool | None:
     """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work."""
-    _, _, words, head = _step_program(tokens)
+    _, _, words, head = step_program(tokens)
     if head in _HOUSEKEEPING:
         return True
     if head in _TRACKERS:
@@ -379,18 +267,9 @@ def _book_step(tokens: tuple[str, ...]) -> bool | None:
     return False if _reads_only(tokens) else None
 
 
-_REDIRECT = re.compile(r"^\d*(?:>>?|<)&?\S*$")
-
-
-def _unredirected(words: Sequence[str]) -> list[str]:
-    """``words`` without redirects (a redirect holds ``>`` or ``<``: most words skip the
-    pattern)."""
-    return [t for t in words if not (("<" in t or ">" in t) and _REDIRECT.match(t))]
-
-
-@functools.lru_cache(maxsize=_STEPS_KEPT)
+@functools.lru_cache(maxsize=STEPS_KEPT)
 def _reads_only(tokens: tuple[str, ...]) -> bool:
-    _, _, words, head = _step_program(tokens)
+    _, _, words, head = step_program(tokens)
     if not words:
         return True
     if head in {"cd", "export", "set", "source", "."}:
@@ -417,7 +296,7 @@ def program_of(command: str) -> str:
     as ``sudo`` or ``timeout 60``)."""
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):
-            words = _step_program(tokens)[0]
-            if words and words[0] not in {"cd", "export", "set"} and not _is_assignment(words[0]):
+            words = step_program(tokens)[0]
+            if words and words[0] not in {"cd", "export", "set"} and not is_assignment(words[0]):
                 return words[0].rsplit("/", 1)[-1]
     return ""

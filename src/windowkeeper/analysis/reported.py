@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 
-from .commands import DELETED, MODIFIED, Touch
 from .shellwords import SCAN_CHARS
+from .steps import DELETED, MODIFIED, Touch
 
 _STATUS_LINE = re.compile(
     r"^\s*(modified|new file|deleted|renamed):\s+(?:\S+ -> )?(\S+)\s*$"

@@ -31,7 +31,6 @@ at every open failure (which made long sessions quadratic: failures × successes
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -44,30 +43,11 @@ from .facts import collapse, folded
 from .installs import covers, installed, missing_names
 from .outputs import error_lines, is_test_command
 from .probes import changes_something, is_probe
-from .shellwords import lines_of
+from .shellwords import segments as segments  # the failure tracker's steps, also read from here
 from .toolshapes import ToolKind
 
 Key = tuple[ToolKind, str]
-_ENV_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)+(?=\S)")
 _SUBCOMMAND = re.compile(r"[A-Za-z][\w-]*")
-_STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
-
-
-@functools.lru_cache(maxsize=4_096)
-def _segments(command: str) -> tuple[str, ...]:
-    lines = lines_of(command)[0] if "<<" in command else [command]
-    parts = [p for line in lines for p in _STEP_SEPARATORS.split(line) if p.strip()]
-    steps = [" ".join(part.split()) for part in parts]
-    # an assignment holds "=": most steps have none and skip the pattern
-    return tuple([_ENV_PREFIX.sub("", s) if "=" in s else s for s in steps])
-
-
-def segments(command: str) -> list[str]:
-    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
-    bodies are not steps), each normalized: words collapsed, leading environment
-    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``); remembered
-    for the commands seen last."""
-    return list(_segments(command))
 
 
 def positional(command: str) -> tuple[str, list[str]]:

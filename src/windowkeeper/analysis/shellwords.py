@@ -123,6 +123,36 @@ def _plain_step(words: list[str]) -> Steps:
     return (tuple(words),) if words else ()
 
 
+# --- steps as strings (the failure tracker's and the checks' reading) ------------------
+
+_ENV_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)+(?=\S)")
+_STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
+
+
+@functools.lru_cache(maxsize=4_096)
+def _segments(command: str) -> tuple[str, ...]:
+    lines = lines_of(command)[0] if "<<" in command else [command]
+    parts = [p for line in lines for p in _STEP_SEPARATORS.split(line) if p.strip()]
+    steps = [" ".join(part.split()) for part in parts]
+    # an assignment holds "=": most steps have none and skip the pattern, which can only
+    # match at the start (``sub`` would try it at every position of the step)
+    return tuple([_unprefixed(s) if "=" in s else s for s in steps])
+
+
+def _unprefixed(step: str) -> str:
+    """``step`` without the environment assignments in front of it."""
+    found = _ENV_PREFIX.match(step)
+    return step[found.end() :] if found else step
+
+
+def segments(command: str) -> list[str]:
+    """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
+    bodies are not steps), each normalized: words collapsed, leading environment
+    assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``); remembered
+    for the commands seen last."""
+    return list(_segments(command))
+
+
 def command_cwd(command: str, cwd: str | None) -> str | None:
     """The working directory after ``command`` ran from ``cwd`` (its ``cd`` steps followed)."""
     return final_cwd(lines_of(command)[0], cwd)
