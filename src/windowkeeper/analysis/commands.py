@@ -181,14 +181,16 @@ def _script_touches(
 ) -> Iterator[Touch]:
     """The files the scripts in a command write (heredoc bodies, inline code) and the
     files of a patch it applies, joined to the working directory its ``cd`` steps leave."""
-    here = final_cwd(lines, cwd)
     scripts = list(bodies)
     text = command[:SCAN_CHARS]
     if any(w in text for w in SCRIPT_HINTS) and any(i in text for i in INTERPRETERS):
         scripts.append("\n".join(lines))
     written = [path for body in scripts for path in script_writes(body)]
-    if _applies_patch(lines):
+    if bodies and _applies_patch(lines):  # a patch's files come from the bodies
         written.extend(path for body in bodies for path in diff_targets(body))
+    if not written:  # most commands: no walk of the lines for their ``cd`` steps
+        return iter(())
+    here = final_cwd(lines, cwd)
     return ((joined(path, here), MODIFIED) for path in written if path_like(path))
 
 

@@ -132,8 +132,9 @@ _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 @functools.lru_cache(maxsize=4_096)
 def _segments(command: str) -> tuple[str, ...]:
     lines = lines_of(command)[0] if "<<" in command else [command]
-    parts = [p for line in lines for p in _STEP_SEPARATORS.split(line) if p.strip()]
-    steps = [" ".join(part.split()) for part in parts]
+    # a part is blank exactly when its collapsed words are empty
+    collapsed = [" ".join(p.split()) for line in lines for p in _STEP_SEPARATORS.split(line)]
+    steps = [step for step in collapsed if step]
     # an assignment holds "=": most steps have none and skip the pattern, which can only
     # match at the start (``sub`` would try it at every position of the step)
     return tuple([_unprefixed(s) if "=" in s else s for s in steps])
