@@ -74,14 +74,8 @@ def _old_is_bookkeeping(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > shellwords.SCAN_CHARS:
         return False
-    books = False
-    for line in lines:
-        for tokens in steps_of(line):
-            kind = _old_book_step(tokens)
-            if kind is None:
-                return False
-            books = books or kind
-    return books
+    kinds = [_old_book_step(tokens) for line in lines for tokens in steps_of(line)]
+    return None not in kinds and any(kinds)
 
 
 def _old_check_kind(command: str) -> str | None:
