@@ -139,6 +139,21 @@ def test_the_last_exit_code_is_the_last_any_pattern_finds(text: str) -> None:
     assert _last_exit(text) == _every_pattern_on_the_text(text)
 
 
+# ASCII pieces that start, end, nest and nearly make every shape, for the one look for
+# "exit" from the end that an ASCII text takes.
+_ASCII_EXIT_PIECES = st.sampled_from([
+    "exit", "EXIT", "Exit", "exited", "ed", "_", " ", "  ", "code", "status", "STATUS", ":",
+    "=", "-", "1", "0", "42", '"', '"exit_code"', "returned non-zero ", "returned non-zero exit",
+    " status 3", "<returncode>", "</returncode>", "x", "\n", "\t", "wexit 2", "exit 7",
+])  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(_ASCII_EXIT_PIECES, max_size=40).map("".join))
+def test_the_last_exit_code_of_an_ascii_text_is_the_last_any_pattern_finds(text: str) -> None:
+    assert _last_exit(text) == _every_pattern_on_the_text(text)
+
+
 def _every_line_split(command: str) -> tuple[str, ...]:
     """shell_items as it was: every line of a command that passes the gate split into
     words."""

@@ -181,9 +181,19 @@ _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] 
 
 
 _RETURNCODE_ONLY = _EXIT_PATTERNS[:1]
+_RETURNCODE, _WORDS, _JSON, _STATUS, _BARE = (p for _, p, _ in _EXIT_PATTERNS)
+_WORDS_LOWER = _EXIT_PATTERNS[1][2]
+assert _WORDS_LOWER is not None
+# Where the "exit" of each shape holding one lies from the shape's start.
+_JSON_EXIT, _STATUS_EXIT = 1, len("returned non-zero ")
+assert _JSON.pattern[_JSON_EXIT:].startswith("exit")
+assert _STATUS.pattern[_STATUS_EXIT:].startswith("exit")
+assert _BARE.pattern.startswith("exit") and _WORDS_LOWER.pattern.startswith("exit")
 
 
 def _last_exit(text: str) -> int | None:
+    if text.isascii():
+        return _last_ascii_exit(text)
     lowered = text.lower()
     # Every shape but mini-swe-agent's holds "exit": an output without it is looked
     # through for one literal, not five.
@@ -202,6 +212,45 @@ def _last_exit(text: str) -> int | None:
             if best is None or match.start() > best[0]:
                 best = (match.start(), int(match.group(1)))
     return None if best is None else best[1]
+
+
+def _last_ascii_exit(text: str) -> int | None:
+    """:func:`_last_exit` of an ASCII text, by one look for "exit" from its end.
+
+    What must hold (the asserts above, and the shapes' own wording): every shape but
+    ``<returncode>`` holds the one "exit" at a fixed place from its start, and no match
+    holds another's "exit" or start, so matches never overlap: the last one ``finditer``
+    finds is the rightmost. The rightmost "exit" any shape matches at is therefore the
+    last shape mentioned (a later "exit" lies past the start of every shape matching at an
+    earlier one); shapes matching there start at it (the two never both match), one
+    before it (JSON) or ``_STATUS_EXIT`` before it, the latest start winning."""
+    lowered = text.lower()
+    best: re.Match[str] | None = None
+    at = lowered.rfind("exit")
+    while at >= 0 and best is None:
+        best = (
+            _WORDS_LOWER.match(lowered, at)
+            or _BARE.match(text, at)
+            or (_JSON.match(text, at - _JSON_EXIT) if at >= _JSON_EXIT else None)
+            or (_STATUS.match(text, at - _STATUS_EXIT) if at >= _STATUS_EXIT else None)
+        )
+        at = lowered.rfind("exit", 0, at + 3)
+    tagged = _rightmost(_RETURNCODE, text, "<returncode>")
+    if tagged is not None and (best is None or tagged.start() >= best.start()):
+        best = tagged
+    return None if best is None else int(best.group(1))
+
+
+def _rightmost(pattern: re.Pattern[str], text: str, lead: str) -> re.Match[str] | None:
+    """The last match of ``pattern``, which starts with ``lead`` and whose matches do not
+    hold ``lead`` past their start (so they never overlap)."""
+    at = text.rfind(lead)
+    while at >= 0:
+        match = pattern.match(text, at)
+        if match is not None:
+            return match
+        at = text.rfind(lead, 0, at + len(lead) - 1)
+    return None
 
 
 def _aligned_fold(text: str, lowered: str) -> str | None:
