@@ -8,6 +8,7 @@ Agents name the same operations differently (``Bash``, ``execute_bash``, ``termi
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,8 +95,9 @@ _COMMAND_KEYS = ("command", "cmd", "script", "code")
 
 
 def _first_str(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    get = args.get  # looked up once: most keys asked about are absent
     for key in keys:
-        value = args.get(key)
+        value = get(key)
         if value is None:
             continue
         if isinstance(value, str):
@@ -144,6 +146,7 @@ def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     return ToolAction(name, ToolKind.OTHER, _generic_target(args), path=path)
 
 
+@functools.lru_cache(maxsize=1_024)  # a session names a few tools, each call asks again
 def tool_key(name: str) -> str:
     """The operation's own name, lower case: a known name as it is, else without its
     namespace and a ``builtin_`` prefix (an unknown name stays what it was)."""

@@ -94,7 +94,8 @@ def _calls_by_id(
     id made twice: the later call). Only the message of a call asked for is parsed: most
     calls' results are too short to be stubbed, and their arguments are never read here."""
     owners: dict[str, Message] = {}
-    for message in messages[:end]:
+    for index in range(min(end, len(messages))):
+        message = messages[index]
         if message.get("tool_calls"):
             for call in tool_calls(message):
                 owners[call_id(call)] = message
@@ -116,11 +117,13 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
     Only equal-length outputs can be identical, so only those are ever hashed.
     """
     by_length: dict[int, list[int]] = {}
+    least = settings.min_chars
     for index, message in enumerate(messages):
-        content = message.get("content")
-        if message.get("role") != "tool" or not isinstance(content, str):
+        # The role first: most messages are not tool results (a str subclass is a str).
+        if message.get("role") != "tool":
             continue
-        if len(content) >= settings.min_chars and not is_stub(content):
+        content = message.get("content")
+        if isinstance(content, str) and len(content) >= least and not is_stub(content):
             by_length.setdefault(len(content), []).append(index)
     return {i for group in by_length.values() if len(group) > 1 for i in group}
 
