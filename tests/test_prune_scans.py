@@ -41,6 +41,17 @@ def test_one_scan_finds_a_hint_exactly_where_one_of_the_four_does(text: str) -> 
     assert identifiers._hyphen_hinted(text) == any(h.search(text) for h in _HINTS)
 
 
+# Runs of letters, digits, dots and hyphens (separators, flags, permissions, versions,
+# dates), where the hints' runs and look-arounds are decided.
+_RUNS = st.text(alphabet="abcrxz019AZ.-_ \n\u0663", max_size=80)
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(_RUNS)
+def test_one_scan_finds_a_hint_in_runs_exactly_where_one_of_the_four_does(text: str) -> None:
+    assert identifiers._hyphen_hinted(text) == any(h.search(text) for h in _HINTS)
+
+
 def _ungated(text: str, *, uuids: bool = False, shas: bool = True, scan: int = 4_000) -> list[str]:
     """text_identifiers as it was: every hint scanned on its own."""
     text = window(text, scan)
