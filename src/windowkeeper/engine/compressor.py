@@ -53,10 +53,10 @@ from .pipeline import (
     over_window_warning,
     prune_head,
     prune_outside_tail,
+    pruned_tokens,
     receipt_of,
     tier1_out_of_reach,
     tier1_target,
-    tokens_of,
     verbatim_cause,
 )
 from .summarize import run_summary
@@ -335,7 +335,7 @@ class ContextCompressor(BackgroundCompaction):
         reached = None
         if target is None:
             target = tier1_target(job, self.config, self.threshold_tokens)
-            reached = job.extra + tokens_of(pruned.messages, self.analyzer)
+            reached = job.extra + pruned_tokens(job, pruned.messages, self.analyzer)
             if job.plan.compressible and reached > target:
                 return None  # fitting aims at the window, far above: tier 1 is not enough
         out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config, reached)

@@ -204,6 +204,19 @@ def tokens_of(messages: Sequence[Message], analyzer: Analyzer) -> int:
     return sum(facts(m).tokens for m in messages)
 
 
+def pruned_tokens(job: Job, messages: Sequence[Message], analyzer: Analyzer) -> int:
+    """:func:`tokens_of` a pruned copy of the job's messages (the same length, some
+    replaced): a message the passes left as it was is the job's, and so is its record
+    (only the replaced ones are looked up: most of a pruned list is the input's)."""
+    if len(messages) != len(job.messages):
+        return tokens_of(messages, analyzer)
+    facts = analyzer.facts
+    total = 0
+    for old, new, record in zip(job.messages, messages, job.facts, strict=True):
+        total += record.tokens if new is old else facts(new).tokens
+    return total
+
+
 def fit_room(
     messages: list[Message],
     tokens: int,
