@@ -23,7 +23,7 @@ from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
 from ..core.cache import kept_prefix
-from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
+from ..core.config import DEFAULT_CONFIG, CompressionConfig, tail_budget_tokens, usable_window
 from ..core.frozen import evolve
 from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult, Outcome, Reason, Tier
@@ -99,7 +99,7 @@ class ContextCompressor(BackgroundCompaction):
         clock: Callable[[], float] = time.time,
         today: Callable[[], date] = date.today,
     ) -> None:
-        self.config = config or CompressionConfig()
+        self.config = config or DEFAULT_CONFIG
         self.context_length = context_length
         self.model = model
         self.provider = provider
