@@ -172,9 +172,10 @@ _EXIT_WORDS = r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)"
 # The case-insensitive pattern has a lower-case twin for an ASCII text lowered: there it
 # matches where the other matches in the text (a case-insensitive pattern has no fast
 # scan for its leading literal, and OpenHands ends every shell output with "exit code").
+_WORDS_LOWER = re.compile(_EXIT_WORDS)
 _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
     ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"), None),
-    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE), re.compile(_EXIT_WORDS)),
+    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE), _WORDS_LOWER),
     ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)'), None),
     ("exit status", re.compile(r"returned non-zero exit status (\d+)"), None),
     # ``\bexit`` with the literal first: the look-behind (no word character before the
@@ -185,8 +186,6 @@ _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] 
 
 _RETURNCODE_ONLY = _EXIT_PATTERNS[:1]
 _RETURNCODE, _WORDS, _JSON, _STATUS, _BARE = (p for _, p, _ in _EXIT_PATTERNS)
-_WORDS_LOWER = _EXIT_PATTERNS[1][2]
-assert _WORDS_LOWER is not None
 # Where the "exit" of each shape holding one lies from the shape's start.
 _JSON_EXIT, _STATUS_EXIT = 1, len("returned non-zero ")
 assert _JSON.pattern[_JSON_EXIT:].startswith("exit")

@@ -123,7 +123,7 @@ def loads_or_none(text: str, *, limit: int = MAX_JSON_DEPTH) -> Any:
 # steps were a third of parsing them). A text that neither opens nor ends with JSON
 # whitespace goes to the scanner directly, which gives the same value or fails where
 # ``loads`` does (a mark, no value, extra data after it: ``None`` alike).
-_SCAN = json.JSONDecoder().scan_once
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _WHITESPACE = frozenset(" \t\n\r")
 
 
