@@ -195,3 +195,21 @@ _COMMAND_PIECES = st.sampled_from([
 @given(st.lists(_COMMAND_PIECES, max_size=30).map("".join))
 def test_look_up_items_are_those_of_every_line_split(command: str) -> None:
     assert specs.shell_items(command) == _every_line_split(command)
+
+
+_OPTIONAL_TEXT = st.none() | st.text(max_size=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(max_size=8), st.sampled_from(list(ToolKind)), st.text(max_size=8), _OPTIONAL_TEXT,
+    _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT, st.none() | st.integers(),
+)  # fmt: skip
+def test_an_action_made_through_its_slots_is_the_one_its_init_makes(
+    name: str, kind: ToolKind, target: str, path: str | None, command: str | None,
+    pattern: str | None, url: str | None, line: int | None,
+) -> None:  # fmt: skip
+    made = toolshapes._action(name, kind, target, path, command, pattern, url, line)
+    expected = ToolAction(name, kind, target, path, command, pattern, url, line)
+    assert made == expected
+    assert hash(made) == hash(expected) and repr(made) == repr(expected)

@@ -11,7 +11,7 @@ import enum
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import EllipsisType
 from typing import Any
 
@@ -41,6 +41,41 @@ class ToolAction:
     pattern: str | None = None
     url: str | None = None
     line: int | None = None
+
+
+# A ToolAction made without its frozen ``__init__``, which sets each of its eight slots
+# through ``object.__setattr__`` (every tool call of a session is recognized, most of
+# them in the compaction that first reads them): the slots' own descriptors set them.
+# What must hold: the fields are exactly these slots, in order, none computed
+# (no ``__post_init__``); the equality with ``ToolAction(...)`` is tested.
+_SLOTS = tuple(ToolAction.__dict__[name].__set__ for name in ToolAction.__slots__)
+assert ToolAction.__slots__ == tuple(f.name for f in fields(ToolAction))
+assert not hasattr(ToolAction, "__post_init__")
+_new = object.__new__
+
+
+def _action(
+    name: str,
+    kind: ToolKind,
+    target: str,
+    path: str | None = None,
+    command: str | None = None,
+    pattern: str | None = None,
+    url: str | None = None,
+    line: int | None = None,
+) -> ToolAction:
+    """``ToolAction(name, kind, target, path, command, pattern, url, line)``."""
+    action: ToolAction = _new(ToolAction)
+    set_name, set_kind, set_target, set_path, set_command, set_pattern, set_url, set_line = _SLOTS
+    set_name(action, name)
+    set_kind(action, kind)
+    set_target(action, target)
+    set_path(action, path)
+    set_command(action, command)
+    set_pattern(action, pattern)
+    set_url(action, url)
+    set_line(action, line)
+    return action
 
 
 _SHELL = {
@@ -127,23 +162,23 @@ def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     command = _first_str(args, _COMMAND_KEYS)
     if key in _EDITORS or (key in _EDIT_OR_READ and command in _EDITOR_COMMANDS):
         kind = _EDITOR_COMMANDS.get(command or "", ToolKind.EDIT)
-        return ToolAction(name, kind, path or "?", path=path, line=_line(args))
+        return _action(name, kind, path or "?", path=path, line=_line(args))
     if key in _SHELL or (command and any(w in key for w in ("bash", "shell", "terminal"))):
-        return ToolAction(name, ToolKind.SHELL, command or "?", command=command, path=path)
+        return _action(name, ToolKind.SHELL, command or "?", command=command, path=path)
     for names, kind in ((_READ, ToolKind.READ), (_WRITE, ToolKind.WRITE), (_EDIT, ToolKind.EDIT)):
         if key in names:
-            return ToolAction(name, kind, path or "?", path=path, line=_line(args))
+            return _action(name, kind, path or "?", path=path, line=_line(args))
     if key in _WEB_SEARCH:
         query = _first_str(args, _PATTERN_KEYS) or "?"
-        return ToolAction(name, ToolKind.WEB_SEARCH, query, pattern=query)
+        return _action(name, ToolKind.WEB_SEARCH, query, pattern=query)
     if key in _SEARCH:
         pattern = _first_str(args, _PATTERN_KEYS) or "?"
         where = _first_str(args, ("path", "dir", "directory", "cwd")) or path
-        return ToolAction(name, ToolKind.SEARCH, pattern, pattern=pattern, path=where)
+        return _action(name, ToolKind.SEARCH, pattern, pattern=pattern, path=where)
     url = _first_str(args, _URL_KEYS)
     if key in _FETCH or (url and "fetch" in key):
-        return ToolAction(name, ToolKind.FETCH, url or "?", url=url)
-    return ToolAction(name, ToolKind.OTHER, _generic_target(args), path=path)
+        return _action(name, ToolKind.FETCH, url or "?", url=url)
+    return _action(name, ToolKind.OTHER, _generic_target(args), path=path)
 
 
 @functools.lru_cache(maxsize=1_024)  # a session names a few tools, each call asks again

@@ -253,6 +253,11 @@ def _shrink(value: Any, head: int) -> tuple[Any, bool]:
     return value, False
 
 
+# What ``json.dumps(value, ensure_ascii=False)`` builds on each call (an encoder with those
+# settings), made once.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     """Shorten long string leaves of JSON arguments; the result stays valid JSON.
 
@@ -266,7 +271,7 @@ def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     shrunk, changed = _shrink(value, head)
     if not changed:
         return arguments
-    text = json.dumps(shrunk, ensure_ascii=False)
+    text = _ENCODE(shrunk)
     return text if len(text) < len(arguments) else arguments
 
 
