@@ -41,6 +41,17 @@ def test_one_scan_finds_a_hint_exactly_where_one_of_the_four_does(text: str) -> 
     assert identifiers._hyphen_hinted(text) == any(h.search(text) for h in _HINTS)
 
 
+# Runs of letters, digits, dots and hyphens (separators, flags, permissions, versions,
+# dates), where the hints' runs and look-arounds are decided.
+_RUNS = st.text(alphabet="abcrxz019AZ.-_ \n\u0663", max_size=80)
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(_RUNS)
+def test_one_scan_finds_a_hint_in_runs_exactly_where_one_of_the_four_does(text: str) -> None:
+    assert identifiers._hyphen_hinted(text) == any(h.search(text) for h in _HINTS)
+
+
 def _ungated(text: str, *, uuids: bool = False, shas: bool = True, scan: int = 4_000) -> list[str]:
     """text_identifiers as it was: every hint scanned on its own."""
     text = window(text, scan)
@@ -139,6 +150,21 @@ def test_the_last_exit_code_is_the_last_any_pattern_finds(text: str) -> None:
     assert _last_exit(text) == _every_pattern_on_the_text(text)
 
 
+# ASCII pieces that start, end, nest and nearly make every shape, for the one look for
+# "exit" from the end that an ASCII text takes.
+_ASCII_EXIT_PIECES = st.sampled_from([
+    "exit", "EXIT", "Exit", "exited", "ed", "_", " ", "  ", "code", "status", "STATUS", ":",
+    "=", "-", "1", "0", "42", '"', '"exit_code"', "returned non-zero ", "returned non-zero exit",
+    " status 3", "<returncode>", "</returncode>", "x", "\n", "\t", "wexit 2", "exit 7",
+])  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(_ASCII_EXIT_PIECES, max_size=40).map("".join))
+def test_the_last_exit_code_of_an_ascii_text_is_the_last_any_pattern_finds(text: str) -> None:
+    assert _last_exit(text) == _every_pattern_on_the_text(text)
+
+
 def _every_line_split(command: str) -> tuple[str, ...]:
     """shell_items as it was: every line of a command that passes the gate split into
     words."""
@@ -169,3 +195,21 @@ _COMMAND_PIECES = st.sampled_from([
 @given(st.lists(_COMMAND_PIECES, max_size=30).map("".join))
 def test_look_up_items_are_those_of_every_line_split(command: str) -> None:
     assert specs.shell_items(command) == _every_line_split(command)
+
+
+_OPTIONAL_TEXT = st.none() | st.text(max_size=8)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(max_size=8), st.sampled_from(list(ToolKind)), st.text(max_size=8), _OPTIONAL_TEXT,
+    _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT, st.none() | st.integers(),
+)  # fmt: skip
+def test_an_action_made_through_its_slots_is_the_one_its_init_makes(
+    name: str, kind: ToolKind, target: str, path: str | None, command: str | None,
+    pattern: str | None, url: str | None, line: int | None,
+) -> None:  # fmt: skip
+    made = toolshapes._action(name, kind, target, path, command, pattern, url, line)
+    expected = ToolAction(name, kind, target, path, command, pattern, url, line)
+    assert made == expected
+    assert hash(made) == hash(expected) and repr(made) == repr(expected)

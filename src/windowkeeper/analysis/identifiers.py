@@ -60,13 +60,20 @@ _UUID_HINT = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-")
 # hyphen each hint starts with is written once, before the alternation: a pattern that
 # starts with a literal is scanned for it, one that starts with a choice is tried at
 # every character.
+# The engine tries the alternation at every hyphen (a separator line holds dozens), so
+# each branch is written to fail fast, matching where its hint matches: every hint needs
+# a letter or digit right after the hyphen (one test rules out "--", "- ", "->"); the
+# letter-or-digit runs are possessive (``*+``, ``{0,7}+``: what follows a run is outside
+# its class, so giving characters back never lets the rest match); "a letter in the run
+# of letters and digits" is "a letter after the run's leading digits". The tests compare
+# it with the four hints on their own.
 _HYPHEN_HINTS = re.compile(
-    "-(?:"
-    + "|".join(
-        f"(?:{hint.pattern.removeprefix('-')})"
-        for hint in (_TICKET_HINT, _SLUG_HINT, _HASH_HINT, _UUID_HINT)
-    )
-    + ")"
+    r"-(?=[\dA-Za-z])(?:"
+    r"(?:(?=[0-9]*+[a-z])[a-z0-9]*+\.\d)"  # _SLUG_HINT
+    r"|(?:(?=[a-z]{0,7}+\d)(?=\d{0,7}+[a-z])[a-z0-9]{3,8}\b)"  # _HASH_HINT
+    rf"|(?:{_TICKET_HINT.pattern.removeprefix('-')})"
+    rf"|(?:{_UUID_HINT.pattern.removeprefix('-')})"
+    ")"
 )
 assert all(h.pattern.startswith("-") for h in (_TICKET_HINT, _SLUG_HINT, _HASH_HINT, _UUID_HINT))
 _UUID = re.compile(

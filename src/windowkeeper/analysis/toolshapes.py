@@ -8,9 +8,10 @@ Agents name the same operations differently (``Bash``, ``execute_bash``, ``termi
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import EllipsisType
 from typing import Any
 
@@ -40,6 +41,41 @@ class ToolAction:
     pattern: str | None = None
     url: str | None = None
     line: int | None = None
+
+
+# A ToolAction made without its frozen ``__init__``, which sets each of its eight slots
+# through ``object.__setattr__`` (every tool call of a session is recognized, most of
+# them in the compaction that first reads them): the slots' own descriptors set them.
+# What must hold: the fields are exactly these slots, in order, none computed
+# (no ``__post_init__``); the equality with ``ToolAction(...)`` is tested.
+_SLOTS = tuple(ToolAction.__dict__[name].__set__ for name in ToolAction.__slots__)
+assert ToolAction.__slots__ == tuple(f.name for f in fields(ToolAction))
+assert not hasattr(ToolAction, "__post_init__")
+_new = object.__new__
+
+
+def _action(
+    name: str,
+    kind: ToolKind,
+    target: str,
+    path: str | None = None,
+    command: str | None = None,
+    pattern: str | None = None,
+    url: str | None = None,
+    line: int | None = None,
+) -> ToolAction:
+    """``ToolAction(name, kind, target, path, command, pattern, url, line)``."""
+    action: ToolAction = _new(ToolAction)
+    set_name, set_kind, set_target, set_path, set_command, set_pattern, set_url, set_line = _SLOTS
+    set_name(action, name)
+    set_kind(action, kind)
+    set_target(action, target)
+    set_path(action, path)
+    set_command(action, command)
+    set_pattern(action, pattern)
+    set_url(action, url)
+    set_line(action, line)
+    return action
 
 
 _SHELL = {
@@ -94,8 +130,9 @@ _COMMAND_KEYS = ("command", "cmd", "script", "code")
 
 
 def _first_str(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    get = args.get  # looked up once: most keys asked about are absent
     for key in keys:
-        value = args.get(key)
+        value = get(key)
         if value is None:
             continue
         if isinstance(value, str):
@@ -125,25 +162,26 @@ def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     command = _first_str(args, _COMMAND_KEYS)
     if key in _EDITORS or (key in _EDIT_OR_READ and command in _EDITOR_COMMANDS):
         kind = _EDITOR_COMMANDS.get(command or "", ToolKind.EDIT)
-        return ToolAction(name, kind, path or "?", path=path, line=_line(args))
+        return _action(name, kind, path or "?", path=path, line=_line(args))
     if key in _SHELL or (command and any(w in key for w in ("bash", "shell", "terminal"))):
-        return ToolAction(name, ToolKind.SHELL, command or "?", command=command, path=path)
+        return _action(name, ToolKind.SHELL, command or "?", command=command, path=path)
     for names, kind in ((_READ, ToolKind.READ), (_WRITE, ToolKind.WRITE), (_EDIT, ToolKind.EDIT)):
         if key in names:
-            return ToolAction(name, kind, path or "?", path=path, line=_line(args))
+            return _action(name, kind, path or "?", path=path, line=_line(args))
     if key in _WEB_SEARCH:
         query = _first_str(args, _PATTERN_KEYS) or "?"
-        return ToolAction(name, ToolKind.WEB_SEARCH, query, pattern=query)
+        return _action(name, ToolKind.WEB_SEARCH, query, pattern=query)
     if key in _SEARCH:
         pattern = _first_str(args, _PATTERN_KEYS) or "?"
         where = _first_str(args, ("path", "dir", "directory", "cwd")) or path
-        return ToolAction(name, ToolKind.SEARCH, pattern, pattern=pattern, path=where)
+        return _action(name, ToolKind.SEARCH, pattern, pattern=pattern, path=where)
     url = _first_str(args, _URL_KEYS)
     if key in _FETCH or (url and "fetch" in key):
-        return ToolAction(name, ToolKind.FETCH, url or "?", url=url)
-    return ToolAction(name, ToolKind.OTHER, _generic_target(args), path=path)
+        return _action(name, ToolKind.FETCH, url or "?", url=url)
+    return _action(name, ToolKind.OTHER, _generic_target(args), path=path)
 
 
+@functools.lru_cache(maxsize=1_024)  # a session names a few tools, each call asks again
 def tool_key(name: str) -> str:
     """The operation's own name, lower case: a known name as it is, else without its
     namespace and a ``builtin_`` prefix (an unknown name stays what it was)."""
@@ -169,9 +207,10 @@ _EXIT_WORDS = r"exit(?:ed)?[ _](?:code|status)\s*[:=]?\s*(-?\d+)"
 # The case-insensitive pattern has a lower-case twin for an ASCII text lowered: there it
 # matches where the other matches in the text (a case-insensitive pattern has no fast
 # scan for its leading literal, and OpenHands ends every shell output with "exit code").
+_WORDS_LOWER = re.compile(_EXIT_WORDS)
 _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] = (
     ("<returncode>", re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"), None),
-    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE), re.compile(_EXIT_WORDS)),
+    ("exit", re.compile(_EXIT_WORDS, re.IGNORECASE), _WORDS_LOWER),
     ('"exit_code"', re.compile(r'"exit_code"\s*:\s*(-?\d+)'), None),
     ("exit status", re.compile(r"returned non-zero exit status (\d+)"), None),
     # ``\bexit`` with the literal first: the look-behind (no word character before the
@@ -181,9 +220,17 @@ _EXIT_PATTERNS: tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None], ...] 
 
 
 _RETURNCODE_ONLY = _EXIT_PATTERNS[:1]
+_RETURNCODE, _WORDS, _JSON, _STATUS, _BARE = (p for _, p, _ in _EXIT_PATTERNS)
+# Where the "exit" of each shape holding one lies from the shape's start.
+_JSON_EXIT, _STATUS_EXIT = 1, len("returned non-zero ")
+assert _JSON.pattern[_JSON_EXIT:].startswith("exit")
+assert _STATUS.pattern[_STATUS_EXIT:].startswith("exit")
+assert _BARE.pattern.startswith("exit") and _WORDS_LOWER.pattern.startswith("exit")
 
 
 def _last_exit(text: str) -> int | None:
+    if text.isascii():
+        return _last_ascii_exit(text)
     lowered = text.lower()
     # Every shape but mini-swe-agent's holds "exit": an output without it is looked
     # through for one literal, not five.
@@ -202,6 +249,45 @@ def _last_exit(text: str) -> int | None:
             if best is None or match.start() > best[0]:
                 best = (match.start(), int(match.group(1)))
     return None if best is None else best[1]
+
+
+def _last_ascii_exit(text: str) -> int | None:
+    """:func:`_last_exit` of an ASCII text, by one look for "exit" from its end.
+
+    What must hold (the asserts above, and the shapes' own wording): every shape but
+    ``<returncode>`` holds the one "exit" at a fixed place from its start, and no match
+    holds another's "exit" or start, so matches never overlap: the last one ``finditer``
+    finds is the rightmost. The rightmost "exit" any shape matches at is therefore the
+    last shape mentioned (a later "exit" lies past the start of every shape matching at an
+    earlier one); shapes matching there start at it (the two never both match), one
+    before it (JSON) or ``_STATUS_EXIT`` before it, the latest start winning."""
+    lowered = text.lower()
+    best: re.Match[str] | None = None
+    at = lowered.rfind("exit")
+    while at >= 0 and best is None:
+        best = (
+            _WORDS_LOWER.match(lowered, at)
+            or _BARE.match(text, at)
+            or (_JSON.match(text, at - _JSON_EXIT) if at >= _JSON_EXIT else None)
+            or (_STATUS.match(text, at - _STATUS_EXIT) if at >= _STATUS_EXIT else None)
+        )
+        at = lowered.rfind("exit", 0, at + 3)
+    tagged = _rightmost(_RETURNCODE, text, "<returncode>")
+    if tagged is not None and (best is None or tagged.start() >= best.start()):
+        best = tagged
+    return None if best is None else int(best.group(1))
+
+
+def _rightmost(pattern: re.Pattern[str], text: str, lead: str) -> re.Match[str] | None:
+    """The last match of ``pattern``, which starts with ``lead`` and whose matches do not
+    hold ``lead`` past their start (so they never overlap)."""
+    at = text.rfind(lead)
+    while at >= 0:
+        match = pattern.match(text, at)
+        if match is not None:
+            return match
+        at = text.rfind(lead, 0, at + len(lead) - 1)
+    return None
 
 
 def _aligned_fold(text: str, lowered: str) -> str | None:

@@ -70,19 +70,25 @@ def make_plan(
     context_length: int,
     tail_budget: int,
     facts: Sequence[MessageFacts] | None = None,
+    *,
+    protect: int | None = None,
+    min_tail: int | None = None,
 ) -> CompactionPlan:
     """Where a compaction of ``messages`` cuts (``costs``: per-message token estimates;
-    ``facts``: the messages' records, made here when not given)."""
+    ``facts``: the messages' records, made here when not given; ``protect`` and
+    ``min_tail``: the config's ``protect_first_n`` and ``min_tail_messages`` when not
+    given, a tighter plan's own otherwise, each at least what the config allows)."""
     facts = facts if facts is not None else Analyzer().analyze(messages)
     decayed = any(f.handoff for f in facts)
-    head = head_end(messages, config.protect_first_n, decayed)
+    protect = config.protect_first_n if protect is None else protect
+    head = head_end(messages, protect, decayed)
     cut = tail_cut(
         messages,
         costs,
         head,
         tail_budget,
         soft_ceiling=config.tail_soft_ceiling,
-        min_tail=config.min_tail_messages,
+        min_tail=config.min_tail_messages if min_tail is None else min_tail,
         facts=facts,
     )
     start = _skip_handoffs_in_tail(facts, cut.start)
@@ -125,16 +131,16 @@ def fitting_plan(
     first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
     keep_first = 0 if first_user is None else first_user + 1 - system_end(messages)
     protect = min(config.protect_first_n, max(0, keep_first))
-    tight_config = evolve(config, protect_first_n=protect)
-    tight = make_plan(messages, costs, tight_config, context_length, 0, facts)
+    tight = make_plan(messages, costs, config, context_length, 0, facts, protect=protect)
     moved = tight.tail_start > plan.tail_start or tight.head_end < plan.head_end
     chosen = tight if tight.compressible and moved else plan
     if not _fits(messages, costs, chosen, room):
         # Still too large with the minimum tail (a turn of a few large tool exchanges):
         # the older exchanges of the turn are summarized too and only the newest message
         # (with its tool group) stays verbatim, before any of it is cut to fit.
-        least = evolve(tight_config, min_tail_messages=1)
-        smallest = make_plan(messages, costs, least, context_length, 0, facts)
+        smallest = make_plan(
+            messages, costs, config, context_length, 0, facts, protect=protect, min_tail=1
+        )
         if smallest.compressible and smallest.tail_start > chosen.tail_start:
             chosen = smallest
     return _handoff_first(messages, costs, chosen, room, facts)

@@ -94,7 +94,8 @@ def _calls_by_id(
     id made twice: the later call). Only the message of a call asked for is parsed: most
     calls' results are too short to be stubbed, and their arguments are never read here."""
     owners: dict[str, Message] = {}
-    for message in messages[:end]:
+    for index in range(min(end, len(messages))):
+        message = messages[index]
         if message.get("tool_calls"):
             for call in tool_calls(message):
                 owners[call_id(call)] = message
@@ -116,11 +117,13 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
     Only equal-length outputs can be identical, so only those are ever hashed.
     """
     by_length: dict[int, list[int]] = {}
+    least = settings.min_chars
     for index, message in enumerate(messages):
-        content = message.get("content")
-        if message.get("role") != "tool" or not isinstance(content, str):
+        # The role first: most messages are not tool results (a str subclass is a str).
+        if message.get("role") != "tool":
             continue
-        if len(content) >= settings.min_chars and not is_stub(content):
+        content = message.get("content")
+        if isinstance(content, str) and len(content) >= least and not is_stub(content):
             by_length.setdefault(len(content), []).append(index)
     return {i for group in by_length.values() if len(group) > 1 for i in group}
 
@@ -250,6 +253,11 @@ def _shrink(value: Any, head: int) -> tuple[Any, bool]:
     return value, False
 
 
+# What ``json.dumps(value, ensure_ascii=False)`` builds on each call (an encoder with those
+# settings), made once.
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     """Shorten long string leaves of JSON arguments; the result stays valid JSON.
 
@@ -263,7 +271,7 @@ def truncate_arguments(arguments: str, head: int, parsed: object = None) -> str:
     shrunk, changed = _shrink(value, head)
     if not changed:
         return arguments
-    text = json.dumps(shrunk, ensure_ascii=False)
+    text = _ENCODE(shrunk)
     return text if len(text) < len(arguments) else arguments
 
 

@@ -153,6 +153,12 @@ class CompressionConfig:
         object.__setattr__(self, "cache_prices", MappingProxyType(dict(self.cache_prices)))
 
 
+DEFAULT_CONFIG = CompressionConfig()
+"""The defaults, made once: a compressor made without a config shares it (it is frozen,
+and its mappings are read-only views of copies), instead of building and checking its
+forty fields again (a fixed cost of every small compaction)."""
+
+
 def coerce_positive_int(value: object) -> int | None:
     """A positive integer, or ``None`` for None/0/negative/non-numeric values."""
     if isinstance(value, bool) or value is None:

@@ -23,7 +23,7 @@ from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
 from ..core.cache import kept_prefix
-from ..core.config import CompressionConfig, tail_budget_tokens, usable_window
+from ..core.config import DEFAULT_CONFIG, CompressionConfig, tail_budget_tokens, usable_window
 from ..core.frozen import evolve
 from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult, Outcome, Reason, Tier
@@ -53,10 +53,10 @@ from .pipeline import (
     over_window_warning,
     prune_head,
     prune_outside_tail,
+    pruned_tokens,
     receipt_of,
     tier1_out_of_reach,
     tier1_target,
-    tokens_of,
     verbatim_cause,
 )
 from .summarize import run_summary
@@ -99,7 +99,7 @@ class ContextCompressor(BackgroundCompaction):
         clock: Callable[[], float] = time.time,
         today: Callable[[], date] = date.today,
     ) -> None:
-        self.config = config or CompressionConfig()
+        self.config = config or DEFAULT_CONFIG
         self.context_length = context_length
         self.model = model
         self.provider = provider
@@ -335,7 +335,7 @@ class ContextCompressor(BackgroundCompaction):
         reached = None
         if target is None:
             target = tier1_target(job, self.config, self.threshold_tokens)
-            reached = job.extra + tokens_of(pruned.messages, self.analyzer)
+            reached = job.extra + pruned_tokens(job, pruned.messages, self.analyzer)
             if job.plan.compressible and reached > target:
                 return None  # fitting aims at the window, far above: tier 1 is not enough
         out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config, reached)

@@ -204,6 +204,41 @@ def tokens_of(messages: Sequence[Message], analyzer: Analyzer) -> int:
     return sum(facts(m).tokens for m in messages)
 
 
+def pruned_tokens(job: Job, messages: Sequence[Message], analyzer: Analyzer) -> int:
+    """:func:`tokens_of` a pruned copy of the job's messages (the same length, some
+    replaced): a message the passes left as it was is the job's, and so is its record
+    (only the replaced ones are looked up: most of a pruned list is the input's)."""
+    if len(messages) != len(job.messages):
+        return tokens_of(messages, analyzer)
+    total = 0
+    for old, new, record in zip(job.messages, messages, job.facts, strict=True):
+        total += record.tokens if new is old else _replaced_tokens(record, new, analyzer)
+    return total
+
+
+def _replaced_tokens(record: MessageFacts, new: Message, analyzer: Analyzer) -> int:
+    """The tokens of ``new``, a copy of ``record``'s message with another text (a stub):
+    an estimate is a sum over the message's parts, so only the text's part changes. Its
+    own record is made on first use instead (the next compaction's, or the warning's).
+    Worked out only for the rough estimate of an ASCII text (its length: no pass over it);
+    any other copy is looked up."""
+    old = record.message
+    text, content = old.get("content"), new.get("content")
+    if (
+        analyzer.count is None
+        and type(text) is str
+        and type(content) is str
+        and text.isascii()
+        and len(new) == len(old)
+        and all(key == "content" or new.get(key, _GONE) is value for key, value in old.items())
+    ):
+        return record.tokens - estimate_tokens(text) + estimate_tokens(content)
+    return analyzer.facts(new).tokens
+
+
+_GONE = object()
+
+
 def fit_room(
     messages: list[Message],
     tokens: int,
