@@ -23,6 +23,7 @@ from ...analysis.facts import largest_fitting
 from ...core.frozen import evolve
 from ...core.tokens import estimate_tokens
 from .model import HandoffState
+from .specs import extra_shown
 from .text import ALL, TITLES, Shown, section_text
 
 # Which knobs each section reads (a section is rendered again only when one changes).
@@ -154,9 +155,17 @@ def _with_work_spec(sizer: _Sizer, shown: Shown, room: int) -> Shown:
     if work is None or room <= 0:
         return shown
     base = sizer.section("Task Spec", shown)
+    # The search's probes mostly differ by less than a line: the section is sized once
+    # per distinct excerpt (an excerpt costs a few microseconds, a render of the whole
+    # section with its token estimate far more).
+    sizes: dict[tuple[tuple[str, bool], ...], int] = {}
 
     def fits(extra: int) -> bool:
-        return sizer.section("Task Spec", evolve(shown, spec_extra=extra)) - base <= room
+        key = extra_shown(sizer.state.specs, shown.spec_chars, extra)
+        size = sizes.get(key)
+        if size is None:
+            size = sizes[key] = sizer.section("Task Spec", evolve(shown, spec_extra=extra))
+        return size - base <= room
 
     best = largest_fitting(1, max(1, len(work.whole) - len(work.text)), fits)
     return shown if best is None else evolve(shown, spec_extra=best)

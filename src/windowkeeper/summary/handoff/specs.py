@@ -256,6 +256,12 @@ def render_specs(specs: Sequence[Spec], chars: int, extra: int = 0) -> str:
     return "\n".join(lines)
 
 
+def extra_shown(specs: Sequence[Spec], chars: int, extra: int) -> tuple[tuple[str, bool], ...]:
+    """What :func:`render_specs` shows of each spec that ``extra`` moves (those with a
+    whole output): with the other specs, this is all the section's text depends on."""
+    return tuple(_shown_text(spec, chars, extra) for spec in specs if spec.text and spec.whole)
+
+
 def _shown_text(spec: Spec, chars: int, extra: int) -> tuple[str, bool]:
     """A shown spec's text and whether it is shortened (see :func:`render_specs`)."""
     if spec.whole and extra > 0:
