@@ -80,6 +80,17 @@ def _plain_work_spec(state: HandoffState, shown: Shown, room: int) -> Shown:
 
 
 @st.composite
+def _specs(draw: st.DrawFn, n: int) -> Spec:
+    """A spec, mostly one with a whole output (the extra room shows more of every such
+    spec, so the room's search must size them all), with headings and rule lines."""
+    lines = st.one_of(LINE, st.sampled_from(["## Rules", "Acceptance:", "- must not add x"]))
+    whole = "\n".join(draw(st.lists(lines, max_size=30)))
+    text = whole[: draw(st.integers(0, 200))]
+    return Spec(f"bd show app-{n}", text, "wkabc", f"app-{n}", role=SpecRole.IN_PROGRESS,
+                whole=whole if draw(st.integers(0, 3)) else "")  # fmt: skip
+
+
+@st.composite
 def states(draw: st.DrawFn) -> HandoffState:
     items = tuple(
         WorkItem(f"app-{n}", draw(LINE), draw(LINES)) for n in range(draw(st.integers(0, 4)))
@@ -88,11 +99,7 @@ def states(draw: st.DrawFn) -> HandoffState:
         done=draw(LINES), pending=draw(LINES), items=items, latest=draw(LINES),
         fixed=draw(LINES), changes=draw(LINES),
     )  # fmt: skip
-    whole = "\n".join(draw(st.lists(LINE, max_size=30)))
-    specs = (
-        Spec("bd show app-1", whole[: draw(st.integers(0, 200))], "wkabc", "app-1",
-             role=SpecRole.IN_PROGRESS, whole=whole),
-    ) if draw(st.booleans()) else ()  # fmt: skip
+    specs = tuple(draw(_specs(n)) for n in range(draw(st.integers(0, 3))))
     errors = tuple(OpenError(line, draw(LINES), 1, line) for line in draw(LINES)[:3])
     return HandoffState(
         task=Quote("\n".join(draw(LINES)), "wk1"), users=tuple(Quote(x) for x in draw(LINES)),
@@ -113,3 +120,15 @@ def test_the_shared_sizer_gives_the_plain_algorithms_text(
     assert fitted(state, budget) == plain
     assert with_work_spec(state, plain, room) == _plain_work_spec(state, plain, room)
     assert fitted_text(state, budget, room) == render(state, _plain_work_spec(state, plain, room))
+
+
+@settings(max_examples=150, deadline=None)
+@given(states(), st.lists(_specs(9), min_size=1, max_size=2), st.integers(0, 2_000))
+def test_the_extra_room_sizes_every_spec_it_moves(
+    state: HandoffState, more: list[Spec], room: int
+) -> None:
+    """The room's search sizes the section once per distinct excerpt of every spec with
+    a whole output (the extra room moves each of them), as a probe per value would."""
+    state = replace(state, specs=(*state.specs, *more))
+    shown = Shown(spec_chars=300)
+    assert with_work_spec(state, shown, room) == _plain_work_spec(state, shown, room)
