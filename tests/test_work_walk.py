@@ -33,8 +33,8 @@ _COMMANDS = [
 ]  # fmt: skip
 _RESULTS = [
     "", "ok", "3 passed in 0.1s", "1 failed, 2 passed", "FAILED tests/test_a.py::t",
-    "[main 1a2b3c4] fix parser\n 1 file changed", "To host:r.git\n   1a2b3c4..5d6e7f8  main -> main",
-    "All checks passed!", "error: build failed",
+    "[main 1a2b3c4] fix parser\n 1 file changed", "All checks passed!", "error: build failed",
+    "To host:r.git\n   1a2b3c4..5d6e7f8  main -> main",
 ]  # fmt: skip
 
 Maker = Callable[[int], ToolEvent]
