@@ -84,8 +84,9 @@ def _specs(draw: st.DrawFn, n: int) -> Spec:
     """A spec, mostly one with a whole output (the extra room shows more of every such
     spec, so the room's search must size them all), with headings and rule lines."""
     lines = st.one_of(LINE, st.sampled_from(["## Rules", "Acceptance:", "- must not add x"]))
-    whole = "\n".join(draw(st.lists(lines, max_size=30)))
-    text = whole[: draw(st.integers(0, 200))]
+    whole = "\n".join(draw(st.lists(lines, max_size=60)))
+    # Texts past the ladder's spec_chars floors too, so its probes cut them.
+    text = whole[: draw(st.one_of(st.integers(0, 200), st.integers(200, 3_000)))]
     return Spec(f"bd show app-{n}", text, "wkabc", f"app-{n}", role=SpecRole.IN_PROGRESS,
                 whole=whole if draw(st.integers(0, 3)) else "")  # fmt: skip
 
@@ -132,3 +133,24 @@ def test_the_extra_room_sizes_every_spec_it_moves(
     state = replace(state, specs=(*state.specs, *more))
     shown = Shown(spec_chars=300)
     assert with_work_spec(state, shown, room) == _plain_work_spec(state, shown, room)
+    # The ladder's spec_chars probes cut every spec's text (a budget that reaches them).
+    budget = room // 2
+    assert fitted(state, budget) == _plain_fitted(state, budget)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_specs(0), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 3_000), st.integers(0, 3_000)), min_size=1, max_size=12),
+)
+def test_the_task_spec_is_sized_as_rendered_whatever_the_probes(
+    specs: list[Spec], probes: list[tuple[int, int]]
+) -> None:
+    """Sizes kept per excerpts shown are the sizes of the section rendered, for every
+    spec_chars and spec_extra probed, in any order (each spec's excerpt is in the key)."""
+    state = HandoffState(specs=tuple(specs))
+    sizer = fit._Sizer(state)
+    for chars, extra in probes:
+        shown = Shown(spec_chars=chars, spec_extra=extra)
+        text = section_text("Task Spec", state, shown)
+        assert sizer.section("Task Spec", shown) == (estimate_tokens(text) + 1 if text else 0)

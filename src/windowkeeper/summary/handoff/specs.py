@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
 
 from ...analysis.commands import short_command
@@ -256,10 +256,10 @@ def render_specs(specs: Sequence[Spec], chars: int, extra: int = 0) -> str:
     return "\n".join(lines)
 
 
-def extra_shown(specs: Sequence[Spec], chars: int, extra: int) -> tuple[tuple[str, bool], ...]:
-    """What :func:`render_specs` shows of each spec that ``extra`` moves (those with a
-    whole output): with the other specs, this is all the section's text depends on."""
-    return tuple(_shown_text(spec, chars, extra) for spec in specs if spec.text and spec.whole)
+def shown_specs(specs: Sequence[Spec], chars: int, extra: int) -> Iterator[tuple[str, bool]]:
+    """What :func:`render_specs` shows of each spec with a text (the excerpt, and whether
+    it is shortened): with the specs themselves, all the section's text depends on."""
+    return (_shown_text(spec, chars, extra) for spec in specs if spec.text)
 
 
 def _shown_text(spec: Spec, chars: int, extra: int) -> tuple[str, bool]:
