@@ -80,6 +80,18 @@ def _plain_work_spec(state: HandoffState, shown: Shown, room: int) -> Shown:
 
 
 @st.composite
+def _specs(draw: st.DrawFn, n: int) -> Spec:
+    """A spec, mostly one with a whole output (the extra room shows more of every such
+    spec, so the room's search must size them all), with headings and rule lines."""
+    lines = st.one_of(LINE, st.sampled_from(["## Rules", "Acceptance:", "- must not add x"]))
+    whole = "\n".join(draw(st.lists(lines, max_size=60)))
+    # Texts past the ladder's spec_chars floors too, so its probes cut them.
+    text = whole[: draw(st.one_of(st.integers(0, 200), st.integers(200, 3_000)))]
+    return Spec(f"bd show app-{n}", text, "wkabc", f"app-{n}", role=SpecRole.IN_PROGRESS,
+                whole=whole if draw(st.integers(0, 3)) else "")  # fmt: skip
+
+
+@st.composite
 def states(draw: st.DrawFn) -> HandoffState:
     items = tuple(
         WorkItem(f"app-{n}", draw(LINE), draw(LINES)) for n in range(draw(st.integers(0, 4)))
@@ -88,11 +100,7 @@ def states(draw: st.DrawFn) -> HandoffState:
         done=draw(LINES), pending=draw(LINES), items=items, latest=draw(LINES),
         fixed=draw(LINES), changes=draw(LINES),
     )  # fmt: skip
-    whole = "\n".join(draw(st.lists(LINE, max_size=30)))
-    specs = (
-        Spec("bd show app-1", whole[: draw(st.integers(0, 200))], "wkabc", "app-1",
-             role=SpecRole.IN_PROGRESS, whole=whole),
-    ) if draw(st.booleans()) else ()  # fmt: skip
+    specs = tuple(draw(_specs(n)) for n in range(draw(st.integers(0, 3))))
     errors = tuple(OpenError(line, draw(LINES), 1, line) for line in draw(LINES)[:3])
     return HandoffState(
         task=Quote("\n".join(draw(LINES)), "wk1"), users=tuple(Quote(x) for x in draw(LINES)),
@@ -113,3 +121,36 @@ def test_the_shared_sizer_gives_the_plain_algorithms_text(
     assert fitted(state, budget) == plain
     assert with_work_spec(state, plain, room) == _plain_work_spec(state, plain, room)
     assert fitted_text(state, budget, room) == render(state, _plain_work_spec(state, plain, room))
+
+
+@settings(max_examples=150, deadline=None)
+@given(states(), st.lists(_specs(9), min_size=1, max_size=2), st.integers(0, 2_000))
+def test_the_extra_room_sizes_every_spec_it_moves(
+    state: HandoffState, more: list[Spec], room: int
+) -> None:
+    """The room's search sizes the section once per distinct excerpt of every spec with
+    a whole output (the extra room moves each of them), as a probe per value would."""
+    state = replace(state, specs=(*state.specs, *more))
+    shown = Shown(spec_chars=300)
+    assert with_work_spec(state, shown, room) == _plain_work_spec(state, shown, room)
+    # The ladder's spec_chars probes cut every spec's text (a budget that reaches them).
+    budget = room // 2
+    assert fitted(state, budget) == _plain_fitted(state, budget)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_specs(0), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 3_000), st.integers(0, 3_000)), min_size=1, max_size=12),
+)
+def test_the_task_spec_is_sized_as_rendered_whatever_the_probes(
+    specs: list[Spec], probes: list[tuple[int, int]]
+) -> None:
+    """Sizes kept per excerpts shown are the sizes of the section rendered, for every
+    spec_chars and spec_extra probed, in any order (each spec's excerpt is in the key)."""
+    state = HandoffState(specs=tuple(specs))
+    sizer = fit._Sizer(state)
+    for chars, extra in probes:
+        shown = Shown(spec_chars=chars, spec_extra=extra)
+        text = section_text("Task Spec", state, shown)
+        assert sizer.section("Task Spec", shown) == (estimate_tokens(text) + 1 if text else 0)

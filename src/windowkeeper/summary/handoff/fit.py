@@ -16,6 +16,7 @@ may be exceeded by them alone.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from operator import attrgetter
 
@@ -23,6 +24,7 @@ from ...analysis.facts import largest_fitting
 from ...core.frozen import evolve
 from ...core.tokens import estimate_tokens
 from .model import HandoffState
+from .specs import shown_specs
 from .text import ALL, TITLES, Shown, section_text
 
 # Which knobs each section reads (a section is rendered again only when one changes).
@@ -75,6 +77,7 @@ class _Sizer:
         self.state = state
         self._sizes: dict[tuple[str, object], int] = {}
         self._last: dict[str, tuple[object, str]] = {}
+        self._by_excerpts: dict[bytes, int] = {}
 
     def _text(self, title: str, key: object, shown: Shown) -> str:
         last = self._last.get(title)
@@ -88,8 +91,16 @@ class _Sizer:
         key = _KEYS[title](shown)
         size = self._sizes.get((title, key))
         if size is None:
-            text = self._text(title, key, shown)
-            size = self._sizes[(title, key)] = estimate_tokens(text) + 1 if text else 0
+            # The Task Spec's knobs move its text in line steps: most values probed show
+            # the same excerpts, so its size is kept per excerpts shown too.
+            shows = _excerpts(self.state, shown) if title == "Task Spec" else None
+            size = self._by_excerpts.get(shows) if shows else None
+            if size is None:
+                text = self._text(title, key, shown)
+                size = estimate_tokens(text) + 1 if text else 0
+                if shows:
+                    self._by_excerpts[shows] = size
+            self._sizes[(title, key)] = size
         return size
 
     def total(self, shown: Shown) -> int:
@@ -99,6 +110,17 @@ class _Sizer:
         """What :func:`~.text.render` gives for ``shown``, from the sections rendered."""
         parts = (self._text(title, _KEYS[title](shown), shown) for title in TITLES)
         return "\n\n".join(part for part in parts if part)
+
+
+def _excerpts(state: HandoffState, shown: Shown) -> bytes:
+    """A digest of the specs' excerpts ``shown`` shows (an excerpt costs microseconds, a
+    render of the section and its token estimate far more). A digest, not the texts: the
+    sizer would otherwise hold every excerpt tried (the peak memory)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for text, cut in shown_specs(state.specs, shown.spec_chars, shown.spec_extra):
+        digest.update(b"%d %d:" % (len(text), cut))
+        digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 def fitted(state: HandoffState, budget: int) -> Shown:

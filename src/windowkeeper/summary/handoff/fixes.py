@@ -140,18 +140,15 @@ class FixLog:
     and its fix are quoted with the fix)."""
     fixed: list[str] = field(default_factory=list)
     _index: dict[int, int] = field(default_factory=dict)
-    # The changes seen, as two parallel lists (positions ascending): a fix's range is
-    # found by bisecting the positions and its names are read as one slice, in C.
-    _change_at: list[int] = field(default_factory=list)
-    _changes: list[str] = field(default_factory=list)
+    # The events seen, by index. What a call changed is asked only for the events
+    # between a failure and what fixed it (most events lie between none).
+    _seen: list[ToolEvent] = field(default_factory=list)
     _done: set[int] = field(default_factory=set)
 
     def seen(self, index: int, event: ToolEvent) -> None:
+        """Feed the events in order, ``index`` counting from 0."""
         self._index[id(event)] = index
-        change = change_of(event)
-        if change is not None:
-            self._change_at.append(index)
-            self._changes.append(change)
+        self._seen.append(event)
 
     def resolved(self, success: ToolEvent, failures: Sequence[ToolEvent]) -> None:
         """Entries for the failures ``success`` resolved (each attempt with its own
@@ -229,9 +226,8 @@ class FixLog:
         start, end = self._index.get(id(older), -1), self._index.get(id(newer), -1)
         if start < 0 or end <= start:
             return ""
-        low = bisect.bisect_right(self._change_at, start)
-        high = bisect.bisect_left(self._change_at, end, low)
-        changes = list(dict.fromkeys(self._changes[low:high]))
+        found = (change_of(event) for event in self._seen[start + 1 : end])
+        changes = list(dict.fromkeys(change for change in found if change is not None))
         if not changes:
             return ""
         more = len(changes) - _SHOWN_CHANGES

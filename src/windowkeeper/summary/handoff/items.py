@@ -170,8 +170,10 @@ class ItemTracker:
             return True
         if not event.failed and _TRACKER.match(command):
             return self._tracker(command, event)
+        if self.active is None:
+            return False  # work done with no item claimed is no item's evidence
         kind = is_check_run(event)
-        if self.active is None or (event.failed and kind is None) or is_read_only(command):
+        if (event.failed and kind is None) or is_read_only(command):
             return False
         entry = check_evidence(kind, event, command) if kind else None
         self.note(self.active, entry or f"ran `{short_command(command, 100)}`")

@@ -45,14 +45,19 @@ def latest_results(events: Sequence[ToolEvent], previous: Sequence[str]) -> tupl
     """The newest result of each check (``tests `mix test`: passed (…)``), the carried
     ones updated by these events; newest last. A test target is its command; a lint or
     build target its program and subcommand (whatever files it ran over)."""
-    latest = {check_key(e): e for e in previous}
-    for event in events:
+    # Read newest first: once MAX_LATEST checks are found, older runs cannot be shown
+    # (a check run again is listed at its newest run).
+    newest: dict[str, str] = {}
+    for event in reversed(events):
         kind = is_check_run(event)
         if kind:
             entry = f"{kind} `{check_target(event.action.command or '')}`: {check_result(event)}"
-            latest.pop(check_key(entry), None)
-            latest[check_key(entry)] = entry
-    return tuple(latest.values())[-MAX_LATEST:]
+            newest.setdefault(check_key(entry), entry)
+            if len(newest) >= MAX_LATEST:
+                break
+    carried = {check_key(e): e for e in previous}
+    kept = [entry for key, entry in carried.items() if key not in newest]
+    return tuple([*kept, *reversed(newest.values())])[-MAX_LATEST:]
 
 
 def newest_changes(events: Sequence[ToolEvent], previous: Sequence[str]) -> tuple[str, ...]:

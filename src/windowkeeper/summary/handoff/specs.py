@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
 
 from ...analysis.commands import short_command
@@ -254,6 +254,12 @@ def render_specs(specs: Sequence[Spec], chars: int, extra: int = 0) -> str:
         label = LABELS.get(spec.role, LABELS[SpecRole.NEWEST])
         lines += [f"{label} {_head(spec, shortened)}", fence(text)]
     return "\n".join(lines)
+
+
+def shown_specs(specs: Sequence[Spec], chars: int, extra: int) -> Iterator[tuple[str, bool]]:
+    """What :func:`render_specs` shows of each spec with a text (the excerpt, and whether
+    it is shortened): with the specs themselves, all the section's text depends on."""
+    return (_shown_text(spec, chars, extra) for spec in specs if spec.text)
 
 
 def _shown_text(spec: Spec, chars: int, extra: int) -> tuple[str, bool]:

@@ -13,6 +13,7 @@ state, each done item checked for evidence since it was last open.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -250,7 +251,7 @@ def _unverified_claims(
     passing test after them, nor a passing check, commit or push right before them (with
     no change in between)."""
     found: list[str] = []
-    backed = _backed_positions(events)
+    backed = _Backed(events)
     for position, text in reversed(assistant[-6:]):
         if last_test is not None and not last_test.failed and last_test.position > position:
             continue
@@ -265,22 +266,56 @@ def _unverified_claims(
     return dedupe(found)[:3]
 
 
-def _backed_positions(events: Sequence[ToolEvent]) -> set[int]:
-    """The positions of texts a result right before them backs: after a passing check,
-    a commit or a push, until the next change."""
-    backed: set[int] = set()
-    since: int | None = None
-    for event in events:
-        command = event.action.command or ""
-        if change_of(event) and not commit_made(event) and " push" not in f" {command}":
-            since = None
-        proof = (is_check_run(event) and check_passed(event)) or commit_made(event)
-        pushed = "push" in command and _GIT_PUSH.search(command)
-        if proof or (not event.failed and event.result and pushed):
-            since = event.position
-        if since is not None:
-            backed.update(range(since, event.position + 2))
-    return backed
+class _Backed:
+    """Whether the text at a position follows a result that backs it: a passing check, a
+    commit or a push before it, with no change in between (a change at the backing
+    call's own message counts before it; the text right after a call's message is
+    still backed by it).
+
+    Asked for the few newest texts only, so it looks at the events around each one (the
+    newest that set or cleared the backing before it, then those up to it), not at
+    every event of the history. The events' positions must not decrease (an
+    :class:`~windowkeeper.analysis.events.Analysis` lists them in message order)."""
+
+    def __init__(self, events: Sequence[ToolEvent]) -> None:
+        self.events = events
+        self.positions = [event.position for event in events]
+
+    def __contains__(self, position: int) -> bool:
+        events = self.events
+        first = bisect.bisect_left(self.positions, position - 1)  # may reach ``position``
+        since: int | None = None
+        for k in range(first - 1, -1, -1):
+            if _backs(events[k]):
+                since = events[k].position
+                break
+            if _clears(events[k]):
+                break
+        for event in events[first:]:
+            if _backs(event):
+                since = event.position
+            elif _clears(event):
+                since = None
+            if since is not None and since <= position:
+                return True
+            if event.position > position:
+                break  # what follows backs only later positions
+        return False
+
+
+def _backs(event: ToolEvent) -> bool:
+    """A passing check, a commit, or a push that went through."""
+    command = event.action.command or ""
+    if (is_check_run(event) and check_passed(event)) or commit_made(event):
+        return True
+    pushed = "push" in command and _GIT_PUSH.search(command)
+    return bool(not event.failed and event.result and pushed)
+
+
+def _clears(event: ToolEvent) -> bool:
+    """A change (not a commit or push) that the backing results before it do not cover."""
+    command = event.action.command or ""
+    return bool(change_of(event) and not commit_made(event) and " push" not in f" {command}")
 
 
 def _from_todos(
