@@ -23,71 +23,19 @@ What must hold:
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from .protocols.base import _constant, _finite, loads
+from .bodytext import Known as _Known
+from .bodytext import Unusable, Walk, parse_whole, rest_of, units_of
+from .protocols.base import loads
 
 __all__ = ["BodyParser"]
 
-_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)
-# The decoder's own value scanner and string scanner (C when available): the same rules
-# as json.loads with the gateway's number hooks. Typeshed does not declare them.
-_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
-_NAME: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
-_WS = re.compile(r"[ \t\n\r]*")
-_SPACE = frozenset(" \t\n\r")
 _BUCKET_PREFIX = 32
 """Bodies are grouped by their first bytes (a reusable body shares at least a unit)."""
 _PER_BUCKET = 128
-_PROBE = 32
-"""Bytes before the end of a body's second unit (its session's first user message, as a
-rule) compared first: most bodies in a bucket belong to other sessions."""
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024
-
-
-class _Unusable(Exception):
-    """The body is not one this module can read incrementally: parse it whole."""
-
-
-@dataclass(frozen=True, eq=False)
-class _Known:
-    """A parsed body: the members before its history list, the units, the byte offset
-    after each unit, and the text and value of the members after the list."""
-
-    raw: bytes
-    head: dict[str, Any]
-    units: list[Any]
-    ends: list[int]
-    rest_text: str
-    rest: dict[str, Any]
-    probes: tuple[tuple[int, bytes], ...] = field(init=False)
-    """The last bytes of the first two units, each with its offset (see :meth:`may_share`),
-    taken once: every body that arrives in this one's bucket is probed against them."""
-
-    def __post_init__(self) -> None:
-        probes: tuple[tuple[int, bytes], ...] = ()
-        if self.ends:
-            ends = dict.fromkeys((self.ends[min(1, len(self.ends) - 1)], self.ends[0]))
-            probes = tuple((max(0, e - _PROBE), self.raw[max(0, e - _PROBE) : e]) for e in ends)
-        object.__setattr__(self, "probes", probes)
-
-    def body(self, key: str) -> dict[str, Any]:
-        return {**self.head, key: list(self.units), **self.rest}
-
-    def may_share(self, raw: bytes) -> bool:
-        """A cheap test that fails for most bodies sharing neither of its first two units
-        with this one (the first unit too: bodies that share none reuse nothing, and
-        Anthropic bodies of different sessions often share their second, an assistant
-        turn). Compared in place: a bucket holds up to 128 bodies, each probed."""
-        probes = self.probes
-        for start, probe in probes:
-            if not raw.startswith(probe, start):
-                return False
-        return bool(probes)
 
 
 class _Entries:
@@ -176,7 +124,7 @@ class BodyParser:
         entries = self._buckets.get(bucket)
         try:
             known, replaces = self._reuse(raw, key, entries.candidates(raw) if entries else [])
-        except (_Unusable, StopIteration, ValueError, RecursionError, IndexError):
+        except (Unusable, StopIteration, ValueError, RecursionError, IndexError):
             return loads(raw)  # the canonical parse and its error message
         if not isinstance(known, _Known):
             return known
@@ -197,13 +145,16 @@ class BodyParser:
                 return known, known
             if not known.may_share(raw):
                 continue
-            shared = _shared_units(raw, known)
+            try:
+                shared = _shared_units(raw, known)
+            except Unusable:  # its offsets cannot be located (the history key twice)
+                continue
             if shared and (best is None or shared > best[0]):
                 best = (shared, known)
                 if _supersedes(known, shared):
                     break
         if best is None:
-            return _full(raw, key), None
+            return parse_whole(raw, key), None
         shared, known = best
         self.reused_bytes += known.ends[shared - 1]
         return _extend(raw, key, known, shared), known if _supersedes(known, shared) else None
@@ -231,7 +182,7 @@ def _supersedes(known: _Known, shared: int) -> bool:
     """Whether a body that repeats ``known``'s first ``shared`` units makes it redundant:
     all of them but the last two, or nine tenths of its bytes (an agent's next request
     repeats the last one but for the message whose cache marker moved)."""
-    return shared >= len(known.ends) - 2 or known.ends[shared - 1] * 10 >= len(known.raw) * 9
+    return shared >= len(known.units) - 2 or known.ends[shared - 1] * 10 >= len(known.raw) * 9
 
 
 def _shared_units(raw: bytes, known: _Known) -> int:
@@ -257,118 +208,19 @@ def _shared_units(raw: bytes, known: _Known) -> int:
     return low
 
 
-def _full(raw: bytes, key: str) -> _Known | dict[str, Any]:
-    """``raw`` parsed member by member, with the offset after each unit of ``key``; a
-    body without that list is returned as it parsed (there is nothing to reuse later)."""
-    text = raw.decode("utf-8", "surrogatepass")
-    at = _skip(text, 0)
-    if text[at : at + 1] != "{":
-        raise _Unusable
-    head: dict[str, Any] = {}
-    at = _skip(text, at + 1)
-    while text[at] != "}":
-        name, at = _member_name(text, at)
-        if name == key and text[at] == "[":
-            units, ends, at = _units(text, at + 1)
-            rest_text = text[at:]
-            return _Known(raw, head, units, ends, rest_text, _rest(rest_text, key))
-        head[name], at = _SCAN(text, at)
-        at = _after_member(text, at)
-    if text[at + 1 :].strip(" \t\n\r"):
-        raise _Unusable  # something after the object: the full parse says what
-    return head
-
-
 def _extend(raw: bytes, key: str, known: _Known, shared: int) -> _Known:
     """``raw``, whose first ``shared`` units are ``known``'s: parse only what follows."""
     cut = known.ends[shared - 1]
     text = raw[cut:].decode("utf-8", "surrogatepass")
-    new, ends, at = _units(text, 0, first=False)
-    rest_text = text[at:]
-    rest = known.rest if rest_text == known.rest_text else _rest(rest_text, key)
+    walk = Walk(text, 0)
+    new, ends, _ = units_of(walk, first=False)
+    rest_text = text[walk.at :]
+    rest = known.rest if rest_text == known.rest_text else rest_of(rest_text, key)
     return _Known(
         raw,
         known.head,
         known.units[:shared] + new,
         known.ends[:shared] + [cut + end for end in ends],
-        rest_text,
         rest,
+        rest_text,
     )
-
-
-def _units(text: str, at: int, first: bool = True) -> tuple[list[Any], list[int], int]:
-    """The values of a list from ``at`` (right after ``[``, or after a value when not
-    ``first``), the byte offset after each (``text`` encoded as UTF-8), and the position
-    after the closing ``]``."""
-    units: list[Any] = []
-    ends: list[int] = []
-    ascii = text.isascii()  # then offsets are positions: no piece is measured
-    counted = offset = 0  # text[:counted] is ``offset`` bytes long
-    at = _skip(text, at)
-    expect_comma = not first or text[at] == "]"
-    while True:
-        if expect_comma:
-            if text[at] != ",":
-                break
-            at += 1
-            if text[at] == " " and text[at + 1] not in _SPACE:
-                at += 1  # ", " (Python's default separator)
-            elif text[at] in _SPACE:
-                at = _skip(text, at)
-        value, at = _SCAN(text, at)
-        units.append(value)
-        if ascii:
-            ends.append(at)
-        else:
-            piece = text[counted:at]
-            offset += len(piece) if piece.isascii() else len(piece.encode("utf-8", "surrogatepass"))
-            counted = at
-            ends.append(offset)
-        if text[at] in _SPACE:
-            at = _skip(text, at)
-        expect_comma = True
-    if text[at] != "]":
-        raise _Unusable
-    return units, ends, at + 1
-
-
-def _rest(text: str, key: str) -> dict[str, Any]:
-    """The members after the history list (``text`` starts right after its ``]``)."""
-    at = _skip(text, 0)
-    rest: dict[str, Any] = {}
-    while text[at] == ",":
-        at = _skip(text, at + 1)
-        name, at = _member_name(text, at)
-        if name == key:
-            raise _Unusable  # the history key twice: json.loads keeps the last one
-        rest[name], at = _SCAN(text, at)
-        at = _skip(text, at)
-    if text[at] != "}" or text[at + 1 :].strip(" \t\n\r"):
-        raise _Unusable
-    return rest
-
-
-def _skip(text: str, at: int) -> int:
-    """The position after the whitespace at ``at``."""
-    return _WS.match(text, at).end()  # type: ignore[union-attr]  # [ \t\n\r]* always matches
-
-
-def _member_name(text: str, at: int) -> tuple[str, int]:
-    """A member's name at ``at`` and the position of its value."""
-    if text[at] != '"':
-        raise _Unusable
-    name, at = _NAME(text, at + 1)
-    at = _skip(text, at)
-    if text[at] != ":":
-        raise _Unusable
-    return name, _skip(text, at + 1)
-
-
-def _after_member(text: str, at: int) -> int:
-    """The position of the next member's name (after ``,``) or of the closing ``}``."""
-    at = _skip(text, at)
-    if text[at] == ",":
-        return _skip(text, at + 1)
-    if text[at] != "}":
-        raise _Unusable
-    return at

@@ -345,7 +345,8 @@ class Exchange:
         if known is not None and known[0] is messages:
             return known[1]
         assert self.prepared is not None
-        value = self.prepared.branch.manager.estimate(messages)
+        checked = self.protocol.validated(self.prepared.made)
+        value = self.prepared.branch.manager.estimate(messages, checked)
         self._estimated = (messages, value)
         return value
 

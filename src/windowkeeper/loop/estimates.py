@@ -55,9 +55,10 @@ class EstimateCache:
         """Each message of the list last estimated, with its estimate."""
         return zip(self._messages, self._tokens, strict=True)
 
-    def total(self, messages: Sequence[Message]) -> int:
+    def total(self, messages: Sequence[Message], checked: Sequence[Message] = ()) -> int:
         """Tokens of ``messages``; each message is checked (``check_message``) when it is first
-        estimated."""
+        estimated, but for the one at its index in ``checked``: a list the caller validated
+        (``validate_messages`` refuses whatever the check does, ``test_validation_agrees``)."""
         if not isinstance(messages, list | tuple):
             check_input(messages)  # raises: not a list
         known, tokens, sums = self._messages, self._tokens, self._sums
@@ -84,7 +85,8 @@ class EstimateCache:
                 if estimate is None and lookup is not None:
                     estimate = lookup(message)
                 if estimate is None:
-                    check_message(message, f"message {index}")
+                    if index >= len(checked) or checked[index] is not message:
+                        check_message(message, f"message {index}")
                     estimate = message_tokens(
                         message, image_tokens=self.image_tokens, count=self.count
                     )

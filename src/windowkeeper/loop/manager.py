@@ -139,9 +139,9 @@ class ContextManager(Compacting):
     def schema_tokens(self) -> int:
         return self._cache.schemas(self.tools)
 
-    def estimate(self, messages: Sequence[Message]) -> int:
-        """Estimated prompt tokens of a request: messages (cached) plus tool schemas."""
-        return self._cache.total(messages) + self.schema_tokens()
+    def estimate(self, messages: Sequence[Message], checked: Sequence[Message] = ()) -> int:
+        """Estimated prompt tokens: messages (cached, ``checked`` as ``total`` says) + tools."""
+        return self._cache.total(messages, checked) + self.schema_tokens()
 
     def _counted(self, image: int, count: TextCounter | None) -> Lookup | None:
         """What the compaction's analysis counted (and checked) for a message, or ``None``

@@ -193,6 +193,11 @@ class Protocol(abc.ABC):
         """Whether a following unit may still join ``message`` (it cannot be reused as is)."""
         return False
 
+    def validated(self, made: list[Message]) -> Sequence[Message]:
+        """Of the messages :meth:`convert` made, those it validated as ``validate_messages``
+        does (the estimate need not check them again); none unless a protocol says so."""
+        return ()
+
     @abc.abstractmethod
     def first_texts(self, parsed: Parsed) -> tuple[str, str]:
         """The texts of the system prompt and of the first user message (the fingerprint)."""

@@ -79,6 +79,9 @@ class ChatProtocol(Protocol):
             messages = validate_messages(new, bounded_depth=False, first=start)
         return messages, list(range(start + 1, len(units) + 1))
 
+    def validated(self, made: list[Message]) -> Sequence[Message]:
+        return made  # every message went through validate_messages (convert)
+
     def has_private(self, messages: Sequence[Message]) -> bool:
         return any(
             not _PUBLIC_KEYS.issuperset(message) and any(key.startswith("_") for key in message)
