@@ -135,3 +135,38 @@ def test_modules_stay_small(limit: int) -> None:
         if (count := len(path.read_text(encoding="utf-8").splitlines())) > limit
     }
     assert not large, f"modules over {limit} lines (split them along a real seam): {large}"
+
+
+def private_imports(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, name) of every private name ``path`` takes from another windowkeeper module
+    (a module's underscored names are its own: what others need gets a public name)."""
+    known = {name.rpartition(".")[2] for name in modules()}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        ours = isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").split(".")[0] == "windowkeeper"
+        )
+        if not ours:
+            continue
+        assert isinstance(node, ast.ImportFrom)
+        for alias in node.names:
+            name = alias.name
+            if name.startswith("_") and not name.startswith("__") and name not in known:
+                yield node.lineno, name
+
+
+def test_no_module_imports_private_names() -> None:
+    found = [
+        f"{module_name(path)}:{line} imports {name}"
+        for path in sorted(SRC.rglob("*.py"))
+        for line, name in private_imports(path)
+    ]
+    assert found == []
+
+
+def test_private_imports_are_found(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from .base import _hidden, public\nfrom os import _exit\nfrom . import __version__\n",
+        encoding="utf-8",
+    )
+    assert list(private_imports(sample)) == [(1, "_hidden")]

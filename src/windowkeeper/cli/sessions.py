@@ -187,7 +187,8 @@ def _status(record: SessionRecord) -> str:
     return f"ended ({record.end_reason})" if record.ended_at is not None else "active"
 
 
-def _preview(message: Message, reveal: bool = False) -> str:
+def preview(message: Message, reveal: bool = False) -> str:
+    """One line of a message for the listings (redacted unless ``reveal``)."""
     text = " ".join(message_text(message).split())
     text = text if reveal else redact(text)
     calls = [str(c.get("function", {}).get("name", "tool")) for c in tool_calls(message)]
@@ -263,7 +264,7 @@ def show(
     for row in snapshot.rows:
         mark = "" if row.active else " [archived]"
         role = row.message.get("role", "?")
-        typer.echo(f"{row.seq:>6} {role:<9}{mark} {_preview(row.message, reveal)}")
+        typer.echo(f"{row.seq:>6} {role:<9}{mark} {preview(row.message, reveal)}")
     for entry in entries:
         text = " ".join((entry.text if reveal else redact(entry.text)).split())[:PREVIEW_CHARS]
         typer.echo(f"archive {entry.handle} {entry.kind:<14} {text}")

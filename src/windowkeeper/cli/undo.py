@@ -13,7 +13,7 @@ import typer
 
 from ..store import compaction_diff
 from ..summary.redact import redact
-from .sessions import RevealOpt, SessionArg, StoreOpt, _preview, opened, sessions_app
+from .sessions import RevealOpt, SessionArg, StoreOpt, opened, preview, sessions_app
 
 __all__ = ["diff", "undo"]
 
@@ -43,14 +43,14 @@ def diff(
     for item in shown.replaced:
         role = str(item.message.get("role", "?"))
         handles = ",".join(item.handles) or "kept"
-        typer.echo(f"- {item.seq:>6} {role:<9} [{handles}] {_preview(item.message, reveal)}")
+        typer.echo(f"- {item.seq:>6} {role:<9} [{handles}] {preview(item.message, reveal)}")
     if shown.handoff is not None:
         typer.echo("handoff:")
         typer.echo(shown.handoff if reveal else redact(shown.handoff))
     else:
         typer.echo("no handoff (tool output pruned only); written:")
         for message in shown.written:
-            typer.echo(f"+ {_preview(message, reveal)}")
+            typer.echo(f"+ {preview(message, reveal)}")
 
 
 @sessions_app.command("undo")

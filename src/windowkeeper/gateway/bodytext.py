@@ -26,11 +26,11 @@ from typing import Any
 
 from ..core import hint_scan
 from ..core.optional import orjson
-from .protocols.base import _constant, _finite
+from .protocols.base import finite_float, reject_constant
 
 __all__ = ["Known", "Unusable", "Walk", "parse_whole", "rest_of", "scan_whole", "skip", "units_of"]
 
-_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_finite)
+_DECODER = json.JSONDecoder(parse_constant=reject_constant, parse_float=finite_float)
 # The decoder's own value scanner and string scanner (C when available): the same rules
 # as json.loads with the gateway's number hooks. Typeshed does not declare them.
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]

@@ -30,11 +30,14 @@ Target = Literal["openai", "anthropic"]
 # --- JSON --------------------------------------------------------------------------------
 
 
-def _constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` of the gateway's JSON: NaN and the infinities are refused."""
     raise InvalidMessagesError("request body", f"{name} is not a JSON number")
 
 
-def _finite(text: str) -> float:
+def finite_float(text: str) -> float:
+    """``parse_float`` of the gateway's JSON: a number that overflows to infinity is
+    refused (shared with :mod:`..bodytext`, whose scanners must read bodies alike)."""
     value = float(text)
     if not math.isfinite(value):
         raise InvalidMessagesError("request body", f"the number {text[:20]} is out of range")
@@ -45,7 +48,7 @@ def loads(raw: bytes) -> Any:
     """A request body; :class:`InvalidMessagesError` for invalid JSON, NaN/Infinity, numbers
     that overflow to infinity, or nesting too deep to parse."""
     try:
-        return json.loads(raw, parse_constant=_constant, parse_float=_finite)
+        return json.loads(raw, parse_constant=reject_constant, parse_float=finite_float)
     except InvalidMessagesError:
         raise
     except RecursionError:
