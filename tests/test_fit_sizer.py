@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,3 +155,29 @@ def test_the_task_spec_is_sized_as_rendered_whatever_the_probes(
         shown = Shown(spec_chars=chars, spec_extra=extra)
         text = section_text("Task Spec", state, shown)
         assert sizer.section("Task Spec", shown) == (estimate_tokens(text) + 1 if text else 0)
+
+
+def test_a_section_is_sized_once_per_value_of_what_it_depends_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sizer keys sizes by what a section says its text depends on, whichever section
+    says it (not one section singled out): the Critical Values of a state with three
+    values show the same text for every ``values`` of 3 or more, so it renders once."""
+    state = HandoffState(values=("a = 1", "b = 2", "c = 3"))
+    depends = fit._Section(
+        fit._SECTIONS["Critical Values"].knobs, lambda s, shown: min(shown.values, len(s.values))
+    )
+    monkeypatch.setitem(fit._SECTIONS, "Critical Values", depends)
+    rendered: list[Shown] = []
+
+    def counted(title: str, state: HandoffState, shown: Shown) -> str:
+        rendered.append(shown)
+        return section_text(title, state, shown)
+
+    monkeypatch.setattr(fit, "section_text", counted)
+    sizer = fit._Sizer(state)
+    sizes = [sizer.section("Critical Values", Shown(values=n)) for n in (24, 12, 8, 3, 2)]
+    plain = [estimate_tokens(section_text("Critical Values", state, Shown(values=n))) + 1
+             for n in (24, 12, 8, 3, 2)]  # fmt: skip
+    assert sizes == plain
+    assert [shown.values for shown in rendered] == [24, 2]

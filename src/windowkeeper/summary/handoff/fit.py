@@ -16,15 +16,15 @@ may be exceeded by them alone.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from operator import attrgetter
 
 from ...analysis.facts import largest_fitting
 from ...core.frozen import evolve
 from ...core.tokens import estimate_tokens
 from .model import HandoffState
-from .specs import shown_specs
+from .specs import shown_key
 from .text import ALL, TITLES, Shown, section_text
 
 # Which knobs each section reads (a section is rendered again only when one changes).
@@ -42,9 +42,24 @@ _KNOBS = {
     "State Ledger": ("commands", "error_lines"),
     "Notes": (),
 }
-# A section's memo key: the values of its knobs (a constant for a section without any).
-_KEYS: dict[str, Callable[[Shown], object]] = {
-    title: attrgetter(*knobs) if knobs else (lambda shown: None) for title, knobs in _KNOBS.items()
+# What a section's text depends on, finer than its knobs' values, for a section whose
+# knobs often move without changing what it shows and where working that out costs far
+# less than a render (a section without one is sized per value of its knobs alone).
+_DEPENDS: dict[str, Callable[[HandoffState, Shown], Hashable]] = {
+    "Task Spec": lambda state, shown: shown_key(state.specs, shown.spec_chars, shown.spec_extra),
+}
+
+
+@dataclass(frozen=True)
+class _Section:
+    knobs: Callable[[Shown], Hashable]
+    """The values of the section's knobs (a constant for a section without any)."""
+    depends: Callable[[HandoffState, Shown], Hashable] | None
+
+
+_SECTIONS = {
+    title: _Section(attrgetter(*knobs) if knobs else (lambda shown: None), _DEPENDS.get(title))
+    for title, knobs in _KNOBS.items()
 }
 _SECTION_OF = {knob: title for title, knobs in _KNOBS.items() for knob in knobs}
 LADDER: tuple[tuple[str, int], ...] = (
@@ -65,8 +80,9 @@ LADDER: tuple[tuple[str, int], ...] = (
 
 
 class _Sizer:
-    """Each section of ``state`` sized once per value of its knobs: the ladder's probes,
-    the spec's extra room and the final render share them.
+    """Each section of ``state`` sized once per value of its knobs, and once per value of
+    what its text depends on where the section says (:data:`_DEPENDS`): the ladder's
+    probes, the spec's extra room and the final render share them.
 
     Only sizes are kept per value; a section's text only for the value it was last
     rendered with (the final render mostly finds it there). Keeping every text tried
@@ -76,8 +92,8 @@ class _Sizer:
     def __init__(self, state: HandoffState) -> None:
         self.state = state
         self._sizes: dict[tuple[str, object], int] = {}
+        self._by_content: dict[tuple[str, Hashable], int] = {}
         self._last: dict[str, tuple[object, str]] = {}
-        self._by_excerpts: dict[bytes, int] = {}
 
     def _text(self, title: str, key: object, shown: Shown) -> str:
         last = self._last.get(title)
@@ -88,18 +104,17 @@ class _Sizer:
         return text
 
     def section(self, title: str, shown: Shown) -> int:
-        key = _KEYS[title](shown)
+        kind = _SECTIONS[title]
+        key = kind.knobs(shown)
         size = self._sizes.get((title, key))
         if size is None:
-            # The Task Spec's knobs move its text in line steps: most values probed show
-            # the same excerpts, so its size is kept per excerpts shown too.
-            shows = _excerpts(self.state, shown) if title == "Task Spec" else None
-            size = self._by_excerpts.get(shows) if shows else None
+            content = None if kind.depends is None else (title, kind.depends(self.state, shown))
+            size = None if content is None else self._by_content.get(content)
             if size is None:
                 text = self._text(title, key, shown)
                 size = estimate_tokens(text) + 1 if text else 0
-                if shows:
-                    self._by_excerpts[shows] = size
+                if content is not None:
+                    self._by_content[content] = size
             self._sizes[(title, key)] = size
         return size
 
@@ -108,19 +123,8 @@ class _Sizer:
 
     def render(self, shown: Shown) -> str:
         """What :func:`~.text.render` gives for ``shown``, from the sections rendered."""
-        parts = (self._text(title, _KEYS[title](shown), shown) for title in TITLES)
+        parts = (self._text(title, _SECTIONS[title].knobs(shown), shown) for title in TITLES)
         return "\n\n".join(part for part in parts if part)
-
-
-def _excerpts(state: HandoffState, shown: Shown) -> bytes:
-    """A digest of the specs' excerpts ``shown`` shows (an excerpt costs microseconds, a
-    render of the section and its token estimate far more). A digest, not the texts: the
-    sizer would otherwise hold every excerpt tried (the peak memory)."""
-    digest = hashlib.blake2b(digest_size=16)
-    for text, cut in shown_specs(state.specs, shown.spec_chars, shown.spec_extra):
-        digest.update(b"%d %d:" % (len(text), cut))
-        digest.update(text.encode("utf-8", "surrogatepass"))
-    return digest.digest()
 
 
 def fitted(state: HandoffState, budget: int) -> Shown:

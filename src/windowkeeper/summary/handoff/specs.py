@@ -12,9 +12,10 @@ and handle, so nothing is dropped without a trace.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from ...analysis.commands import short_command
@@ -256,10 +257,19 @@ def render_specs(specs: Sequence[Spec], chars: int, extra: int = 0) -> str:
     return "\n".join(lines)
 
 
-def shown_specs(specs: Sequence[Spec], chars: int, extra: int) -> Iterator[tuple[str, bool]]:
-    """What :func:`render_specs` shows of each spec with a text (the excerpt, and whether
-    it is shortened): with the specs themselves, all the section's text depends on."""
-    return (_shown_text(spec, chars, extra) for spec in specs if spec.text)
+def shown_key(specs: Sequence[Spec], chars: int, extra: int) -> bytes:
+    """What :func:`render_specs`' text depends on besides the specs themselves: each
+    spec's excerpt shown and whether it is shortened, as a digest. The knobs move the
+    text in line steps, so most values probed show the same excerpts; an excerpt costs
+    microseconds, a render and its token estimate far more. A digest, not the texts: a
+    sizer keeping it would otherwise hold every excerpt tried (the peak memory)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for spec in specs:
+        if spec.text:
+            text, cut = _shown_text(spec, chars, extra)
+            digest.update(b"%d %d:" % (len(text), cut))
+            digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 def _shown_text(spec: Spec, chars: int, extra: int) -> tuple[str, bool]:
