@@ -16,10 +16,10 @@ from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.errors import ConfigError, InvalidMessagesError
 from windowkeeper.core.settings import Settings
 from windowkeeper.gateway.auth import authenticate
-from windowkeeper.gateway.exchange import INLINE_UNITS, _heavy
 from windowkeeper.gateway.history import Seen, common_prefix, convert, digest_of
 from windowkeeper.gateway.protocols import CHAT, MESSAGES, RESPONSES, Parsed
 from windowkeeper.gateway.protocols.sse import EventSplitter
+from windowkeeper.gateway.selection import INLINE_UNITS, selects_off_loop
 from windowkeeper.gateway.sessions import Branch, GatewaySession, public_id, session_key
 from windowkeeper.gateway.settings import GatewaySettings, gateway_settings, parse_model_context
 from windowkeeper.gateway.upstream import forward_request_headers, forward_response_headers
@@ -289,9 +289,9 @@ def test_a_long_history_no_branch_saw_is_converted_off_the_event_loop() -> None:
         units = [user(f"m{n}") if n % 2 == 0 else assistant(f"a{n}") for n in range(count)]
         return _parsed(CHAT, {"model": "m", "messages": units})  # type: ignore[return-value]
 
-    assert not _heavy(session, parsed(INLINE_UNITS))  # converted on the loop
-    assert _heavy(session, parsed(INLINE_UNITS + 1))
+    assert not selects_off_loop(session, parsed(INLINE_UNITS))  # converted on the loop
+    assert selects_off_loop(session, parsed(INLINE_UNITS + 1))
     branch = session.add(Branch(session.root_key(), session, 100_000, "m"))
     branch.seen = convert(CHAT, parsed(300), None)[1]
-    assert not _heavy(session, parsed(300 + INLINE_UNITS))  # only the new units count
-    assert _heavy(session, parsed(301 + INLINE_UNITS))
+    assert not selects_off_loop(session, parsed(300 + INLINE_UNITS))  # only the new units count
+    assert selects_off_loop(session, parsed(301 + INLINE_UNITS))

@@ -23,8 +23,15 @@ from .protocols import Parsed, Protocol, StreamFilter, StreamTap, dumps
 from .protocols.base import recall_calls_in, request_bytes
 from .protocols.sse import EventSplitter
 from .recall import RECALL_TOOL, archive_in_memory, recall_answers, recall_schema, tool_for
-from .replies import Answer, StreamAnswer, error_answer, failure_answer, stream_error
-from .selection import select
+from .replies import (
+    Answer,
+    StreamAnswer,
+    error_answer,
+    failure_answer,
+    receipt_headers,
+    stream_error,
+)
+from .selection import select, selects_off_loop
 from .sessions import GatewaySession, Prepared, public_id
 from .upstream import (
     Opened,
@@ -73,7 +80,7 @@ class Exchange:
         async with session.lock:
             session.requests += 1
             try:
-                heavy = gateway.persistence is not None or _heavy(session, self.parsed)
+                heavy = gateway.persistence is not None or selects_off_loop(session, self.parsed)
                 prepared = await gateway.run(heavy, select, gateway, session, self.parsed, window)
             except InvalidMessagesError as exc:
                 self._count("invalid")
@@ -363,39 +370,3 @@ class Exchange:
 
     def _count(self, outcome: str) -> None:
         self.gateway.metrics.count_request(self.protocol.name, outcome)
-
-
-def receipt_headers(receipt: Receipt | None) -> list[tuple[str, str]]:
-    """The receipt of the request's compaction as ``x-windowkeeper-receipt-*`` headers."""
-    if receipt is None:
-        return []
-    even = receipt.break_even_requests
-    return [
-        ("x-windowkeeper-receipt-tier", receipt.tier.value),
-        ("x-windowkeeper-receipt-tokens", f"{receipt.tokens_before}->{receipt.tokens_after}"),
-        ("x-windowkeeper-receipt-cache-invalidated", str(receipt.invalidated_tokens)),
-        ("x-windowkeeper-receipt-break-even", "never" if even is None else str(even)),
-        ("x-windowkeeper-receipt-waited-ms", f"{receipt.waited_ms:.0f}"),
-        ("x-windowkeeper-receipt-background", "true" if receipt.background else "false"),
-        ("x-windowkeeper-receipt-deferred-requests", str(receipt.deferred_requests)),
-    ]
-
-
-INLINE_UNITS = 256
-"""Choosing a branch converts at most this many units on the event loop; more go to a
-worker thread. Conversion costs ~2 µs a unit (the 38 real sessions), so this bounds the
-stall at ~0.5 ms, less than parsing such a body on the loop costs (~2 µs a KiB); a hand-off
-to a worker cost a fresh 98 KiB body more CPU than its conversion (docs/benchmarks.md,
-"the fresh-body path")."""
-
-
-def _heavy(session: GatewaySession, parsed: Parsed) -> bool:
-    """Whether choosing the branch converts more than :data:`INLINE_UNITS` units (a long
-    history no branch has seen: run it off the loop)."""
-    units = len(parsed.units)
-    if units <= INLINE_UNITS:
-        return False
-    return not any(
-        b.seen is not None and units - len(b.seen.units) <= INLINE_UNITS
-        for b in session.branches.values()
-    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
+from ..core.report import Receipt
 from .protocols import Protocol, dumps
 
 Headers = list[tuple[str, str]]
@@ -74,3 +75,19 @@ def failure_answer(protocol: Protocol, exc: Exception, own: Headers) -> tuple[An
     code = "context_length_exceeded" if exhausted else None
     answer = error_answer(protocol, status, f"windowkeeper gateway: {exc}", code, [*own, *extra])
     return answer, "exhausted" if exhausted else "upstream_error"
+
+
+def receipt_headers(receipt: Receipt | None) -> list[tuple[str, str]]:
+    """The receipt of the request's compaction as ``x-windowkeeper-receipt-*`` headers."""
+    if receipt is None:
+        return []
+    even = receipt.break_even_requests
+    return [
+        ("x-windowkeeper-receipt-tier", receipt.tier.value),
+        ("x-windowkeeper-receipt-tokens", f"{receipt.tokens_before}->{receipt.tokens_after}"),
+        ("x-windowkeeper-receipt-cache-invalidated", str(receipt.invalidated_tokens)),
+        ("x-windowkeeper-receipt-break-even", "never" if even is None else str(even)),
+        ("x-windowkeeper-receipt-waited-ms", f"{receipt.waited_ms:.0f}"),
+        ("x-windowkeeper-receipt-background", "true" if receipt.background else "false"),
+        ("x-windowkeeper-receipt-deferred-requests", str(receipt.deferred_requests)),
+    ]

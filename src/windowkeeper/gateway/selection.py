@@ -110,3 +110,23 @@ def counted_body(session: GatewaySession, parsed: Parsed) -> bytes | None:
     system, units = branch.wire_prefix(session.protocol, history.made_messages)
     rest = parsed.units[history.ends[covered - 1] :]
     return request_bytes(session.protocol.body_with(parsed, system, [*units, *rest], []))
+
+
+INLINE_UNITS = 256
+"""Choosing a branch converts at most this many units on the event loop; more go to a
+worker thread. Conversion costs ~2 µs a unit (the 38 real sessions), so this bounds the
+stall at ~0.5 ms, less than parsing such a body on the loop costs (~2 µs a KiB); a hand-off
+to a worker cost a fresh 98 KiB body more CPU than its conversion (docs/benchmarks.md,
+"the fresh-body path")."""
+
+
+def selects_off_loop(session: GatewaySession, parsed: Parsed) -> bool:
+    """Whether choosing the branch converts more than :data:`INLINE_UNITS` units (a long
+    history no branch has seen: run it off the loop)."""
+    units = len(parsed.units)
+    if units <= INLINE_UNITS:
+        return False
+    return not any(
+        b.seen is not None and units - len(b.seen.units) <= INLINE_UNITS
+        for b in session.branches.values()
+    )
