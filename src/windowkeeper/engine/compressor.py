@@ -11,7 +11,6 @@ returns the caller's list object itself.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
@@ -23,7 +22,7 @@ from ..compaction.handoff import render_handoff
 from ..compaction.plan import CompactionPlan, archive_turns, assemble, make_plan, summarized_turns
 from ..compaction.prune import PassResult
 from ..core.cache import kept_prefix
-from ..core.config import DEFAULT_CONFIG, CompressionConfig, tail_budget_tokens, usable_window
+from ..core.config import DEFAULT_CONFIG, CompressionConfig, usable_window
 from ..core.frozen import evolve
 from ..core.messages import Message, ToolSchema
 from ..core.report import CompressionResult, Outcome, Reason, Tier
@@ -32,7 +31,6 @@ from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer
 from ..summary.redact import redact
 from ..summary.request import compose, summary_request
-from .background import BackgroundCompaction
 from .base import ToolProvider
 from .guard import (
     Block,
@@ -40,9 +38,7 @@ from .guard import (
     blocked,
     on_compaction,
     on_force,
-    on_reset,
     on_structural_noop,
-    on_usage,
 )
 from .pipeline import (
     Job,
@@ -60,12 +56,11 @@ from .pipeline import (
     verbatim_cause,
 )
 from .summarize import run_summary
-from .trigger import Decision, blocked_decision, detail_of, trigger_tokens
+from .trigger import blocked_decision, detail_of
+from .triggering import Triggering
 
-log = logging.getLogger("windowkeeper.engine.compressor")
 
-
-class ContextCompressor(BackgroundCompaction):
+class ContextCompressor(Triggering):
     """Keeps a conversation under its model's context window.
 
     Args:
@@ -133,96 +128,9 @@ class ContextCompressor(BackgroundCompaction):
     def compression_count(self) -> int:
         return self.guard.compression_count
 
-    # --- thresholds and triggers -----------------------------------------------------
-
-    def _derive_threshold(self) -> int:
-        trigger = trigger_tokens(
-            self.config, self.context_length, self.max_tokens, self.model, self.provider,
-            self.summary_context_length,
-        )  # fmt: skip
-        self.warnings = trigger.warnings
-        for warning in trigger.warnings:
-            log.warning("%s", warning)
-        return trigger.tokens
-
-    @property
-    def tail_budget_tokens(self) -> int:
-        return tail_budget_tokens(self.threshold_tokens, self.config.target_ratio)
-
-    def decide(self, prompt_tokens: int | None = None) -> Decision:
-        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
-        tokens = max(0, tokens)
-        if not self.config.enabled:
-            return Decision(False, tokens, self.threshold_tokens, Reason.DISABLED)
-        if tokens < self.threshold_tokens:
-            return Decision(False, tokens, self.threshold_tokens, Reason.BELOW_THRESHOLD)
-        block, self.guard = blocked(self.guard, self._clock())
-        if block is not None:
-            return blocked_decision(block, tokens, self.threshold_tokens, self.guard)
-        return Decision(True, tokens, self.threshold_tokens)
-
-    def should_compress(self, prompt_tokens: int | None = None) -> bool:
-        """True when ``prompt_tokens`` (default: last real reading) reaches the trigger."""
-        return self.decide(prompt_tokens).compress
-
-    def update_from_response(self, usage: Mapping[str, Any] | None) -> None:
-        """Record real usage; only ``prompt_tokens`` drives decisions."""
-        usage = usage or {}
-        prompt = usage.get("prompt_tokens", 0)
-        completion = usage.get("completion_tokens", 0)
-        self.last_prompt_tokens = prompt if isinstance(prompt, int) else 0
-        self.last_completion_tokens = completion if isinstance(completion, int) else 0
-        self.guard = on_usage(self.guard, self.last_prompt_tokens, self.threshold_tokens)
-
-    def get_status(self) -> dict[str, Any]:
-        tokens = max(0, self.last_prompt_tokens)
-        decision = self.decide()
-        return {
-            "last_prompt_tokens": tokens,
-            "threshold_tokens": self.threshold_tokens,
-            "context_length": self.context_length,
-            "usage_percent": round(100.0 * tokens / self.context_length, 1),
-            "compression_count": self.compression_count,
-            "blocked_reason": decision.reason.value if decision.reason else None,
-            "blocked_detail": decision.detail or None,
-            "warnings": list(self.warnings),
-        }
-
-    # --- lifecycle and tools ---------------------------------------------------------
+    # --- tools -----------------------------------------------------------------------
 
     name = "compressor"
-
-    def update_model(
-        self,
-        *,
-        model: str | None = None,
-        context_length: int | None = None,
-        max_tokens: object = None,
-        provider: str | None = None,
-        summary_context_length: int | None = None,
-    ) -> None:
-        """Re-derive the trigger from the raw configured ratio and reset calibration."""
-        self.model = model if model is not None else self.model
-        self.provider = provider if provider is not None else self.provider
-        self.context_length = context_length or self.context_length
-        if max_tokens is not None:
-            self.max_tokens = max_tokens
-        if summary_context_length is not None:
-            self.summary_context_length = summary_context_length
-        self.threshold_tokens = self._derive_threshold()
-        self.last_prompt_tokens = 0
-        self.last_completion_tokens = 0
-        self.guard = on_reset(self.guard, new_session=False)
-
-    def on_session_start(self, session_id: str) -> None:
-        self.on_session_reset()
-
-    def on_session_reset(self) -> None:
-        self.epoch += 1
-        self.guard = on_reset(self.guard, new_session=True)
-        self.previous_summary = None
-        self.last_prompt_tokens = 0
-        self.last_completion_tokens = 0
 
     def get_tool_schemas(self) -> list[ToolSchema]:
         return [schema for provider in self.tool_providers for schema in provider.schemas()]
