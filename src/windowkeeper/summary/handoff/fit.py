@@ -92,7 +92,9 @@ class _Sizer:
     def __init__(self, state: HandoffState) -> None:
         self.state = state
         self._sizes: dict[tuple[str, object], int] = {}
-        self._by_content: dict[tuple[str, Hashable], int] = {}
+        # Per section (a key is the section's own), not one dict keyed by (title, key):
+        # a tuple per size kept is the peak memory's.
+        self._by_content: dict[str, dict[Hashable, int]] = {}
         self._last: dict[str, tuple[object, str]] = {}
 
     def _text(self, title: str, key: object, shown: Shown) -> str:
@@ -108,13 +110,16 @@ class _Sizer:
         key = kind.knobs(shown)
         size = self._sizes.get((title, key))
         if size is None:
-            content = None if kind.depends is None else (title, kind.depends(self.state, shown))
-            size = None if content is None else self._by_content.get(content)
+            known: dict[Hashable, int] | None = None
+            if kind.depends is not None:
+                content = kind.depends(self.state, shown)
+                known = self._by_content.setdefault(title, {})
+                size = known.get(content)
             if size is None:
                 text = self._text(title, key, shown)
                 size = estimate_tokens(text) + 1 if text else 0
-                if content is not None:
-                    self._by_content[content] = size
+                if known is not None:
+                    known[content] = size
             self._sizes[(title, key)] = size
         return size
 
