@@ -3,10 +3,12 @@ on generated text rich in the shapes the scans look for."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import identifiers, specs, toolshapes
+from windowkeeper.analysis import identifiers, record, specs, toolshapes
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
@@ -17,6 +19,7 @@ from windowkeeper.analysis.identifiers import (
 )
 from windowkeeper.analysis.shellwords import lines_of, steps_of
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind, _last_exit, exit_code
+from windowkeeper.core.messages import call_arguments, call_name
 
 _HINTS = (
     identifiers._TICKET_HINT,
@@ -213,3 +216,37 @@ def test_an_action_made_through_its_slots_is_the_one_its_init_makes(
     expected = ToolAction(name, kind, target, path, command, pattern, url, line)
     assert made == expected
     assert hash(made) == hash(expected) and repr(made) == repr(expected)
+
+
+def _parsed_as_it_was(call: dict[str, Any]) -> tuple[Any, ...]:
+    """parse_call as it was: recognized with the parsed arguments, then, for a shell
+    with none, again with the raw text as its command."""
+    name, raw = call_name(call), call_arguments(call)
+    parsed = record._parsed(raw)
+    args: Any = parsed if parsed is not None else {}
+    action = toolshapes.classify_call(name, args)
+    if not args and action.kind is ToolKind.SHELL and raw.strip():
+        args = {"command": raw.strip()}
+        action = toolshapes.classify_call(name, args)
+    return action, parsed is not None, dict(args) if parsed is None else parsed
+
+
+_TOOL_NAMES = st.sampled_from([
+    "bash", "Bash", "functions.bash", "mcp__x__execute_bash", "str_replace_editor", "Read",
+    "view", "run", "terminal_tool", "my_shell", "grep", "fetch", "other", "",
+])  # fmt: skip
+_RAW_ARGUMENTS = st.sampled_from([
+    "", " ", "{}", " {} ", "[]", "ls -la", '{"command": "ls"}', '{"cmd": " "}', "null",
+    '{"path": "a.py", "command": "view"}', '{"file_path": "x"}', '"ls"', "{bad", "\n",
+])  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TOOL_NAMES, _RAW_ARGUMENTS | st.text(max_size=12))
+def test_a_call_is_recognized_once_as_it_was_twice(name: str, raw: str) -> None:
+    call = {"id": "c", "type": "function", "function": {"name": name, "arguments": raw}}
+    made = record.parse_call(call)
+    action, json_object, args = _parsed_as_it_was(call)
+    assert made.action == action
+    assert made.json_object == json_object
+    assert dict(made.args) == args

@@ -45,7 +45,7 @@ from ..core.messages import (
 )
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
 from .kinds import is_handoff, is_real_user
-from .toolshapes import ToolAction, ToolKind, classify_call
+from .toolshapes import ToolAction, classify_call, is_shell_name
 
 _MISSING = object()
 
@@ -220,10 +220,11 @@ def parse_call(call: Mapping[str, Any]) -> CallFacts:
     parsed = _parsed(raw)
     json_object = parsed is not None
     args: Mapping[str, Any] = parsed if parsed is not None else {}
-    action = classify_call(name, args)
-    if not args and action.kind is ToolKind.SHELL and raw.strip():
+    # A shell's arguments that hold nothing (not a JSON object, or an empty one) are its
+    # command line: recognized once, with it (a shell with no arguments is one anyway).
+    if not args and raw.strip() and is_shell_name(name):
         args = {"command": raw.strip()}
-        action = classify_call(name, args)
+    action = classify_call(name, args)
     if parsed is not None:
         args = LazyArguments(raw, parsed.keys())
     return CallFacts(call_id(call), name, args, action, json_object, raw)

@@ -192,6 +192,12 @@ def tool_key(name: str) -> str:
     return base if base in _KNOWN or base in _EDITORS else key
 
 
+def is_shell_name(name: str) -> bool:
+    """Whether a call named ``name`` is a shell's whatever its arguments hold: what
+    :func:`classify_call` recognizes as one with no arguments."""
+    return tool_key(name) in _SHELL
+
+
 def _generic_target(args: Mapping[str, Any]) -> str:
     parts = []
     for key, value in list(args.items())[:2]:
