@@ -120,6 +120,33 @@ def test_the_output_gate_stops_a_text_with_neither_shape() -> None:
         assert identifiers._output_scans("commit: 1a2b3c4d") == {identifiers._LABELLED}
 
 
+# Hyphenated runs in the forms the hints' gate must let through: Unicode digits and
+# letters beside them, upper-case runs before a hyphen, hex groups.
+_HYPHEN_TEXTS = st.lists(
+    st.sampled_from(["-", "ABC", "K9", "A", "a", "z9", "9", "0f3e", ".", ".7", "\u0663", "é",
+                     "_", " ", "\n", "--", "-a1b", "-10s", "x-1.2", "e29b", "Z", "İ"]),
+    max_size=40,
+).map("".join) | _RUNS  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(_HYPHEN_TEXTS)
+def test_the_output_gate_passes_every_text_a_hyphen_hint_is_in(text: str) -> None:
+    if identifiers._hyphen_hinted(text):
+        assert identifiers._HYPHENS in identifiers._output_scans(text)
+    _assert_output_identifiers_ungated(text)
+
+
+def test_the_output_gate_stops_hyphens_no_hint_follows() -> None:
+    if identifiers._OUTPUT_GATE is None:  # the pure-Python path: every scan runs
+        assert identifiers._HYPHENS in identifiers._output_scans("-----")
+    else:
+        text = "------\n--no-cache -rf x-y -0.5 a--b -v2 ID-x\n------"
+        assert not identifiers._hyphen_hinted(text)
+        assert identifiers._HYPHENS not in identifiers._output_scans(text)
+        assert identifiers._HYPHENS in identifiers._output_scans("see spotter-3r6")
+
+
 _EXIT_PIECES = st.sampled_from([
     "exit 1", "exit 0", "Exit code: 2", "exited with status 3", "<returncode>4</returncode>",
     '"exit_code": 5', "returned non-zero exit status 6", "x", "\n", " ", "EXIT STATUS=7",
