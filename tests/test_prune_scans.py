@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis import identifiers, record, specs, toolshapes
-from windowkeeper.analysis.events import ToolEvent
+from windowkeeper.analysis.events import ToolEvent, failed, result_exit_code, tool_event
 from windowkeeper.analysis.facts import dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
     MAX_UUIDS,
@@ -277,3 +277,25 @@ def test_a_call_is_recognized_once_as_it_was_twice(name: str, raw: str) -> None:
     assert made.action == action
     assert made.json_object == json_object
     assert dict(made.args) == args
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["bash", "Read", "other"]),
+    st.text(max_size=20),
+    st.text(max_size=40),
+    st.integers(0, 9),
+)
+def test_an_event_made_through_its_slots_is_the_one_its_init_makes(
+    name: str, raw: str, output: str, position: int
+) -> None:
+    call = record.parse_call({"id": "c", "function": {"name": name, "arguments": raw}})
+    result = record.Analyzer().facts({"role": "tool", "tool_call_id": "c", "content": output})
+    made = tool_event(call, result, position)
+    code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
+    expected = ToolEvent(
+        position, call.action, call.args, output, code, failed(code, output), False, "c",
+        result.memo,
+    )  # fmt: skip
+    assert made == expected and repr(made) == repr(expected)
+    assert made.memo is result.memo

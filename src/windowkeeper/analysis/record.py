@@ -227,7 +227,7 @@ def parse_call(call: Mapping[str, Any]) -> CallFacts:
     action = classify_call(name, args)
     if parsed is not None:
         args = LazyArguments(raw, parsed.keys())
-    return CallFacts(call_id(call), name, args, action, json_object, raw)
+    return _new_call(CallFacts, (call_id(call), name, args, action, json_object, raw))
 
 
 def _parsed(raw: str) -> dict[str, Any] | None:
@@ -334,3 +334,5 @@ class Analyzer:
 # A record made from its field values as a tuple: a NamedTuple's own ``__new__`` is a
 # Python function that does the same after binding each argument (a record per message).
 _new_record = cast(Callable[[type[MessageFacts], tuple[Any, ...]], MessageFacts], tuple.__new__)
+# Likewise a call's facts (every call of the turns a compaction reads).
+_new_call = cast(Callable[[type[CallFacts], tuple[Any, ...]], CallFacts], tuple.__new__)
