@@ -3,6 +3,8 @@ on generated text rich in the shapes the scans look for."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from hypothesis import given, settings
@@ -299,3 +301,21 @@ def test_an_event_made_through_its_slots_is_the_one_its_init_makes(
     )  # fmt: skip
     assert made == expected and repr(made) == repr(expected)
     assert made.memo is result.memo
+
+
+_KEY_NAMES = st.sampled_from(["todos", "items", "path", "command", "todo_list", "plan", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_KEY_NAMES, unique=True, max_size=4), min_size=1, max_size=5),
+    st.sampled_from(['"(?:todos|items)"', '"todo_\\w+"', '"plan"|"x"', '"none"']),
+)
+def test_a_key_sets_lack_is_told_as_each_key_matched_would(
+    key_sets: list[list[str]], pattern: str
+) -> None:
+    quoted = re.compile(pattern)
+    for keys in key_sets * 2:  # each asked again: remembered answers too
+        arguments = record.LazyArguments(json.dumps(dict.fromkeys(keys, 1)))
+        expected = not any(quoted.fullmatch(f'"{key}"') for key in keys)
+        assert arguments.lacks_keys(quoted) == expected

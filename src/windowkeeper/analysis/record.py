@@ -151,6 +151,12 @@ def _shared(keys: tuple[str, ...]) -> tuple[str, ...]:
     return shared
 
 
+# Whether a set of keys lacks those a pattern matches, per (pattern, key set): a session's
+# calls name a few key sets, and each question is asked of every call (one match per key
+# per call before). Bounded like the key sets.
+_LACKING: dict[tuple[re.Pattern[str], tuple[str, ...]], bool] = {}
+
+
 class LazyArguments(Mapping[str, Any]):
     """The JSON-object arguments of a call, parsed from the raw text on each use (each
     method parses once); what must hold: ``raw`` parses to a JSON object no deeper than
@@ -174,7 +180,13 @@ class LazyArguments(Mapping[str, Any]):
         """Whether none of some keys is present, told without a parse: ``quoted``
         matches each of them between double quotes, and nothing else (it is tried on
         each top-level key, quoted)."""
-        return not any(quoted.fullmatch(f'"{key}"') for key in self._keys)
+        keys = self._keys
+        lacking = _LACKING.get((quoted, keys))
+        if lacking is None:
+            lacking = not any(quoted.fullmatch(f'"{key}"') for key in keys)
+            if len(_LACKING) < _KEY_SETS_LIMIT:
+                _LACKING[(quoted, keys)] = lacking
+        return lacking
 
     def _value(self) -> dict[str, Any]:
         global _LAST_PARSE
