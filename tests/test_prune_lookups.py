@@ -14,6 +14,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from windowkeeper.analysis.gist import DUPLICATE_TAG
 from windowkeeper.analysis.record import Analyzer, CallFacts
 from windowkeeper.compaction.prune import (
     PruneSettings,
@@ -22,6 +23,7 @@ from windowkeeper.compaction.prune import (
     _shortened_calls,
     content_handle,
     dedupe_tool_outputs,
+    make_handle,
     truncate_tool_arguments,
 )
 from windowkeeper.core.messages import Message
@@ -93,17 +95,22 @@ def test_pass_three_skips_only_messages_it_would_leave_alone(
     analyzer = Analyzer()
     for message in messages:
         if message.get("tool_calls") and not _long_arguments(message, over):
-            assert _shortened_calls(message, analyzer.facts(message), settings) is None
+            assert _shortened_calls(message, settings) is None
     # And the pass as a whole: what it shortens is what the ungated calls shorten.
     result = truncate_tool_arguments(messages, PruneSettings(0, len(messages), 0, over, 50))
     for index, message in enumerate(messages):
         eager = (
-            _shortened_calls(message, analyzer.facts(message), settings)
+            _shortened_calls(message, settings)
             if message.get("tool_calls") and message.get("role") == "assistant"
             else None
         )
         expected = message if eager is None else {**message, "tool_calls": eager}
         assert result.messages[index] == expected
+    # Each archived original's handle: the hash of its calls' arguments as the records
+    # hold them (the pass reads them without parsing the calls).
+    for item in result.archived:
+        calls = analyzer.facts(messages[item.index]).calls
+        assert item.handle == make_handle("\x00".join(call.raw_arguments for call in calls))
 
 
 def test_an_id_made_twice_is_the_later_call() -> None:
@@ -135,3 +142,54 @@ def test_dedupe_names_a_copy_by_its_records_handle(outputs: list[str]) -> None:
     ]
     for item in with_records.archived:  # the handle pass 2 and the archive read is the same
         assert content_handle(analyzer.facts(item.message)) == item.handle
+
+
+def _deduped_as_it_was(messages: list[Message], start: int, end: int) -> list[tuple[int, str]]:
+    """Pass 1 as it was: every output whose length another shares hashed, latest first;
+    the (index, handle) of each copy replaced, in order."""
+    lengths = [
+        len(m["content"]) if m.get("role") == "tool" and len(m["content"]) >= 200 else -1
+        for m in messages
+    ]
+    seen: set[str] = set()
+    replaced: list[tuple[int, str]] = []
+    for index in reversed(range(len(messages))):
+        if lengths[index] < 0 or lengths.count(lengths[index]) < 2:
+            continue
+        handle = make_handle(messages[index]["content"])
+        if handle not in seen:
+            seen.add(handle)
+        elif start <= index < end:
+            replaced.append((index, handle))
+    return replaced[::-1]
+
+
+@given(
+    st.lists(st.sampled_from(["x" * 300, "y" * 300, "z" * 250, "w" * 250, "short"]), max_size=9),
+    st.integers(0, 10),
+    st.integers(0, 10),
+)
+def test_dedupe_hashes_only_what_can_decide_and_replaces_what_it_did(
+    outputs: list[str], start: int, end: int
+) -> None:
+    messages: list[Message] = [
+        {"role": "tool", "tool_call_id": f"c{n}", "content": text} for n, text in enumerate(outputs)
+    ]
+    analyzer = Analyzer()
+    result = dedupe_tool_outputs(messages, PruneSettings(start, end, analyzer=analyzer))
+    assert [(a.index, a.handle) for a in result.archived] == _deduped_as_it_was(
+        messages, start, end
+    )
+    for index, message in enumerate(result.messages):
+        replaced = index in {a.index for a in result.archived}
+        assert (message is messages[index]) != replaced
+        assert not replaced or message["content"].startswith(DUPLICATE_TAG)
+    # An output before the region's first of its length, or with no later one of it, is
+    # never hashed (its record holds no handle).
+    for index, message in enumerate(messages):
+        size = len(message["content"])
+        same = [i for i, m in enumerate(messages) if len(m["content"]) == size]
+        in_region = [i for i in same if start <= i < end]
+        needed = bool(in_region) and index >= in_region[0] and same[-1] > in_region[0]
+        if not needed and len(message["content"]) >= 200:
+            assert "content_handle" not in analyzer.facts(message).memo

@@ -3,11 +3,15 @@ on generated text rich in the shapes the scans look for."""
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import identifiers, specs, toolshapes
-from windowkeeper.analysis.events import ToolEvent
+from windowkeeper.analysis import identifiers, record, specs, toolshapes
+from windowkeeper.analysis.events import ToolEvent, failed, result_exit_code, tool_event
 from windowkeeper.analysis.facts import dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
     MAX_UUIDS,
@@ -17,6 +21,7 @@ from windowkeeper.analysis.identifiers import (
 )
 from windowkeeper.analysis.shellwords import lines_of, steps_of
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind, _last_exit, exit_code
+from windowkeeper.core.messages import call_arguments, call_name
 
 _HINTS = (
     identifiers._TICKET_HINT,
@@ -117,6 +122,33 @@ def test_the_output_gate_stops_a_text_with_neither_shape() -> None:
         assert identifiers._output_scans("commit: 1a2b3c4d") == {identifiers._LABELLED}
 
 
+# Hyphenated runs in the forms the hints' gate must let through: Unicode digits and
+# letters beside them, upper-case runs before a hyphen, hex groups.
+_HYPHEN_TEXTS = st.lists(
+    st.sampled_from(["-", "ABC", "K9", "A", "a", "z9", "9", "0f3e", ".", ".7", "\u0663", "é",
+                     "_", " ", "\n", "--", "-a1b", "-10s", "x-1.2", "e29b", "Z", "İ"]),
+    max_size=40,
+).map("".join) | _RUNS  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(_HYPHEN_TEXTS)
+def test_the_output_gate_passes_every_text_a_hyphen_hint_is_in(text: str) -> None:
+    if identifiers._hyphen_hinted(text):
+        assert identifiers._HYPHENS in identifiers._output_scans(text)
+    _assert_output_identifiers_ungated(text)
+
+
+def test_the_output_gate_stops_hyphens_no_hint_follows() -> None:
+    if identifiers._OUTPUT_GATE is None:  # the pure-Python path: every scan runs
+        assert identifiers._HYPHENS in identifiers._output_scans("-----")
+    else:
+        text = "------\n--no-cache -rf x-y -0.5 a--b -v2 ID-x\n------"
+        assert not identifiers._hyphen_hinted(text)
+        assert identifiers._HYPHENS not in identifiers._output_scans(text)
+        assert identifiers._HYPHENS in identifiers._output_scans("see spotter-3r6")
+
+
 _EXIT_PIECES = st.sampled_from([
     "exit 1", "exit 0", "Exit code: 2", "exited with status 3", "<returncode>4</returncode>",
     '"exit_code": 5', "returned non-zero exit status 6", "x", "\n", " ", "EXIT STATUS=7",
@@ -213,3 +245,77 @@ def test_an_action_made_through_its_slots_is_the_one_its_init_makes(
     expected = ToolAction(name, kind, target, path, command, pattern, url, line)
     assert made == expected
     assert hash(made) == hash(expected) and repr(made) == repr(expected)
+
+
+def _parsed_as_it_was(call: dict[str, Any]) -> tuple[Any, ...]:
+    """parse_call as it was: recognized with the parsed arguments, then, for a shell
+    with none, again with the raw text as its command."""
+    name, raw = call_name(call), call_arguments(call)
+    parsed = record._parsed(raw)
+    args: Any = parsed if parsed is not None else {}
+    action = toolshapes.classify_call(name, args)
+    if not args and action.kind is ToolKind.SHELL and raw.strip():
+        args = {"command": raw.strip()}
+        action = toolshapes.classify_call(name, args)
+    return action, parsed is not None, dict(args) if parsed is None else parsed
+
+
+_TOOL_NAMES = st.sampled_from([
+    "bash", "Bash", "functions.bash", "mcp__x__execute_bash", "str_replace_editor", "Read",
+    "view", "run", "terminal_tool", "my_shell", "grep", "fetch", "other", "",
+])  # fmt: skip
+_RAW_ARGUMENTS = st.sampled_from([
+    "", " ", "{}", " {} ", "[]", "ls -la", '{"command": "ls"}', '{"cmd": " "}', "null",
+    '{"path": "a.py", "command": "view"}', '{"file_path": "x"}', '"ls"', "{bad", "\n",
+])  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TOOL_NAMES, _RAW_ARGUMENTS | st.text(max_size=12))
+def test_a_call_is_recognized_once_as_it_was_twice(name: str, raw: str) -> None:
+    call = {"id": "c", "type": "function", "function": {"name": name, "arguments": raw}}
+    made = record.parse_call(call)
+    action, json_object, args = _parsed_as_it_was(call)
+    assert made.action == action
+    assert made.json_object == json_object
+    assert dict(made.args) == args
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["bash", "Read", "other"]),
+    st.text(max_size=20),
+    st.text(max_size=40),
+    st.integers(0, 9),
+)
+def test_an_event_made_through_its_slots_is_the_one_its_init_makes(
+    name: str, raw: str, output: str, position: int
+) -> None:
+    call = record.parse_call({"id": "c", "function": {"name": name, "arguments": raw}})
+    result = record.Analyzer().facts({"role": "tool", "tool_call_id": "c", "content": output})
+    made = tool_event(call, result, position)
+    code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
+    expected = ToolEvent(
+        position, call.action, call.args, output, code, failed(code, output), False, "c",
+        result.memo,
+    )  # fmt: skip
+    assert made == expected and repr(made) == repr(expected)
+    assert made.memo is result.memo
+
+
+_KEY_NAMES = st.sampled_from(["todos", "items", "path", "command", "todo_list", "plan", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_KEY_NAMES, unique=True, max_size=4), min_size=1, max_size=5),
+    st.sampled_from(['"(?:todos|items)"', '"todo_\\w+"', '"plan"|"x"', '"none"']),
+)
+def test_a_key_sets_lack_is_told_as_each_key_matched_would(
+    key_sets: list[list[str]], pattern: str
+) -> None:
+    quoted = re.compile(pattern)
+    for keys in key_sets * 2:  # each asked again: remembered answers too
+        arguments = record.LazyArguments(json.dumps(dict.fromkeys(keys, 1)))
+        expected = not any(quoted.fullmatch(f'"{key}"') for key in keys)
+        assert arguments.lacks_keys(quoted) == expected

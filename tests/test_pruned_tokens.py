@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from windowkeeper.analysis.record import Analyzer
 from windowkeeper.compaction.plan import make_plan
 from windowkeeper.core.config import DEFAULT_CONFIG
+from windowkeeper.core.tokens import message_tokens, retexted_tokens
 from windowkeeper.engine.pipeline import make_job, pruned_tokens, tokens_of
 
 _TEXT = st.text(max_size=60) | st.text(alphabet="abc xyz\n", max_size=600)
@@ -39,3 +40,23 @@ def test_a_pruned_list_sizes_as_its_records_do(
     if data.draw(st.booleans()):  # another key changed too: looked up
         pruned[0] = {**pruned[0], "name": "other"}
     assert pruned_tokens(job, pruned, analyzer) == tokens_of(pruned, Analyzer())
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MESSAGE, _TEXT, st.sampled_from(["same", "other name", "key added", "counter"]))
+def test_a_copy_with_another_text_is_estimated_from_the_original(
+    message: dict[str, str], text: str, change: str
+) -> None:
+    copy: dict[str, object] = {**message, "content": text}
+    if change == "other name":
+        copy["name"] = "other"
+    elif change == "key added":
+        copy["tool_calls"] = []
+    count = len if change == "counter" else None
+    worked = retexted_tokens(message_tokens(message), message, copy, count)
+    # Worked out exactly where the estimator can (an ASCII original, nothing else changed,
+    # the rough estimate); the caller counts any other copy itself.
+    derivable = change == "same" and message["content"].isascii()
+    assert (worked is not None) == derivable
+    if worked is not None:
+        assert worked == message_tokens(copy)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..core.messages import Message, image_count
@@ -145,17 +145,30 @@ def tool_event(call: CallFacts, result: MessageFacts | None, position: int = 0) 
     code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
     # The result's own memo holds the event's facts (a result answers one call; the
     # event keys never collide with the record's own).
-    return ToolEvent(
-        position,
-        call.action,
-        call.args,
-        text,
-        code,
-        failed(code, text),
-        False,
-        call.id,
-        result.memo,
-    )
+    event: ToolEvent = _new(ToolEvent)
+    set_position, set_action, set_args, set_result, set_code = _SLOTS[:5]
+    set_failed, set_orphan, set_call_id, set_memo = _SLOTS[5:]
+    set_position(event, position)
+    set_action(event, call.action)
+    set_args(event, call.args)
+    set_result(event, text)
+    set_code(event, code)
+    set_failed(event, failed(code, text))
+    set_orphan(event, False)
+    set_call_id(event, call.id)
+    set_memo(event, result.memo)
+    return event
+
+
+# The event of a call and its result is made without the frozen ``__init__``, which sets
+# each of its nine slots through ``object.__setattr__`` (a compaction pairs every call of
+# its turns, and pruning describes every stubbed result through one): the slots' own
+# descriptors set them. What must hold: the fields are exactly these slots, in order,
+# none computed (no ``__post_init__``); the equality with ``ToolEvent(...)`` is tested.
+_SLOTS = tuple(ToolEvent.__dict__[name].__set__ for name in ToolEvent.__slots__)
+assert ToolEvent.__slots__ == tuple(f.name for f in fields(ToolEvent))
+assert not hasattr(ToolEvent, "__post_init__")
+_new = object.__new__
 
 
 def _users(facts: Sequence[MessageFacts]) -> list[tuple[int, str]]:

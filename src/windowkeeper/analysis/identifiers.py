@@ -95,7 +95,7 @@ Found = list[tuple[int, str]]
 # masks the whole window): each matches wherever its scan can find something. Python's
 # ``\d`` takes Unicode digits and ``\s`` Unicode white space too: in UTF-8 every byte
 # of a non-ASCII character is 0x80 or above (as in secret_gate).
-_LABELLED, _ISSUES = 0, 1
+_LABELLED, _ISSUES, _HYPHENS = 0, 1, 2
 _OUTPUT_CONDITIONS = (
     # _SHA_LABEL's word ending, one to three separators (up to three bytes each), the
     # hex run's first seven characters; caseless (texts with a letter IGNORECASE folds
@@ -106,9 +106,22 @@ _OUTPUT_CONDITIONS = (
         True,
     ),
     (r"#(?:[0-9]|[\x80-\xff])", False),
+    # _HYPHEN_HINTS, without its look-arounds: each branch matches wherever its hint
+    # does (a Unicode digit's UTF-8 starts with a byte over 0x7f; Hyperscan's ``\b`` is
+    # ASCII's, which holds wherever Python's does after an ASCII letter or digit), so
+    # the regex only confirms a hint in the few outputs this passes (it tries its
+    # alternation at every hyphen: separator lines hold dozens)
+    (
+        r"-[0-9]*[a-z][a-z0-9]*\.(?:[0-9]|[\x80-\xff])"  # _SLUG_HINT
+        # _HASH_HINT: three or more letters and digits, a letter and a digit among them
+        r"|-(?:[a-z]{2,}[0-9]|[a-z][0-9][a-z0-9]|[0-9]{2,}[a-z]|[0-9][a-z][a-z0-9])[a-z0-9]*\b"
+        r"|[A-Z][A-Z0-9]{1,9}-(?:[0-9]|[\x80-\xff])"  # _TICKET_HINT
+        r"|-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-",  # _UUID_HINT
+        False,
+    ),
 )
 _OUTPUT_GATE = condition_scanner(_OUTPUT_CONDITIONS)
-_EVERY_SCAN = frozenset((_LABELLED, _ISSUES))
+_EVERY_SCAN = frozenset((_LABELLED, _ISSUES, _HYPHENS))
 
 
 def _output_scans(text: str) -> Collection[int]:
@@ -248,8 +261,8 @@ def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
     # The window of a window is itself (each part of it is under OUTPUT_SCAN_CHARS):
     # this is text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS), gated once.
     output = window(result, OUTPUT_SCAN_CHARS)
-    hinted = _hyphen_hinted(output)
     scans = _output_scans(output)
+    hinted = _HYPHENS in scans and _hyphen_hinted(output)
     found = _identifiers(output, uuids=False, shas=False, hinted=hinted, scans=scans)
     if hinted:
         uuids = hinted_matches(_UUID, _UUID_HINT, output)

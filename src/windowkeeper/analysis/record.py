@@ -45,7 +45,7 @@ from ..core.messages import (
 )
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
 from .kinds import is_handoff, is_real_user
-from .toolshapes import ToolAction, ToolKind, classify_call
+from .toolshapes import ToolAction, classify_call, is_shell_name
 
 _MISSING = object()
 
@@ -151,6 +151,12 @@ def _shared(keys: tuple[str, ...]) -> tuple[str, ...]:
     return shared
 
 
+# Whether a set of keys lacks those a pattern matches, per (pattern, key set): a session's
+# calls name a few key sets, and each question is asked of every call (one match per key
+# per call before). Bounded like the key sets.
+_LACKING: dict[tuple[re.Pattern[str], tuple[str, ...]], bool] = {}
+
+
 class LazyArguments(Mapping[str, Any]):
     """The JSON-object arguments of a call, parsed from the raw text on each use (each
     method parses once); what must hold: ``raw`` parses to a JSON object no deeper than
@@ -174,7 +180,13 @@ class LazyArguments(Mapping[str, Any]):
         """Whether none of some keys is present, told without a parse: ``quoted``
         matches each of them between double quotes, and nothing else (it is tried on
         each top-level key, quoted)."""
-        return not any(quoted.fullmatch(f'"{key}"') for key in self._keys)
+        keys = self._keys
+        lacking = _LACKING.get((quoted, keys))
+        if lacking is None:
+            lacking = not any(quoted.fullmatch(f'"{key}"') for key in keys)
+            if len(_LACKING) < _KEY_SETS_LIMIT:
+                _LACKING[(quoted, keys)] = lacking
+        return lacking
 
     def _value(self) -> dict[str, Any]:
         global _LAST_PARSE
@@ -220,13 +232,14 @@ def parse_call(call: Mapping[str, Any]) -> CallFacts:
     parsed = _parsed(raw)
     json_object = parsed is not None
     args: Mapping[str, Any] = parsed if parsed is not None else {}
-    action = classify_call(name, args)
-    if not args and action.kind is ToolKind.SHELL and raw.strip():
+    # A shell's arguments that hold nothing (not a JSON object, or an empty one) are its
+    # command line: recognized once, with it (a shell with no arguments is one anyway).
+    if not args and raw.strip() and is_shell_name(name):
         args = {"command": raw.strip()}
-        action = classify_call(name, args)
+    action = classify_call(name, args)
     if parsed is not None:
         args = LazyArguments(raw, parsed.keys())
-    return CallFacts(call_id(call), name, args, action, json_object, raw)
+    return _new_call(CallFacts, (call_id(call), name, args, action, json_object, raw))
 
 
 def _parsed(raw: str) -> dict[str, Any] | None:
@@ -333,3 +346,5 @@ class Analyzer:
 # A record made from its field values as a tuple: a NamedTuple's own ``__new__`` is a
 # Python function that does the same after binding each argument (a record per message).
 _new_record = cast(Callable[[type[MessageFacts], tuple[Any, ...]], MessageFacts], tuple.__new__)
+# Likewise a call's facts (every call of the turns a compaction reads).
+_new_call = cast(Callable[[type[CallFacts], tuple[Any, ...]], CallFacts], tuple.__new__)

@@ -192,6 +192,12 @@ def tool_key(name: str) -> str:
     return base if base in _KNOWN or base in _EDITORS else key
 
 
+def is_shell_name(name: str) -> bool:
+    """Whether a call named ``name`` is a shell's whatever its arguments hold: what
+    :func:`classify_call` recognizes as one with no arguments."""
+    return tool_key(name) in _SHELL
+
+
 def _generic_target(args: Mapping[str, Any]) -> str:
     parts = []
     for key, value in list(args.items())[:2]:
@@ -358,7 +364,6 @@ def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = 
     ``code``: the shell result's exit code when already known (found by :func:`exit_code`
     otherwise); an unknown one is left out rather than printed as a placeholder.
     """
-    size = f"{len(result):,} chars"
     label = f"[{action.name}]"
     # Masked before it is cut: a key cut in half can no longer be recognized as one.
     target = " ".join(redact(action.target).split())
@@ -369,6 +374,7 @@ def one_line(action: ToolAction, result: str, code: int | EllipsisType | None = 
         code = exit_code(result) if isinstance(code, EllipsisType) else code
         status = "," if code is None else f" -> exit {code},"
         return f"{label} ran `{target}`{status} {line_count(result)} lines output"
+    size = f"{len(result):,} chars"  # every other kind's line tells it
     if action.kind is ToolKind.READ:
         start = action.line if action.line is not None else 1
         return f"{label} read {target} from line {start} ({size})"

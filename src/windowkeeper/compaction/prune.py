@@ -112,9 +112,14 @@ def _calls_by_id(
 
 
 def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[int]:
-    """Indices of large tool outputs whose length another large tool output shares.
+    """Indices of large tool outputs whose length another large tool output shares, from
+    the first of those in the region on (only equal-length outputs can be identical, so
+    only those are ever hashed).
 
-    Only equal-length outputs can be identical, so only those are ever hashed.
+    An output is replaced when a later one is identical, so only a group's outputs from
+    its first one in the region on can decide anything: those before it lie before the
+    region (never replaced), and a group with none in it, or with no output after its
+    first one there, replaces nothing (none of its outputs is hashed).
     """
     by_length: dict[int, list[int]] = {}
     least = settings.min_chars
@@ -125,7 +130,14 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
         content = message.get("content")
         if isinstance(content, str) and len(content) >= least and not is_stub(content):
             by_length.setdefault(len(content), []).append(index)
-    return {i for group in by_length.values() if len(group) > 1 for i in group}
+    found: set[int] = set()
+    start, end = settings.start, settings.end
+    for group in by_length.values():
+        # indices ascending: the first one in the region, and every later one
+        first = next((n for n, i in enumerate(group) if start <= i < end), len(group))
+        if len(group) - first > 1:
+            found.update(group[first:])
+    return found
 
 
 def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
@@ -286,13 +298,15 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
         if not message.get("tool_calls") or not _long_arguments(message, settings.args_over):
             continue
         record = analyzer.facts(message)
-        shorten = functools.partial(_shortened_calls, message, record, settings)
+        shorten = functools.partial(_shortened_calls, message, settings)
         new_calls: list[Any] | None = record.remember(key, shorten)
         if new_calls is None:
             continue
         out = out if out is not None else list(messages)
         out[index] = {**message, "tool_calls": new_calls}
-        raw = "\x00".join(call.raw_arguments for call in record.calls)
+        # The arguments as sent (each call's ``raw_arguments``), read without parsing the
+        # calls: shortening needs no call recognized.
+        raw = "\x00".join(call_arguments(call) for call in tool_calls(message))
         archived.append(ArchivedItem(make_handle(raw), "tool_arguments", index, message))
     if out is None:
         return PassResult(messages)
@@ -305,20 +319,18 @@ def _long_arguments(message: Message, over: int) -> bool:
     return any(len(call_arguments(call)) > over for call in tool_calls(message))
 
 
-def _shortened_calls(
-    message: Message, record: MessageFacts, settings: PruneSettings
-) -> list[Any] | None:
+def _shortened_calls(message: Message, settings: PruneSettings) -> list[Any] | None:
     """The message's tool calls with long arguments shortened; ``None`` when none was
-    (computed once per message: pruning and the must-fit rungs both ask)."""
+    (computed once per message: pruning and the must-fit rungs both ask). Each long
+    argument is parsed here, once: the record keeps no parse of long arguments, and
+    shortening needs no call recognized (the record's calls are not made for it)."""
     calls = tool_calls(message)
     new_calls = []
-    for call, facts in zip(calls, record.calls, strict=True):
+    for call in calls:
         function = call.get("function")
         args = function.get("arguments") if isinstance(function, dict) else None
         if isinstance(function, dict) and isinstance(args, str) and len(args) > settings.args_over:
-            # Long arguments are not kept parsed (a LazyArguments): parse them here.
-            parsed = facts.args if facts.json_object and type(facts.args) is dict else None
-            short = truncate_arguments(args, settings.args_head, parsed)
+            short = truncate_arguments(args, settings.args_head)
             if short is not args:
                 call = {**call, "function": {**function, "arguments": short}}
         new_calls.append(call)

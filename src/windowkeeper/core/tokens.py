@@ -121,6 +121,36 @@ def message_tokens(
     return total
 
 
+def retexted_tokens(
+    tokens: int,
+    message: Mapping[str, Any],
+    copy: Mapping[str, Any],
+    count: TextCounter | None = None,
+) -> int | None:
+    """:func:`message_tokens` of ``copy``, worked out from ``tokens``, that of
+    ``message``: ``copy`` is ``message`` with another text ``content`` (a stub) and every
+    other key's value the very same object. The estimate is a sum over a message's parts,
+    so only the text's term changes. Worked out for the rough estimate of an ASCII text
+    only, whose term is its length (no pass over it); ``None`` for anything else (the
+    caller counts ``copy`` itself)."""
+    text, content = message.get("content"), copy.get("content")
+    if (
+        (count is not None and count is not estimate_tokens)
+        or type(text) is not str
+        or type(content) is not str
+        or not text.isascii()
+        or len(copy) != len(message)
+    ):
+        return None
+    for key, value in message.items():
+        if key != "content" and copy.get(key, _ABSENT) is not value:
+            return None
+    return tokens - estimate_tokens(text) + estimate_tokens(content)
+
+
+_ABSENT = object()
+
+
 def estimate_messages_tokens(
     messages: Iterable[Mapping[str, Any]],
     *,

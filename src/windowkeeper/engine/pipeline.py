@@ -31,7 +31,7 @@ from ..core.frozen import evolve
 from ..core.invariants import align_back
 from ..core.messages import Message
 from ..core.report import CompressionReport, Outcome, Receipt
-from ..core.tokens import estimate_tokens
+from ..core.tokens import estimate_tokens, retexted_tokens
 
 
 @dataclass(frozen=True)
@@ -218,25 +218,10 @@ def pruned_tokens(job: Job, messages: Sequence[Message], analyzer: Analyzer) -> 
 
 def _replaced_tokens(record: MessageFacts, new: Message, analyzer: Analyzer) -> int:
     """The tokens of ``new``, a copy of ``record``'s message with another text (a stub):
-    an estimate is a sum over the message's parts, so only the text's part changes. Its
-    own record is made on first use instead (the next compaction's, or the warning's).
-    Worked out only for the rough estimate of an ASCII text (its length: no pass over it);
-    any other copy is looked up."""
-    old = record.message
-    text, content = old.get("content"), new.get("content")
-    if (
-        analyzer.count is None
-        and type(text) is str
-        and type(content) is str
-        and text.isascii()
-        and len(new) == len(old)
-        and all(key == "content" or new.get(key, _GONE) is value for key, value in old.items())
-    ):
-        return record.tokens - estimate_tokens(text) + estimate_tokens(content)
-    return analyzer.facts(new).tokens
-
-
-_GONE = object()
+    from the original's tokens where the estimator can tell them so; else ``new``'s own
+    record, made here (the next compaction's, or the warning's, otherwise)."""
+    tokens = retexted_tokens(record.tokens, record.message, new, analyzer.count)
+    return tokens if tokens is not None else analyzer.facts(new).tokens
 
 
 def fit_room(
