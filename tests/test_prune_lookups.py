@@ -11,11 +11,13 @@ import json
 from types import MappingProxyType
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from windowkeeper.analysis.gist import DUPLICATE_TAG
 from windowkeeper.analysis.record import Analyzer, CallFacts
+from windowkeeper.compaction import prune as prune_module
 from windowkeeper.compaction.prune import (
     PruneSettings,
     _calls_by_id,
@@ -193,3 +195,21 @@ def test_dedupe_hashes_only_what_can_decide_and_replaces_what_it_did(
         needed = bool(in_region) and index >= in_region[0] and same[-1] > in_region[0]
         if not needed and len(message["content"]) >= 200:
             assert "content_handle" not in analyzer.facts(message).memo
+
+
+def test_outputs_sharing_a_handle_but_not_a_text_are_both_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A handle is a 40-bit digest: two different outputs of one length may share one.
+    Pass 1 replaces an output only by an equal text, never by a handle alone."""
+    monkeypatch.setattr(prune_module, "make_handle", lambda *parts: "wk0000000000")
+    first, second = "a" * 400, "b" * 400
+    messages: list[Message] = [
+        {"role": "tool", "tool_call_id": "1", "content": first},
+        {"role": "tool", "tool_call_id": "2", "content": second},
+        {"role": "tool", "tool_call_id": "3", "content": first},
+    ]
+    result = dedupe_tool_outputs(messages, PruneSettings(0, len(messages), min_chars=100))
+    assert [m["content"] for m in result.messages[1:]] == [second, first]
+    assert result.messages[0]["content"].startswith(DUPLICATE_TAG)
+    assert len(result.archived) == 1

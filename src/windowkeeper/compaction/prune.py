@@ -143,7 +143,10 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
 def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> PassResult:
     """Pass 1: an older copy of an identical large tool output becomes a short marker."""
     candidates = _dedupe_candidates(messages, settings)
-    seen: set[str] = set()
+    # handle -> the later output it was first seen with. A handle is a 40-bit digest: two
+    # different outputs of one length could share it, so a copy is one only when the texts
+    # are equal too (a memcmp, and only when the handles already match).
+    seen: dict[str, str] = {}
     out: list[Message] | None = None
     archived: list[ArchivedItem] = []
     for index in sorted(candidates, reverse=True):
@@ -152,8 +155,11 @@ def dedupe_tool_outputs(messages: list[Message], settings: PruneSettings) -> Pas
         # The record's handle: pass 2 stubs the copy kept (and the archive names it) by it.
         records = settings.analyzer
         handle = content_handle(records.facts(message)) if records else make_handle(content)
-        if handle not in seen:
-            seen.add(handle)
+        kept = seen.get(handle)
+        if kept is None:
+            seen[handle] = content
+            continue
+        if kept != content:
             continue
         if not settings.start <= index < settings.end:
             continue
