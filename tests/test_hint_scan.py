@@ -118,7 +118,9 @@ def test_each_thread_scans_with_its_own_scratch_space() -> None:
     assert results == [expected] * 80
 
 
-_WIDE = st.lists(st.sampled_from(["a", "é", "→", "😀", "\ud800", "\udfff", " key="])).map("".join)
+_WIDE = st.lists(
+    st.sampled_from(["a", "é", "ÿ", "→", "😀", "\ud800", "\udfff", "?", " key=", "PASS", "--"])
+).map("".join)
 
 
 @settings(max_examples=200, deadline=None)
@@ -128,9 +130,31 @@ def test_a_text_encoded_in_slices_is_the_text_encoded_whole(
 ) -> None:
     # slices of _CHUNK characters: lengths around and across the slice size
     text = head + ("→é😀a" * length)[:length] + tail
-    data = hint_scan._utf8(text)
-    assert bytes(data) == text.encode("utf-8", "surrogatepass")
-    starts = {0, len(data), *(i for i, byte in enumerate(data) if byte < 0x80)}
-    assert hint_scan._char_offsets(data, starts) == {
-        start: len(bytes(data[:start]).decode("utf-8", "surrogatepass")) for start in starts
+    assert bytes(hint_scan._utf8(text)) == text.encode("utf-8", "surrogatepass")
+
+
+LITERALS = hint_scan.LiteralScanner(["pass", "key", "://"]) if hint_scan.hyperscan else None
+_HINT_PIECES = st.sampled_from(
+    ["pass", "pa", "ss", "PASS", "P", "--", "-", "://", ":/", "/", "key", "KEY", "ke", "y"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_HINT_PIECES | st.sampled_from(["é", "ÿ", "→", "😀", "\ud800", "?", " "])))
+def test_hints_are_found_at_character_offsets_past_ascii(pieces: list[str]) -> None:
+    # Scanned one byte per character (Latin-1, "?" past it): a character past ASCII
+    # between two halves of a hint ("pa→ss") must not join them, and every offset is
+    # the character's (what str.find returns), surrogates, "?" and all.
+    text = "".join(pieces)
+    assert SCANNER is not None
+    found = SCANNER.scan(text)
+    for hint in EXACT:
+        assert found.exact((hint,)) == secret_hints.positions(text, (hint,)), hint
+    lowered = secret_hints.lowered_positions(text)
+    assert lowered is not None and found.lowered == lowered
+    assert LITERALS is not None
+    assert LITERALS.starts(text) == {
+        at
+        for word in ("pass", "key", "://")
+        for at in secret_hints.positions(text.lower(), (word,))
     }

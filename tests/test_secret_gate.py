@@ -90,3 +90,21 @@ def test_ordinary_text_with_hints_is_ruled_out(text: str) -> None:
     # Each of these holds hints of several rules: the hint scan would try them all.
     assert GATE is not None
     assert GATE.candidates(text) == frozenset()
+
+
+_SEPARATORS = st.sampled_from([" ", "\n", " é ", " ─ ", " 😀 ", "; ", "\t"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([text for text, _ in POSITIVES]), min_size=2, max_size=5),
+       _SEPARATORS)  # fmt: skip
+def test_each_secret_of_a_text_is_masked_after_another_rule_changed_it(
+    texts: list[str], separator: str
+) -> None:
+    # After a rule changes a text the gate is asked again of the new text, and only the
+    # later rules it names are tried: a text with secrets of several rules (ASCII and
+    # not) is masked as the pure-Python path masks it, every secret gone.
+    text = separator.join(texts)
+    masked = _with(SCANNER, GATE, text)
+    assert masked == _with(None, None, text)
+    assert all(secret not in masked for known, secret in POSITIVES if known in texts)

@@ -12,8 +12,9 @@ is what one ``str.find`` loop per hint returns, and ``lowered`` what
 caseless matching is ASCII case folding; a text is scanned here only when it holds none
 of ``FOLDED_TO_ASCII`` (the only characters that ``str.lower`` or ``re.IGNORECASE`` take
 to an ASCII letter), so an ASCII hint occurs case-insensitively exactly where it is
-found. Other texts take the pure-Python path. A non-ASCII text is scanned as UTF-8 (no
-byte of a multi-byte character is ASCII) and the byte offsets are mapped to characters.
+found. Other texts take the pure-Python path. A non-ASCII text is scanned one byte per
+character (Latin-1, ``?`` for a character past it; no hint holds ``?`` or a byte past
+ASCII), so the offsets Hyperscan reports are the characters' own, with nothing to map.
 
 Hyperscan has wheels for Linux and macOS (x86_64, arm64) and Windows x86_64, none for
 Windows arm64 (pyproject leaves it out there); where it cannot be imported, or
@@ -23,7 +24,6 @@ the pure-Python path, with the same results.
 
 from __future__ import annotations
 
-import codecs
 import os
 import threading
 from bisect import bisect_right
@@ -85,14 +85,29 @@ class Compiled:
         found: list[tuple[int, int]] = []
         return self.scan_with(text, _collect, found), found
 
+    def _found_at_chars(self, text: str) -> list[tuple[int, int]]:
+        """Each match's (expression, start character) in ``text``, scanned one byte per
+        character: a character past ASCII as its Latin-1 byte (0x80-0xFF) or as ``?``.
+        What must hold: every expression is a literal of ASCII characters other than
+        ``?`` (checked where one is compiled), so no match can hold such a byte and the
+        matches are those of the text itself, at character offsets (no UTF-8 to map)."""
+        found: list[tuple[int, int]] = []
+        scratch = self._scratch_here()
+        self._database.scan(text.encode("latin-1", "replace"), _collect, 0, found, scratch)
+        return found
+
+    def _scratch_here(self) -> Any:
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:  # a scratch serves one scan at a time: one per thread
+            scratch = self._local.scratch = self._scratch.clone()
+        return scratch
+
     def scan_with(
         self, text: str, handler: Callable[[int, int, int, int, Any], bool | None], context: Any
     ) -> bytes | bytearray:
         """Scan ``text`` (as ASCII, or UTF-8), calling ``handler(expression, start, end,
         flags, context)`` for each match; returns the bytes scanned."""
-        scratch = getattr(self._local, "scratch", None)
-        if scratch is None:  # a scratch serves one scan at a time: one per thread
-            scratch = self._local.scratch = self._scratch.clone()
+        scratch = self._scratch_here()
         data = text.encode("ascii") if text.isascii() else _utf8(text)
         # positional (data, handler, flags, context, scratch): the binding parses keyword
         # arguments at about the cost of a short scan; it reads any buffer (its stub says
@@ -108,23 +123,27 @@ class HintScanner(Compiled):
         assert hyperscan is not None
         self._hints = [(hint, False) for hint in sorted(set(exact))]
         self._hints += [(hint, True) for hint in sorted(set(caseless))]
+        assert all(_plain_ascii(hint) for hint, _ in self._hints)  # see _found_at_chars
         som = hyperscan.HS_FLAG_SOM_LEFTMOST
         super().__init__(
-            [hint.encode("ascii") for hint, _ in self._hints],
+            [_literal(hint) for hint, _ in self._hints],
             [som | hyperscan.HS_FLAG_CASELESS if low else som for _, low in self._hints],
         )
 
     def scan(self, text: str) -> HintPositions:
         """The hints' positions (in characters) in ``text``, which must hold no character
         of ``FOLDED_TO_ASCII`` (see the module docstring)."""
-        data, found = self._found(text)
-        chars = _char_offsets(data, {start for _, start in found}) if len(data) > len(text) else {}
         exact: dict[str, list[int]] = {}
         lowered: dict[str, list[int]] = {}
-        for index, start in sorted(found):
+        for index, start in sorted(self._found_at_chars(text)):
             hint, low = self._hints[index]
-            (lowered if low else exact).setdefault(hint, []).append(chars.get(start, start))
+            (lowered if low else exact).setdefault(hint, []).append(start)
         return HintPositions(text, exact, lowered)
+
+
+def _plain_ascii(literal: str) -> bool:
+    """Whether ``literal`` is ASCII without ``?`` (what ``_found_at_chars`` needs)."""
+    return literal.isascii() and "?" not in literal
 
 
 def _utf8(text: str) -> bytearray:
@@ -135,25 +154,6 @@ def _utf8(text: str) -> bytearray:
     for start in range(0, len(text), _CHUNK):
         data += text[start : start + _CHUNK].encode("utf-8", "surrogatepass")
     return data
-
-
-def _char_offsets(data: bytes | bytearray, starts: set[int]) -> dict[int, int]:
-    """The character offset of each byte offset in ``starts`` of UTF-8 ``data`` (each is
-    where an ASCII hint begins, so on a character boundary)."""
-    offsets: dict[int, int] = {}
-    done = chars = 0
-    view = memoryview(data)
-    for start in sorted(starts):
-        # Decoded a slice at a time (no copy of a long text, twice, for a count); a slice
-        # that ends inside a character leaves it to the next (``used``).
-        while done < start:
-            piece, used = codecs.utf_8_decode(
-                view[done : min(done + _CHUNK, start)], "surrogatepass"
-            )
-            chars += len(piece)
-            done += used
-        offsets[start] = chars
-    return offsets
 
 
 _CHUNK = 2_048
@@ -179,6 +179,7 @@ class LiteralScanner(Compiled):
     def __init__(self, literals: Iterable[str]) -> None:
         assert hyperscan is not None
         words = sorted(set(literals))
+        assert all(_plain_ascii(word) for word in words)  # see _found_at_chars
         flags = hyperscan.HS_FLAG_SOM_LEFTMOST | hyperscan.HS_FLAG_CASELESS
         super().__init__([_literal(word) for word in words], [flags] * len(words))
 
@@ -187,12 +188,7 @@ class LiteralScanner(Compiled):
         holds no character of ``FOLDED_TO_ASCII`` (then these are exactly the offsets of
         the lower-cased literals in ``text.lower()``: no other character lowers to an
         ASCII one, and only ``İ``, one of them, lowers to two)."""
-        data, found = self._found(text)
-        starts = {start for _, start in found}
-        if len(data) == len(text):
-            return starts
-        chars = _char_offsets(data, starts)
-        return {chars[start] for start in starts}
+        return {start for _, start in self._found_at_chars(text)}
 
 
 def _literal(word: str) -> bytes:

@@ -326,9 +326,11 @@ def redact(text: str) -> str:
         return text
     lowered: HintSource
     tried: Container[int] = _EVERY_RULE
+    gate = None
     if _SCANNER is not None and not has_folded_letters(text):
-        if _GATE is not None:
-            tried = _GATE.candidates(text)  # the rules that may match (secret_gate)
+        gate = _GATE
+        if gate is not None:
+            tried = gate.candidates(text)  # the rules that may match (secret_gate)
             if not tried:
                 return text
         lowered = Scanned(_SCANNER)  # every hint found in one pass (hint_scan)
@@ -346,7 +348,14 @@ def redact(text: str) -> str:
         new = _apply(rule, text, lowered)
         if new != text:
             text = new
-            tried = _EVERY_RULE
+            if gate is None:
+                tried = _EVERY_RULE
+            elif index < _LAST_RULE:
+                # The gate holds for any text, so it is asked again of the changed one
+                # (its pieces are the old text's and REDACTED: no folded letter either);
+                # a later rule whose condition fails there is skipped, with no new
+                # hint scan of the text.
+                tried = gate.candidates(text)
     return text
 
 
@@ -369,6 +378,7 @@ _SCANNER = scanner(
 assert len(CONDITIONS) == len(_RULES)
 _GATE = SecretGate() if _SCANNER is not None else None
 _EVERY_RULE = range(len(_RULES))
+_LAST_RULE = len(_RULES) - 1
 
 
 def _holds_no_hint(text: str) -> bool:
