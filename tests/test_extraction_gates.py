@@ -28,10 +28,18 @@ _PIECES = st.sampled_from([
 ])  # fmt: skip
 
 
-def _per_line(command: str) -> tuple[tuple[bool, bool], ...]:
+def _per_line(command: str) -> tuple[tuple[bool, bool, bool], ...]:
     return tuple(
-        (_MAY_TOUCH.search(line) is not None, _MAY_READ.search(line) is not None)
+        (_MAY_TOUCH.search(line) is not None, _MAY_READ.search(line) is not None, "cd " in line)
         for line in lines_of(command)[0]
+    )
+
+
+def _as_lines(command: str, gates: commands.Gates) -> tuple[tuple[bool, bool, bool], ...]:
+    """The gates' index sets as one (touch, read, cd) triple per line."""
+    return tuple(
+        (index in gates[0], index in gates[1], index in gates[2])
+        for index in range(len(lines_of(command)[0]))
     )
 
 
@@ -43,10 +51,11 @@ def test_line_gates_are_the_regexes_line_by_line(pieces: list[str]) -> None:
     original = commands._SCANNED_CHARS
     commands._SCANNED_CHARS = 0  # every command through the scan, short ones too
     try:
-        found = line_gates.__wrapped__(command)
+        found = commands.gates_of(command)
     finally:
         commands._SCANNED_CHARS = original
-    assert found == _per_line(command)
+    assert _as_lines(command, found) == _per_line(command)
+    assert max(found[0] | found[1] | found[2], default=-1) < len(lines_of(command)[0])
     assert scanned or commands._LINE_GATES is None  # the pure path is the regexes
 
 
@@ -55,11 +64,12 @@ def test_a_long_command_takes_the_scan_and_finds_each_line() -> None:
         pytest.skip("Hyperscan is not installed or the pure-Python path is forced")
     filler = "\n".join(f"value_{i} = compute({i})" for i in range(20))
     command = f"cd /repo && python -c '\n{filler}\nprint(a > b)\n' | head -5"
-    gates = line_gates(command)
+    gates = _as_lines(command, line_gates(command))
     assert len(command) >= commands._SCANNED_CHARS
     assert gates == _per_line(command)
-    assert gates[-1] == (False, True)  # "| head -5": a reader, no writer
-    assert gates[-2] == (True, False)  # "print(a > b)": ``>`` may redirect
+    assert gates[-1] == (False, True, False)  # "| head -5": a reader, no writer
+    assert gates[-2] == (True, False, False)  # "print(a > b)": ``>`` may redirect
+    assert gates[0] == (False, False, True)  # "cd /repo && python -c '"
 
 
 _STEPS = st.sampled_from([
