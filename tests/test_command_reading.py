@@ -49,7 +49,7 @@ def _old_is_read_only(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > shellwords.SCAN_CHARS:
         return False
-    touching = {i for i, line in enumerate(lines) if commands._MAY_TOUCH.search(line)}
+    touching = {i for i, line in enumerate(lines) if commands._MAY_TOUCH.search(" " + line)}
     for index, line in enumerate(lines):
         if index in touching and any(steps.step_touches(tokens) for tokens in steps_of(line)):
             return False

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis import commands, resolution
-from windowkeeper.analysis.commands import _MAY_READ, _MAY_TOUCH, line_gates
+from windowkeeper.analysis.commands import line_gates
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.resolution import OpenFailures, operation
 from windowkeeper.analysis.shellwords import lines_of
@@ -28,9 +28,18 @@ _PIECES = st.sampled_from([
 ])  # fmt: skip
 
 
+# The gates as they were (each led by ``\b``, searched in the line itself).
+_OLD_MAY_TOUCH = re.compile(commands._ARROW + "|" + commands._TOUCHER_WORDS)
+_OLD_MAY_READ = re.compile(commands._READER_WORDS)
+
+
 def _per_line(command: str) -> tuple[tuple[bool, bool, bool], ...]:
     return tuple(
-        (_MAY_TOUCH.search(line) is not None, _MAY_READ.search(line) is not None, "cd " in line)
+        (
+            _OLD_MAY_TOUCH.search(line) is not None,
+            _OLD_MAY_READ.search(line) is not None,
+            "cd " in line,
+        )
         for line in lines_of(command)[0]
     )
 
@@ -44,12 +53,14 @@ def _as_lines(command: str, gates: commands.Gates) -> tuple[tuple[bool, bool, bo
 
 
 @settings(max_examples=1_500, deadline=None)
-@given(st.lists(_PIECES, max_size=40))
-def test_line_gates_are_the_regexes_line_by_line(pieces: list[str]) -> None:
+@given(st.lists(_PIECES, max_size=40), st.sampled_from([0, 10**9]))
+def test_line_gates_are_the_regexes_line_by_line(pieces: list[str], scanned_chars: int) -> None:
     command = "".join(pieces)
     scanned = commands._LINE_GATES is not None
     original = commands._SCANNED_CHARS
-    commands._SCANNED_CHARS = 0  # every command through the scan, short ones too
+    # 0: every command through the scan, short ones too; 10**9: every one through the
+    # ``\W``-led patterns (one line or several)
+    commands._SCANNED_CHARS = scanned_chars
     try:
         found = commands.gates_of(command)
     finally:

@@ -51,8 +51,10 @@ def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
     """Each non-blank line of ``text`` with the bodies of the heredocs it opens (a body
     runs to the first line that is its end word, spaces around it ignored, or to the end).
 
-    A body's end is found with ``list.index`` over the rows stripped once, not a row at a
-    time in Python: bodies (files written with ``cat <<EOF``) are most of such texts."""
+    A body's end is found with ``list.index``, not a row at a time in Python: bodies
+    (files written with ``cat <<EOF``) are most of such texts. An end word on a row of its
+    own is found among the rows as they are; only when a row before it holds the word
+    (which may be the end with spaces around it) are the rows stripped, once a text."""
     rows = text.split("\n")
     stripped: list[str] | None = None
     index = 0
@@ -61,16 +63,26 @@ def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
         index += 1
         bodies: list[str] = []
         for match in _HEREDOC.finditer(line) if "<<" in line else ():
-            if stripped is None:
-                stripped = [row.strip() for row in rows]
-            try:
-                stop = stripped.index(match.group(2), index)
-            except ValueError:
-                stop = len(rows)
-            bodies.append("\n".join(rows[index:stop]))
+            word = match.group(2)
+            stop = _index(rows, word, index)
+            body = "\n".join(rows[index:stop])
+            if word in body:  # a row before ``stop`` may strip to the word
+                if stripped is None:
+                    stripped = [row.strip() for row in rows]
+                stop = _index(stripped, word, index)
+                body = "\n".join(rows[index:stop])
+            bodies.append(body)
             index = stop + 1
         if line.strip():
             yield line, bodies
+
+
+def _index(rows: list[str], word: str, start: int) -> int:
+    """Where ``word`` is first among ``rows`` from ``start`` (their end if nowhere)."""
+    try:
+        return rows.index(word, start)
+    except ValueError:
+        return len(rows)
 
 
 # A shell word (quoted parts, escapes and plain characters glued together) or an operator.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from .readings import UNREAD, step_reading
+from .readings import UNREAD, reading
 from .writers import copied, in_place, in_place_files, program_writes, until_redirect, unwrapped
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
@@ -29,10 +29,10 @@ _PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 def step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
     """(program words, program name, program words without redirects, their program name)
     of a step."""
-    record = step_reading(tokens)
-    found = record.program
+    record = reading(tokens)
+    found = record.step_program
     if found is UNREAD:
-        found = record.program = _program(tokens)
+        found = record.step_program = _program(tokens)
     return found
 
 
@@ -49,7 +49,7 @@ def _program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], st
 
 def step_reads(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """The files a viewing or searching step reads."""
-    record = step_reading(tokens)
+    record = reading(tokens)
     found = record.reads
     if found is UNREAD:
         found = record.reads = _reads_of(tokens)
@@ -70,7 +70,7 @@ def _reads_of(tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 def step_touches(tokens: tuple[str, ...]) -> tuple[Touch, ...]:
     """(path, MODIFIED or DELETED) of each file a step writes or removes, in order."""
-    record = step_reading(tokens)
+    record = reading(tokens)
     found = record.touches
     if found is UNREAD:
         found = record.touches = tuple(_touches_of(tokens))
