@@ -49,8 +49,9 @@ def _old_is_read_only(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > shellwords.SCAN_CHARS:
         return False
-    for line, (touches, _) in zip(lines, commands.line_gates(command), strict=True):
-        if touches and any(steps.step_touches(tokens) for tokens in steps_of(line)):
+    touching = {i for i, line in enumerate(lines) if commands._MAY_TOUCH.search(" " + line)}
+    for index, line in enumerate(lines):
+        if index in touching and any(steps.step_touches(tokens) for tokens in steps_of(line)):
             return False
         for tokens in steps_of(line):
             if not _old_reads_only(tokens):

@@ -14,6 +14,9 @@ from windowkeeper.analysis import commands, shellwords, steps
 from windowkeeper.analysis.commands import command_files
 from windowkeeper.analysis.steps import READ, Touch
 
+# The gates as they were (each led by ``\b``, searched in the line itself).
+_OLD_MAY_TOUCH = re.compile(commands._ARROW + "|" + commands._TOUCHER_WORDS)
+_OLD_MAY_READ = re.compile(commands._READER_WORDS)
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 
 
@@ -55,7 +58,7 @@ def _touches_walked_alone(command: str, cwd: str | None) -> tuple[Touch, ...]:
     """``command_touches`` as it was, its own walk over the lines."""
     lines, bodies = shellwords.lines_of(command)
     touched: list[Touch] = []
-    for tokens, here in _gated_steps(lines, cwd, commands._MAY_TOUCH):
+    for tokens, here in _gated_steps(lines, cwd, _OLD_MAY_TOUCH):
         touched.extend(
             (shellwords.joined(p, here), how)
             for p, how in steps.step_touches(tokens)
@@ -70,7 +73,7 @@ def _reads_walked_alone(command: str, cwd: str | None) -> tuple[Touch, ...]:
     lines, _ = shellwords.lines_of(command)
     found = [
         (shellwords.joined(p, here), READ)
-        for tokens, here in _gated_steps(lines, cwd, commands._MAY_READ)
+        for tokens, here in _gated_steps(lines, cwd, _OLD_MAY_READ)
         for p in steps.step_reads(tokens)
     ]
     return tuple(dict.fromkeys(found))

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis import commands, resolution
-from windowkeeper.analysis.commands import _MAY_READ, _MAY_TOUCH, line_gates
+from windowkeeper.analysis.commands import line_gates
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.resolution import OpenFailures, operation
 from windowkeeper.analysis.shellwords import lines_of
@@ -28,25 +28,45 @@ _PIECES = st.sampled_from([
 ])  # fmt: skip
 
 
-def _per_line(command: str) -> tuple[tuple[bool, bool], ...]:
+# The gates as they were (each led by ``\b``, searched in the line itself).
+_OLD_MAY_TOUCH = re.compile(commands._ARROW + "|" + commands._TOUCHER_WORDS)
+_OLD_MAY_READ = re.compile(commands._READER_WORDS)
+
+
+def _per_line(command: str) -> tuple[tuple[bool, bool, bool], ...]:
     return tuple(
-        (_MAY_TOUCH.search(line) is not None, _MAY_READ.search(line) is not None)
+        (
+            _OLD_MAY_TOUCH.search(line) is not None,
+            _OLD_MAY_READ.search(line) is not None,
+            "cd " in line,
+        )
         for line in lines_of(command)[0]
     )
 
 
+def _as_lines(command: str, gates: commands.Gates) -> tuple[tuple[bool, bool, bool], ...]:
+    """The gates' index sets as one (touch, read, cd) triple per line."""
+    return tuple(
+        (index in gates[0], index in gates[1], index in gates[2])
+        for index in range(len(lines_of(command)[0]))
+    )
+
+
 @settings(max_examples=1_500, deadline=None)
-@given(st.lists(_PIECES, max_size=40))
-def test_line_gates_are_the_regexes_line_by_line(pieces: list[str]) -> None:
+@given(st.lists(_PIECES, max_size=40), st.sampled_from([0, 10**9]))
+def test_line_gates_are_the_regexes_line_by_line(pieces: list[str], scanned_chars: int) -> None:
     command = "".join(pieces)
     scanned = commands._LINE_GATES is not None
     original = commands._SCANNED_CHARS
-    commands._SCANNED_CHARS = 0  # every command through the scan, short ones too
+    # 0: every command through the scan, short ones too; 10**9: every one through the
+    # ``\W``-led patterns (one line or several)
+    commands._SCANNED_CHARS = scanned_chars
     try:
-        found = line_gates.__wrapped__(command)
+        found = commands.gates_of(command)
     finally:
         commands._SCANNED_CHARS = original
-    assert found == _per_line(command)
+    assert _as_lines(command, found) == _per_line(command)
+    assert max(found[0] | found[1] | found[2], default=-1) < len(lines_of(command)[0])
     assert scanned or commands._LINE_GATES is None  # the pure path is the regexes
 
 
@@ -55,11 +75,12 @@ def test_a_long_command_takes_the_scan_and_finds_each_line() -> None:
         pytest.skip("Hyperscan is not installed or the pure-Python path is forced")
     filler = "\n".join(f"value_{i} = compute({i})" for i in range(20))
     command = f"cd /repo && python -c '\n{filler}\nprint(a > b)\n' | head -5"
-    gates = line_gates(command)
+    gates = _as_lines(command, line_gates(command))
     assert len(command) >= commands._SCANNED_CHARS
     assert gates == _per_line(command)
-    assert gates[-1] == (False, True)  # "| head -5": a reader, no writer
-    assert gates[-2] == (True, False)  # "print(a > b)": ``>`` may redirect
+    assert gates[-1] == (False, True, False)  # "| head -5": a reader, no writer
+    assert gates[-2] == (True, False, False)  # "print(a > b)": ``>`` may redirect
+    assert gates[0] == (False, False, True)  # "cd /repo && python -c '"
 
 
 _STEPS = st.sampled_from([

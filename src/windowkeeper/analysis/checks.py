@@ -9,7 +9,6 @@ target ``mix test``).
 
 from __future__ import annotations
 
-import functools
 import re
 
 from .events import ToolEvent, remembered
@@ -17,7 +16,8 @@ from .facts import collapse
 from .gist import is_stub
 from .installs import missing_names
 from .outputs import error_lines, is_test_command, last_line, test_summary
-from .shellwords import segments
+from .readings import UNREAD, reading
+from .shellwords import segment_texts, segments
 from .toolshapes import ToolKind
 
 # Linters and formatters in check mode, type checkers: the program (and subcommand).
@@ -45,6 +45,7 @@ _BUILD_PROGRAMS = frozenset({
     "mix", "cargo", "go", "make", "tsc", "npm", "yarn", "pnpm", "mvn", "gradle", "gradlew",
     "dotnet", "cmake", "python", "vite", "webpack", "next",
 })  # fmt: skip
+_PROGRAMS = _LINT_PROGRAMS | _BUILD_PROGRAMS
 _STARTED = re.compile(r"\s*Command running in background|\s*Started background", re.I)
 _MORE_TESTS = re.compile(r"-m\s+django\s+test\b|django-admin\s+test\b")
 # What every match of _MORE_TESTS holds, led by a literal the engine skips ahead to
@@ -64,30 +65,45 @@ _VERDICT = re.compile(
 
 def check_kind(command: str) -> str | None:
     """``"tests"``, ``"lint"`` or ``"build"`` for a command that runs that check (the
-    newest such step decides), else ``None``."""
-    return _check_kind(command[:2_000])
+    newest such step decides), else ``None``; judged by the command's first 2,000
+    characters and remembered in the command's record (agents run the same checks
+    again, each run an event of its own)."""
+    record = reading(command)
+    found = record.check_kind
+    if found is UNREAD:
+        found = record.check_kind = _check_kind(command[:2_000])
+    return found
 
 
-@functools.lru_cache(maxsize=1_024)
 def _check_kind(head: str) -> str | None:
-    """:func:`check_kind` of a command's first 2,000 characters (remembered: agents run
-    the same checks again, each run an event of its own)."""
     if _runs_in_background(head):
         return None  # its output is not its result
     if is_test_command(head) or (_DJANGO_TEST.search(head) and _MORE_TESTS.search(head)):
         return "tests"
-    for step in reversed(segments(head)):
+    for step in reversed(segment_texts(head)):
+        # A step with no pipe and no redirect is its own stripped form (segments are
+        # collapsed): none of its words a check program, it is no check (most steps of
+        # an inline script), and is not remembered.
+        if "|" not in step and ">" not in step and _PROGRAMS.isdisjoint(step.split(" ")):
+            continue
         kind = _step_check(step)
         if kind is not None:
             return kind
     return None
 
 
-@functools.lru_cache(maxsize=4_096)
 def _step_check(segment: str) -> str | None:
-    """``"lint"`` or ``"build"`` for one step (:func:`.resolution.segments`) that runs
-    that check, else ``None``; remembered per step: the steps of a script an agent runs
-    again and again (its ``cd``, its lines) recur from command to command."""
+    """``"lint"`` or ``"build"`` for one step (:func:`.shellwords.segments`) that runs
+    that check, else ``None``; remembered in the step's record: the steps of a script an
+    agent runs again and again (its ``cd``, its lines) recur from command to command."""
+    record = reading(segment)
+    found = record.step_check
+    if found is UNREAD:
+        found = record.step_check = _step_kind(segment)
+    return found
+
+
+def _step_kind(segment: str) -> str | None:
     step = _strip(segment)
     words = step.split(" ")  # _strip leaves one space between words
     if not _LINT_PROGRAMS.isdisjoint(words) and _LINT.search(" " + step):

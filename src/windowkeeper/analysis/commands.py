@@ -11,12 +11,12 @@ Relative paths are joined to the working directory when it is known (a ``cd`` ea
 the line counts). A path is one shell word, spaces, brackets and parentheses included.
 
 Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
-read, and the tokenizer runs only on lines a cheap pattern says may write.
+read, and the tokenizer runs only on lines a cheap pattern says may write or read. Each
+reading is remembered in the command's record (:mod:`.readings`).
 """
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from ..core.alternation import word_alternation
 from ..core.hint_scan import line_scanner
 from .patches import diff_targets, patch_program
+from .readings import UNREAD, Files, Patches, reading
 from .shellwords import (
     SCAN_CHARS,
     final_cwd,
@@ -37,7 +38,6 @@ from .steps import (
     MODIFIED,
     READ,
     SCRIPT_FIRST,
-    STEPS_KEPT,
     VIEWERS,
     Touch,
     is_assignment,
@@ -59,8 +59,16 @@ _OPERATORS = frozenset({"&&", "||", "|", ";", "&"})
 # names nested by prefix, so most positions are rejected after one comparison).
 _TOUCHERS = ("tee", "sed", "perl", "git", "rm", "unlink", "cp", "mv", "install", "ln", "touch",
              "patch", "truncate", *PROGRAMS)  # fmt: skip
+_ARROW = r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)"
 _TOUCHER_WORDS = r"\b" + word_alternation(_TOUCHERS) + r"\b"
-_MAY_TOUCH = re.compile(r">(?<![0-9&>]>)>?(?!&|\s*/dev/null)|" + _TOUCHER_WORDS)
+# ``_ARROW`` or ``_TOUCHER_WORDS``, searched in " " + line: led by ``\W`` (a ``>``, or
+# the non-word character a word's ``\b`` needs before it), so the engine skips ahead to
+# the non-word characters (a pattern led by ``\b`` is tried at every position, ~25%
+# more instructions on a short command). What must hold: it matches " " + line exactly
+# where the two match line (``tests/test_extraction_gates.py``).
+_MAY_TOUCH = re.compile(
+    r"\W(?:(?<=>)(?<![0-9&>]>)>?(?!&|\s*/dev/null)|" + word_alternation(_TOUCHERS) + r"\b)"
+)
 _READ_ONLY = frozenset({
     "cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack",
     "find", "ls", "ll", "tree", "pwd", "echo", "printf", "wc", "file", "stat", "du", "df",
@@ -92,9 +100,20 @@ def heredoc_files(command: str, cwd: str | None) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=1_024)
-def written_patches(command: str, cwd: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(patch file, the files its diff changes) of each diff a command writes to a file."""
+def written_patches(command: str, cwd: str | None) -> Patches:
+    """(patch file, the files its diff changes) of each diff a command writes to a file;
+    remembered in the command's record for the last ``cwd`` asked."""
+    if "+++ " not in command[:SCAN_CHARS]:
+        return ()
+    record = reading(command)
+    found = record.patches
+    if found is UNREAD or record.patches_cwd != cwd:
+        found = _written_patches(command, cwd)
+        record.patches, record.patches_cwd = found, cwd
+    return found
+
+
+def _written_patches(command: str, cwd: str | None) -> Patches:
     if "+++ " not in command[:SCAN_CHARS]:
         return ()
     found = ((path, diff_targets(text)) for path, text in heredoc_files(command, cwd))
@@ -114,54 +133,82 @@ def command_reads(command: str, cwd: str | None = None) -> tuple[Touch, ...]:
 
 
 _READER_WORDS = r"\b" + word_alternation(VIEWERS | SCRIPT_FIRST) + r"\b"
-_MAY_READ = re.compile(_READER_WORDS)
+_MAY_READ = re.compile(r"\W" + word_alternation(VIEWERS | SCRIPT_FIRST) + r"\b")
+"""``_READER_WORDS``, searched in " " + line (as ``_MAY_TOUCH``)."""
 # Both gates over every line of a command in one Hyperscan pass (``>``, the writers'
 # words, the readers' words); the regexes above then run only on the lines it names. Most
 # lines of an inline script match neither, and each regex tries its alternation at every
 # position of a line (~300 instructions a character).
-_LINE_GATES = line_scanner((">", _TOUCHER_WORDS, _READER_WORDS))
+# ``cd `` too: the walk of a command's files follows it, and visits no other line.
+_LINE_GATES = line_scanner((">", _TOUCHER_WORDS, _READER_WORDS, "cd "))
 _SCANNED_CHARS = 200
 """Commands shorter than this are searched line by line (a scan's own cost is more)."""
 
+Gates = tuple[frozenset[int], frozenset[int], frozenset[int]]
+_FIRST, _NONE = frozenset({0}), frozenset[int]()
 
-@functools.lru_cache(maxsize=4_096)
-def line_gates(command: str) -> tuple[tuple[bool, bool], ...]:
-    """(``_MAY_TOUCH`` matches, ``_MAY_READ`` matches) for each line of the command
-    (:func:`lines_of`), computed once for every reader of it."""
+
+def line_gates(command: str) -> Gates:
+    """The indices of the lines of the command (:func:`lines_of`) that ``_MAY_TOUCH``
+    matches, that ``_MAY_READ`` matches, and that hold ``cd ``; remembered in the
+    command's record for every reader of it."""
+    record = reading(command)
+    found = record.gates
+    if found is UNREAD:
+        found = record.gates = gates_of(command)
+    return found
+
+
+def gates_of(command: str) -> Gates:
+    """:func:`line_gates`, not remembered."""
     lines = lines_of(command)[0]
     if _LINE_GATES is None or len(command) < _SCANNED_CHARS or not lines:
-        return tuple((_MAY_TOUCH.search(x) is not None, _MAY_READ.search(x) is not None)
-                     for x in lines)  # fmt: skip
-    arrows, touchers, readers = _LINE_GATES.lines(lines)
-    touching = arrows | touchers
-    return tuple(
-        (
-            index in touching and _MAY_TOUCH.search(line) is not None,
-            index in readers and _MAY_READ.search(line) is not None,
+        if len(lines) == 1:  # most commands: no generators over one line
+            line = " " + lines[0]
+            return (
+                _FIRST if _MAY_TOUCH.search(line) is not None else _NONE,
+                _FIRST if _MAY_READ.search(line) is not None else _NONE,
+                _FIRST if "cd " in line else _NONE,
+            )
+        return (
+            frozenset(i for i, x in enumerate(lines) if _MAY_TOUCH.search(" " + x) is not None),
+            frozenset(i for i, x in enumerate(lines) if _MAY_READ.search(" " + x) is not None),
+            frozenset(i for i, x in enumerate(lines) if "cd " in x),
         )
-        for index, line in enumerate(lines)
+    arrows, touchers, readers, cds = _LINE_GATES.lines(lines)
+    return (
+        frozenset(i for i in arrows | touchers if _MAY_TOUCH.search(" " + lines[i]) is not None),
+        frozenset(i for i in readers if _MAY_READ.search(" " + lines[i]) is not None),
+        frozenset(cds),
     )
 
 
-@functools.lru_cache(maxsize=2_048)
-def command_files(
-    command: str, cwd: str | None = None
-) -> tuple[tuple[Touch, ...], tuple[Touch, ...]]:
+def command_files(command: str, cwd: str | None = None) -> Files:
     """(:func:`command_touches`, :func:`command_reads`) of a command, from one walk over
-    its lines: a line is tokenized once for both. Remembered: agents re-run the same
-    commands.
+    its lines: a line is tokenized once for both. Remembered in the command's record for
+    the last ``cwd`` asked: agents re-run the same commands (from the same directory)."""
+    record = reading(command)
+    found = record.files
+    if found is UNREAD or record.files_cwd != cwd:
+        found = _command_files(command, cwd)
+        record.files, record.files_cwd = found, cwd
+    return found
 
-    Each reader follows ``cd`` through the lines it looks at (its gate's, and those that
-    say ``cd ``), so each keeps its own working directory."""
+
+def _command_files(command: str, cwd: str | None) -> Files:
+    """Each reader follows ``cd`` through the lines it looks at (its gate's, and those
+    that say ``cd ``), so each keeps its own working directory; no other line is
+    visited."""
     lines, bodies = lines_of(command)
+    touching, reading_, cds = line_gates(command)
     touched: list[Touch] = []
     read: list[Touch] = []
     at_touch = at_read = cwd
-    for line, (touches, reads) in zip(lines, line_gates(command), strict=True):
-        cd = "cd " in line
-        if not (touches or reads or cd):
-            continue
-        for tokens in steps_of(line):
+    for index in sorted(touching | reading_ | cds):
+        touches = index in touching
+        reads = index in reading_
+        cd = index in cds
+        for tokens in steps_of(lines[index]):
             if touches or cd:
                 at_touch = step_cwd(tokens, at_touch)
             if reads or cd:
@@ -208,17 +255,25 @@ def _applies_patch(lines: Sequence[str]) -> bool:
 # --- read-only commands ----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4_096)
 def is_read_only(command: str) -> bool:
     """Whether a shell command only reads: every step runs a reading program (``cat``,
     ``grep``, ``ls``, ``sed`` without ``-i``, ``git status`` ...) and nothing is
-    redirected into a file."""
+    redirected into a file. Remembered in the command's record."""
+    record = reading(command)
+    found = record.read_only
+    if found is UNREAD:
+        found = record.read_only = _is_read_only(command)
+    return found
+
+
+def _is_read_only(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > SCAN_CHARS:
         return False
-    for line, (touches, _) in zip(lines, line_gates(command), strict=True):
+    touching = line_gates(command)[0]
+    for index, line in enumerate(lines):
         steps = steps_of(line)
-        if touches and any(step_touches(tokens) for tokens in steps):
+        if index in touching and any(step_touches(tokens) for tokens in steps):
             return False
         if not all(map(_reads_only, steps)):
             return False
@@ -237,12 +292,19 @@ _STATE_WORDS = frozenset({"close", "closed", "done", "resolved", "merge", "creat
 _HOUSEKEEPING = frozenset({"chmod", "chown", "mkdir", "sleep"})
 
 
-@functools.lru_cache(maxsize=4_096)
 def is_bookkeeping(command: str) -> bool:
     """Whether a command only keeps the books: every step a tracker look-up or update
     (``bd show``, ``bd update X --status in_progress``, ``gh issue view``), a ``chmod``
     or ``mkdir``, or a reading step. Not a Done item: it shows no work done.
     Remembered, as :func:`is_read_only`."""
+    record = reading(command)
+    found = record.book_keeping
+    if found is UNREAD:
+        found = record.book_keeping = _is_bookkeeping(command)
+    return found
+
+
+def _is_bookkeeping(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > SCAN_CHARS:
         return False
@@ -256,9 +318,17 @@ def is_bookkeeping(command: str) -> bool:
     return books
 
 
-@functools.lru_cache(maxsize=STEPS_KEPT)
 def _book_step(tokens: tuple[str, ...]) -> bool | None:
-    """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work."""
+    """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work;
+    remembered in the step's record."""
+    record = reading(tokens)
+    found = record.book
+    if found is UNREAD:
+        found = record.book = _book_kind(tokens)
+    return found
+
+
+def _book_kind(tokens: tuple[str, ...]) -> bool | None:
     _, _, words, head = step_program(tokens)
     if head in _HOUSEKEEPING:
         return True
@@ -269,8 +339,16 @@ def _book_step(tokens: tuple[str, ...]) -> bool | None:
     return False if _reads_only(tokens) else None
 
 
-@functools.lru_cache(maxsize=STEPS_KEPT)
 def _reads_only(tokens: tuple[str, ...]) -> bool:
+    """Whether a step only reads; remembered in the step's record."""
+    record = reading(tokens)
+    found = record.reads_only
+    if found is UNREAD:
+        found = record.reads_only = _step_reads_only(tokens)
+    return found
+
+
+def _step_reads_only(tokens: tuple[str, ...]) -> bool:
     _, _, words, head = step_program(tokens)
     if not words:
         return True
@@ -295,7 +373,15 @@ def short_command(command: str, limit: int = 160) -> str:
 
 def program_of(command: str) -> str:
     """The program a command line runs (past ``cd ... &&``, assignments and runners such
-    as ``sudo`` or ``timeout 60``)."""
+    as ``sudo`` or ``timeout 60``); remembered in the command's record."""
+    record = reading(command)
+    found = record.program
+    if found is UNREAD:
+        found = record.program = _program_of(command)
+    return found
+
+
+def _program_of(command: str) -> str:
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):
             words = step_program(tokens)[0]

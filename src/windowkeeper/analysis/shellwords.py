@@ -4,15 +4,17 @@ operators, quotes removed, and the working directory a ``cd`` leaves (the reader
 
 Everything is bounded: only the first :data:`SCAN_CHARS` characters of a command are
 read; the tokenizer is a regular expression close to ``shlex`` for what is recognized
-(and much faster), and its results are remembered, since agents re-run the same commands.
+(and much faster), and its results are remembered in the command's record
+(:mod:`.readings`), since agents re-run the same commands.
 """
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 from collections.abc import Iterator, Sequence
+
+from .readings import UNREAD, reading
 
 SCAN_CHARS = 20_000
 
@@ -22,13 +24,22 @@ Steps = tuple[tuple[str, ...], ...]
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 
 
-@functools.lru_cache(maxsize=4_096)
 def lines_of(command: str) -> tuple[Lines, Lines]:
     """(command lines, heredoc bodies) of a command line, heredoc bodies set aside.
 
-    Remembered: every reader of a command (files touched and read, read-only, steps,
-    program) starts here, and agents re-run the same commands.
+    Remembered in the command's record: every reader of a command (files touched and
+    read, read-only, steps, program) starts here, and agents re-run the same commands.
     """
+    record = reading(command)
+    lines = record.lines
+    if lines is UNREAD:
+        lines, record.bodies = split_lines(command)
+        record.lines = lines
+    return lines, record.bodies
+
+
+def split_lines(command: str) -> tuple[Lines, Lines]:
+    """:func:`lines_of`, not remembered."""
     text = command[:SCAN_CHARS]
     if "<<" not in text:
         return tuple(line for line in text.split("\n") if line.strip()), ()
@@ -40,8 +51,10 @@ def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
     """Each non-blank line of ``text`` with the bodies of the heredocs it opens (a body
     runs to the first line that is its end word, spaces around it ignored, or to the end).
 
-    A body's end is found with ``list.index`` over the rows stripped once, not a row at a
-    time in Python: bodies (files written with ``cat <<EOF``) are most of such texts."""
+    A body's end is found with ``list.index``, not a row at a time in Python: bodies
+    (files written with ``cat <<EOF``) are most of such texts. An end word on a row of its
+    own is found among the rows as they are; only when a row before it holds the word
+    (which may be the end with spaces around it) are the rows stripped, once a text."""
     rows = text.split("\n")
     stripped: list[str] | None = None
     index = 0
@@ -50,16 +63,26 @@ def heredoc_rows(text: str) -> Iterator[tuple[str, list[str]]]:
         index += 1
         bodies: list[str] = []
         for match in _HEREDOC.finditer(line) if "<<" in line else ():
-            if stripped is None:
-                stripped = [row.strip() for row in rows]
-            try:
-                stop = stripped.index(match.group(2), index)
-            except ValueError:
-                stop = len(rows)
-            bodies.append("\n".join(rows[index:stop]))
+            word = match.group(2)
+            stop = _index(rows, word, index)
+            body = "\n".join(rows[index:stop])
+            if word in body:  # a row before ``stop`` may strip to the word
+                if stripped is None:
+                    stripped = [row.strip() for row in rows]
+                stop = _index(stripped, word, index)
+                body = "\n".join(rows[index:stop])
+            bodies.append(body)
             index = stop + 1
         if line.strip():
             yield line, bodies
+
+
+def _index(rows: list[str], word: str, start: int) -> int:
+    """Where ``word`` is first among ``rows`` from ``start`` (their end if nowhere)."""
+    try:
+        return rows.index(word, start)
+    except ValueError:
+        return len(rows)
 
 
 # A shell word (quoted parts, escapes and plain characters glued together) or an operator.
@@ -91,13 +114,21 @@ def _unquoted(word: str) -> str:
     return _QUOTED.sub(plain, word)
 
 
-@functools.lru_cache(maxsize=4_096)
 def steps_of(line: str) -> Steps:
+    """The steps of one command line, each as its words (quotes removed); remembered in
+    the line's record (:func:`tokenized` reads them)."""
+    record = reading(line)
+    found = record.steps
+    if found is UNREAD:
+        found = record.steps = tokenized(line)
+    return found
+
+
+def tokenized(line: str) -> Steps:
     """The steps of one command line, each as its words (quotes removed).
 
     A regular-expression tokenizer, close to ``shlex`` for what is recognized here (and
     much faster): operators split steps even without spaces, ``#`` starts a comment.
-    Remembered, as :func:`lines_of`.
     """
     if _SPECIAL.search(line) is None:
         return _plain_step(line.split())
@@ -129,8 +160,17 @@ _ENV_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)+(?=\S)")
 _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 
-@functools.lru_cache(maxsize=4_096)
-def _segments(command: str) -> tuple[str, ...]:
+def segment_texts(command: str) -> tuple[str, ...]:
+    """:func:`segments` as a tuple, remembered in the command's record."""
+    record = reading(command)
+    found = record.segments
+    if found is UNREAD:
+        found = record.segments = split_segments(command)
+    return found
+
+
+def split_segments(command: str) -> tuple[str, ...]:
+    """:func:`segments`, not remembered."""
     lines = lines_of(command)[0] if "<<" in command else [command]
     # a part is blank exactly when its collapsed words are empty
     collapsed = [" ".join(p.split()) for line in lines for p in _STEP_SEPARATORS.split(line)]
@@ -150,8 +190,8 @@ def segments(command: str) -> list[str]:
     """The steps of a shell command line (``&&``, ``;``, ``||`` and line breaks; heredoc
     bodies are not steps), each normalized: words collapsed, leading environment
     assignments dropped (``PYTHONPATH=. python t.py`` runs ``python t.py``); remembered
-    for the commands seen last."""
-    return list(_segments(command))
+    in the command's record."""
+    return list(segment_texts(command))
 
 
 def command_cwd(command: str, cwd: str | None) -> str | None:

@@ -2,18 +2,18 @@
 shared by every reader of a command in :mod:`.commands`: the program it runs, the files
 it writes and reads, whether it only reads, whether it keeps the books.
 
-Each fact is made once per distinct step and remembered: agents run the same steps in many
-commands, and before, each reader of a command found a step's program again (past
-``sudo``, ``timeout 60``, assignments …) and judged it on its own. The cached values are
-shared: they must not be mutated.
+Each fact is made once per distinct step and remembered in the step's record
+(:mod:`.readings`): agents run the same steps in many commands, and before, each reader
+of a command found a step's program again (past ``sudo``, ``timeout 60``, assignments …)
+and judged it on its own. The remembered values are shared: they must not be mutated.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator, Sequence
 
+from .readings import UNREAD, reading
 from .writers import copied, in_place, in_place_files, program_writes, until_redirect, unwrapped
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
@@ -25,13 +25,18 @@ SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
 """Programs whose first operand is a pattern or script, unless ``-e`` / ``-f`` gives it."""
 _PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 
-STEPS_KEPT = 4_096
 
-
-@functools.lru_cache(maxsize=STEPS_KEPT)
 def step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
     """(program words, program name, program words without redirects, their program name)
     of a step."""
+    record = reading(tokens)
+    found = record.step_program
+    if found is UNREAD:
+        found = record.step_program = _program(tokens)
+    return found
+
+
+def _program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
     words = program_words(tokens)
     plain = unredirected(words)
     return (
@@ -42,9 +47,16 @@ def step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str]
     )
 
 
-@functools.lru_cache(maxsize=STEPS_KEPT)
 def step_reads(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """The files a viewing or searching step reads."""
+    record = reading(tokens)
+    found = record.reads
+    if found is UNREAD:
+        found = record.reads = _reads_of(tokens)
+    return found
+
+
+def _reads_of(tokens: tuple[str, ...]) -> tuple[str, ...]:
     words, head, _, _ = step_program(tokens)
     if head not in VIEWERS and head not in SCRIPT_FIRST:
         return ()
@@ -56,10 +68,13 @@ def step_reads(tokens: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(p for p in operands if path_like(p) and looks_like_file(p))
 
 
-@functools.lru_cache(maxsize=STEPS_KEPT)
 def step_touches(tokens: tuple[str, ...]) -> tuple[Touch, ...]:
     """(path, MODIFIED or DELETED) of each file a step writes or removes, in order."""
-    return tuple(_touches_of(tokens))
+    record = reading(tokens)
+    found = record.touches
+    if found is UNREAD:
+        found = record.touches = tuple(_touches_of(tokens))
+    return found
 
 
 def _touches_of(tokens: tuple[str, ...]) -> Iterator[Touch]:

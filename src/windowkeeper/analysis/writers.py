@@ -254,29 +254,32 @@ def _at(words: Sequence[str], index: int) -> str | None:
 INTERPRETERS = ("python", "node", "ruby", "perl", "deno", "bun")
 """A command line naming none of these runs no inline script we read."""
 
-# (a literal the script must hold, the pattern, its path group): one pattern per family,
-# each run only over a script holding its literal (one alternation of them all is slower
-# than all of them: no literal prefix for the engine to look for).
+# (the literals a script must hold one of, the pattern, its path group): one pattern per
+# family, each run only over a script holding one of its literals (one alternation of
+# them all is slower than all of them: no literal prefix for the engine to look for).
 _LITERAL_WRITES = tuple(
-    (hint, re.compile(pattern), group)
-    for hint, pattern, group in (
-        ("open(", r"""open\(\s*(?:r|f)?(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])"""
+    (hints, re.compile(pattern), group)
+    for hints, pattern, group in (
+        (("open(",), r"""open\(\s*(?:r|f)?(['"])([^'"\n]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])"""
                   r"""[^'"\n]*[wax+][^'"\n]*\3""", 2),  # Python; Ruby's File.open too
-        ("write_", r"""Path\(\s*(['"])([^'"\n]+)\1\s*\)\s*\.\s*write_(?:text|bytes)\(""", 2),
-        ("shutil.", r"""shutil\.(?:copy2?|copyfile|move)\(\s*[^,\n]+,\s*(['"])([^'"\n]+)\1\s*\)""",
-         2),
-        ("File", r"""(?:write|append|output|writeText)File(?:Sync)?\(\s*(['"`])([^'"`$\n]+)\1""",
+        (("write_",), r"""Path\(\s*(['"])([^'"\n]+)\1\s*\)\s*\.\s*write_(?:text|bytes)\(""", 2),
+        (("shutil.",),
+         r"""shutil\.(?:copy2?|copyfile|move)\(\s*[^,\n]+,\s*(['"])([^'"\n]+)\1\s*\)""", 2),
+        (("File",), r"""(?:write|append|output|writeText)File(?:Sync)?\(\s*(['"`])([^'"`$\n]+)\1""",
          2),  # Node, Deno
-        ("Stream(", r"""createWriteStream\(\s*(['"`])([^'"`$\n]+)\1""", 2),
-        ("Bun.write", r"""Bun\.write\(\s*(['"`])([^'"`$\n]+)\1""", 2),
-        (".write(", r"""(?:File|IO)\.write\(\s*(['"])([^'"\n]+)\1""", 2),  # Ruby
-        ("open", r"""open\s*\(?\s*(?:my\s+)?\$\w+\s*,\s*(['"])\+?>>?\1\s*,\s*(['"])([^'"\n$]+)\2""",
+        (("Stream(",), r"""createWriteStream\(\s*(['"`])([^'"`$\n]+)\1""", 2),
+        (("Bun.write",), r"""Bun\.write\(\s*(['"`])([^'"`$\n]+)\1""", 2),
+        # Ruby; the pattern's two literals, not ".write(" (every Python ``f.write(``)
+        (("File.write(", "IO.write("), r"""(?:File|IO)\.write\(\s*(['"])([^'"\n]+)\1""", 2),
+        (("open",),
+         r"""open\s*\(?\s*(?:my\s+)?\$\w+\s*,\s*(['"])\+?>>?\1\s*,\s*(['"])([^'"\n$]+)\2""",
          3),  # Perl
     )
 )  # fmt: skip
-SCRIPT_HINTS = tuple(hint for hint, _, _ in _LITERAL_WRITES)
+SCRIPT_HINTS = tuple(hint for hints, _, _ in _LITERAL_WRITES for hint in hints)
 """A script that holds none of these writes no file the patterns below recognize."""
-# The same with the path in a variable (``p = "src/a.py"`` ... ``open(p, "w")``).
+# The same with the path in a variable (``p = "src/a.py"`` ... ``open(p, "w")``); each
+# match holds "open(" or "write_" (the variables are looked for only then).
 _VARIABLE_WRITES = re.compile(
     r"""open\(\s*([A-Za-z_]\w*)\s*,\s*(?:mode\s*=\s*)?(['"])[^'"\n]*[wax+][^'"\n]*\2"""
     r"""|Path\(\s*([A-Za-z_]\w*)\s*\)\s*\.\s*write_(?:text|bytes)\("""
@@ -290,10 +293,12 @@ def script_writes(body: str) -> list[str]:
         return []
     found = [
         (match.start(), match.group(group))
-        for hint, pattern, group in _LITERAL_WRITES
-        if hint in body
+        for hints, pattern, group in _LITERAL_WRITES
+        if any(hint in body for hint in hints)
         for match in pattern.finditer(body)
     ]
+    if "open(" not in body and "write_" not in body:
+        return [path for _, path in sorted(found)]
     variables = [(m.start(), m.group(1) or m.group(3)) for m in _VARIABLE_WRITES.finditer(body)]
     if variables:  # the literal each such variable was last set to, if any
         values = {m.group(1): m.group(3) for m in _ASSIGN.finditer(body)}
