@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from windowkeeper.core.config import CompressionConfig
 from windowkeeper.core.errors import ConfigError
-from windowkeeper.core.frozen import _plain_fields, evolve
+from windowkeeper.core.frozen import _plain_fields, evolve, slot_setters
 from windowkeeper.core.report import CompressionReport, Outcome, Reason, Tier
 from windowkeeper.engine.guard import GuardState
 
@@ -118,3 +118,35 @@ def test_classes_outside_the_fast_path_take_replace() -> None:
     changed = evolve(cached, a=5)
     assert changed.double == 10
     assert _plain_fields(CompressionReport) == {f.name for f in dataclasses.fields(_REPORT)}
+
+
+@given(st.integers(), st.text(max_size=8))
+def test_slot_setters_make_what_the_init_makes(a: int, b: str) -> None:
+    made: _Slotted = object.__new__(_Slotted)
+    set_a, set_b = slot_setters(_Slotted)
+    set_a(made, a)
+    set_b(made, b)
+    assert made == _Slotted(a, b)
+    assert (made.a, made.b) == (a, b)
+
+
+@dataclass(frozen=True, slots=True)
+class _SlottedComputed:
+    a: int
+    b: int = field(init=False, default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class _SlottedPostInit:
+    a: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "a", abs(self.a))
+
+
+@pytest.mark.parametrize("cls", [_Cached, _SlottedComputed, _SlottedPostInit, int])
+def test_slot_setters_refuse_a_class_whose_init_does_more(cls: type) -> None:
+    """Not slotted, a field the init does not take, a computed field, not a dataclass:
+    filling the slots would not make what ``cls(...)`` makes."""
+    with pytest.raises(TypeError):
+        slot_setters(cls)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.frozen import slot_setters
 from ..core.messages import Message, image_count
 from .kinds import live_text
 from .record import Analyzer, CallFacts, MessageFacts
@@ -163,11 +164,9 @@ def tool_event(call: CallFacts, result: MessageFacts | None, position: int = 0) 
 # The event of a call and its result is made without the frozen ``__init__``, which sets
 # each of its nine slots through ``object.__setattr__`` (a compaction pairs every call of
 # its turns, and pruning describes every stubbed result through one): the slots' own
-# descriptors set them. What must hold: the fields are exactly these slots, in order,
-# none computed (no ``__post_init__``); the equality with ``ToolEvent(...)`` is tested.
-_SLOTS = tuple(ToolEvent.__dict__[name].__set__ for name in ToolEvent.__slots__)
-assert ToolEvent.__slots__ == tuple(f.name for f in fields(ToolEvent))
-assert not hasattr(ToolEvent, "__post_init__")
+# descriptors set them (``slot_setters`` checks what that relies on); the equality with
+# ``ToolEvent(...)`` is tested.
+_SLOTS = slot_setters(ToolEvent)
 _new = object.__new__
 
 

@@ -11,10 +11,11 @@ import enum
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import EllipsisType
 from typing import Any
 
+from ..core.frozen import slot_setters
 from ..core.secrets import redact
 
 
@@ -46,11 +47,9 @@ class ToolAction:
 # A ToolAction made without its frozen ``__init__``, which sets each of its eight slots
 # through ``object.__setattr__`` (every tool call of a session is recognized, most of
 # them in the compaction that first reads them): the slots' own descriptors set them.
-# What must hold: the fields are exactly these slots, in order, none computed
-# (no ``__post_init__``); the equality with ``ToolAction(...)`` is tested.
-_SLOTS = tuple(ToolAction.__dict__[name].__set__ for name in ToolAction.__slots__)
-assert ToolAction.__slots__ == tuple(f.name for f in fields(ToolAction))
-assert not hasattr(ToolAction, "__post_init__")
+# ``slot_setters`` checks what that relies on; the equality with ``ToolAction(...)`` is
+# tested.
+_SLOTS = slot_setters(ToolAction)
 _new = object.__new__
 
 
