@@ -113,7 +113,9 @@ def test_the_shared_step_reading_is_each_readers_own(pieces: list[str]) -> None:
             words, head, plain, plain_head = steps.step_program(tokens)
             assert list(words) == _old_program_words(tokens)
             assert head == (words[0].rsplit("/", 1)[-1] if words else "")
-            assert plain == steps.unredirected(words)
+            assert list(plain) == steps.unredirected(words)
+            # the shared record holds immutable values only
+            assert type(words) is tuple and type(plain) is tuple
             assert plain_head == (plain[0].rsplit("/", 1)[-1] if plain else "")
 
 

@@ -114,8 +114,7 @@ def written_patches(command: str, cwd: str | None) -> Patches:
 
 
 def _written_patches(command: str, cwd: str | None) -> Patches:
-    if "+++ " not in command[:SCAN_CHARS]:
-        return ()
+    """What :func:`written_patches` remembers (it checked the command holds ``+++ ``)."""
     found = ((path, diff_targets(text)) for path, text in heredoc_files(command, cwd))
     return tuple((posixpath.normpath(path), targets) for path, targets in found if targets)
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Sequence
 from typing import Final
 
 READINGS_KEPT: Final = 16_384
@@ -52,6 +51,8 @@ UNREAD: Final = Unread.UNREAD
 Touch = tuple[str, str]
 Files = tuple[tuple[Touch, ...], tuple[Touch, ...]]
 Patches = tuple[tuple[str, tuple[str, ...]], ...]
+StepProgram = tuple[tuple[str, ...], str, tuple[str, ...], str]
+"""A step's program words, program name, words without redirects, their program name."""
 
 
 class Reading:
@@ -76,7 +77,7 @@ class Reading:
     steps: tuple[tuple[str, ...], ...] | Unread = UNREAD
     step_check: str | Unread | None = UNREAD
     # a step's (its words)
-    step_program: tuple[Sequence[str], str, list[str], str] | Unread = UNREAD
+    step_program: StepProgram | Unread = UNREAD
     reads: tuple[str, ...] | Unread = UNREAD
     touches: tuple[Touch, ...] | Unread = UNREAD
     reads_only: bool | Unread = UNREAD

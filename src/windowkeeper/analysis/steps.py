@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from .readings import UNREAD, reading
+from .readings import UNREAD, StepProgram, reading
 from .writers import copied, in_place, in_place_files, program_writes, until_redirect, unwrapped
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
@@ -26,9 +26,9 @@ SCRIPT_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "sed", "awk"})
 _PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 
 
-def step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
+def step_program(tokens: tuple[str, ...]) -> StepProgram:
     """(program words, program name, program words without redirects, their program name)
-    of a step."""
+    of a step; tuples, as every value the shared record holds is immutable."""
     record = reading(tokens)
     found = record.step_program
     if found is UNREAD:
@@ -36,9 +36,9 @@ def step_program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str]
     return found
 
 
-def _program(tokens: tuple[str, ...]) -> tuple[Sequence[str], str, list[str], str]:
-    words = program_words(tokens)
-    plain = unredirected(words)
+def _program(tokens: tuple[str, ...]) -> StepProgram:
+    words = tuple(program_words(tokens))  # the same tuple: the tokens are one
+    plain = tuple(unredirected(words))
     return (
         words,
         words[0].rsplit("/", 1)[-1] if words else "",
