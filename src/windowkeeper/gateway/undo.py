@@ -30,7 +30,7 @@ import anyio.to_thread
 from ..core.errors import StoreError
 from ..engine.guard import on_undo
 from ..store import KeyedRecord
-from ..store.base import undo_record
+from ..store.records import undo_record
 from .auth import Caller
 from .protocols import CHAT
 from .sessions import Branch, GatewaySession, public_id

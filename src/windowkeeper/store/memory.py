@@ -30,13 +30,12 @@ from .base import (
     StoredRow,
     UndoOutcome,
     UnknownSessionError,
-    nothing_to_undo,
-    undo_record,
 )
 from .damage import held_after_undo
 from .lease import lease_is_dead
 from .memkeyed import KeyedMemory
 from .prepared import PreparedMemory
+from .records import nothing_to_undo, undo_record
 
 # Nothing to migrate in memory; the list exists so every backend reports the same shape.
 MIGRATIONS: tuple[Migration, ...] = (Migration("m001_initial", ()),)

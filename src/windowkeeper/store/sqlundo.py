@@ -18,10 +18,9 @@ from .base import (
     CompactionRecord,
     SessionRecord,
     UndoOutcome,
-    nothing_to_undo,
-    undo_record,
 )
 from .damage import held_after_undo
+from .records import nothing_to_undo, undo_record
 from .sqlhooks import SQLHooks
 from .sqltypes import C
 
