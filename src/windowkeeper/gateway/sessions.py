@@ -26,7 +26,7 @@ import asyncio
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.messages import Message, ToolSchema
@@ -36,9 +36,8 @@ from ..engine.guard import GuardState
 from ..engine.prepared import PreparedCompaction
 from ..loop.background import SessionBackground, Workers
 from ..loop.events import Event
-from ..loop.manager import ContextManager
 from ..store import MemoryStore
-from ..summary.llm.summarizer import LLMSummarizer
+from .engines import new_manager
 from .history import Seen, agreeing_prefix, digest_of, without_markers
 from .pairs import CleanRequests
 from .protocols import Parsed, Protocol
@@ -70,6 +69,8 @@ def public_id(key: str) -> str:
 
 # --- compaction state -------------------------------------------------------------------
 
+EventSink = Callable[[str, Event, ContextCompressor], None]
+
 
 @dataclass
 class Prefix:
@@ -90,54 +91,6 @@ class Before:
     guard: GuardState
     previous_summary: str | None
     at: float
-
-
-class RecordingCompressor(ContextCompressor):
-    """The built-in compressor, remembering this request's compactions (input, result),
-    applied background ones included, so their archived originals can be stored."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.compacted: list[tuple[list[Message], CompressionResult]] = []
-
-    def completed(self, messages: list[Message], result: CompressionResult) -> None:
-        self.compacted.append((messages, result))
-
-
-EventSink = Callable[[str, Event, ContextCompressor], None]
-
-
-def new_manager(
-    settings: GatewaySettings,
-    key: str,
-    window: int,
-    model: str | None,
-    clock: Callable[[], float],
-    sink: EventSink,
-    background: SessionBackground | None = None,
-) -> tuple[ContextManager, RecordingCompressor]:
-    """A manager around a fresh compressor that triggers at the hygiene threshold."""
-    summarizer = (
-        LLMSummarizer(replace(settings.summary, fallback_model=model or None))
-        if settings.summary is not None
-        else None
-    )
-    compressor = RecordingCompressor(
-        settings.compressor_config(),
-        context_length=window,
-        model=model,
-        clock=clock,
-        summarizer=summarizer,
-        summary_context_length=settings.summary.context_length if settings.summary else None,
-    )
-    manager = ContextManager(
-        compressor,
-        clock=clock,
-        max_attempts=settings.compression.max_attempts,
-        on_event=lambda event: sink(public_id(key), event, compressor),
-        background=background,
-    )
-    return manager, compressor
 
 
 @dataclass
@@ -183,13 +136,13 @@ class Branch:
         self.key = key
         self.session = session
         self.window = window
+        sink = session.sink
         self.manager, self.compressor = new_manager(
             session.settings,
-            key,
             window,
             model,
             session.clock,
-            session.sink,
+            lambda event, compressor: sink(public_id(key), event, compressor),
             SessionBackground(session.workers, on_prepared=session.prepared),
         )
         self.prefix = Prefix()
