@@ -44,7 +44,7 @@ from ..core.messages import (
     tool_calls,
 )
 from ..core.tokens import IMAGE_TOKENS, TextCounter, message_tokens
-from .kinds import is_handoff, is_real_user
+from .kinds import is_handoff, is_real_user, user_text
 from .toolshapes import ToolAction, classify_call, is_shell_name
 
 _MISSING = object()
@@ -104,6 +104,18 @@ class MessageFacts(NamedTuple):
         if calls is None:
             calls = self.memo["calls"] = tuple(map(parse_call, tool_calls(self.message)))
         return calls
+
+    @property
+    def user_text(self) -> str:
+        """What the user wrote in the message (:func:`~.kinds.user_text`: ``""`` for any
+        other role and for a message a harness wrote); computed once, read by the plan,
+        the user budgets and the handoff alike."""
+        if self.role != "user":
+            return ""
+        text: str | None = self.memo.get("user_text")
+        if text is None:
+            text = self.memo["user_text"] = user_text(self.message)
+        return text
 
     @property
     def text(self) -> str:

@@ -61,14 +61,23 @@ def newest_real_user(
     return None
 
 
-def newest_request(messages: Sequence[Mapping[str, Any]], start: int, user: int) -> int | None:
+def newest_request(
+    messages: Sequence[Mapping[str, Any]],
+    start: int,
+    user: int,
+    facts: Sequence[MessageFacts] | None = None,
+) -> int | None:
     """The request to restate for the turn that opens at ``user``: that message when the
     user wrote it, else (a harness message: a notification, an interrupt marker, a skill
     document) the newest one before it, at or after ``start``, that the user wrote; a
-    harness message is never restated as the request in progress."""
+    harness message is never restated as the request in progress (``facts``: the
+    messages' records, which keep what the user wrote, when the caller has them)."""
     for index in range(user, start - 1, -1):
         message = messages[index]
-        if message.get("role") == "user" and (user_text(message) or image_count(message)):
+        if message.get("role") != "user":
+            continue
+        text = facts[index].user_text if facts is not None else user_text(message)
+        if text or image_count(message):
             return index
     return None
 
@@ -186,7 +195,7 @@ def tail_cut(
         # short one and points to a long one), so it is worth it whenever the turn's tool
         # rounds overflow the ceiling.
         if user_region > ceiling and foldable and cut > head:
-            restated = newest_request(messages, head, user)
+            restated = newest_request(messages, head, user, facts)
         else:
             cut = user
     if restated is None:

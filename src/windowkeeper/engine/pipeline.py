@@ -84,7 +84,7 @@ def _long_users(job: Job) -> list[int]:
     the agent must answer) unless it alone would not fit a compaction that must fit."""
     messages, facts = job.messages, job.facts
     newest = newest_real_user(messages, 0, facts)
-    request = newest_request(messages, 0, newest) if newest is not None else None
+    request = newest_request(messages, 0, newest, facts) if newest is not None else None
     spared = {newest, request} - {None}
     if job.force and newest is not None:
         system, _, size, handoff = floor_breakdown(messages, facts, job.extra)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ...analysis.facts import clued_items, dedupe, folded, rule_sentences, word_clues
 from ...analysis.instructions import excerpt
-from ...analysis.kinds import live_text, user_text
+from ...analysis.kinds import live_text
 from ...analysis.record import MessageFacts
 from ...compaction.plan import message_handle
 from .model import Quote
@@ -57,13 +57,14 @@ def user_turns(facts: Sequence[MessageFacts]) -> list[UserTurn]:
 
 
 def written_text(record: MessageFacts) -> str:
-    """What the user wrote in a message, computed once per message."""
-    text: str = record.remember("user_text", lambda: _written(record))
+    """What the user wrote in a message, its images as ``[image]``; computed once per
+    message (the text alone is the record's :attr:`~MessageFacts.user_text`)."""
+    text: str = record.remember("written", lambda: _written(record))
     return text
 
 
 def _written(record: MessageFacts) -> str:
-    text = user_text(record.message)
+    text = record.user_text
     content = record.message.get("content")
     images = 0
     if isinstance(content, list):
