@@ -337,7 +337,7 @@ class Analyzer:
 
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
-        keep = {id(m) for m in messages}
+        keep = set(map(id, messages))
         self._records = {k: v for k, v in self._records.items() if k in keep}
 
     def _analyze(self, message: Message, tokens: int | None = None) -> MessageFacts:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..analysis.kinds import handoff_body, live_text
 from ..analysis.record import Analyzer, MessageFacts
@@ -58,6 +59,9 @@ class CompactionPlan:
     :data:`WORK_SPEC_SHARE`); within the measured room where a compaction must fit."""
 
 
+_HANDOFF = attrgetter("handoff")
+
+
 def work_spec_room(context_length: int) -> int:
     """What the spec of the work in progress may add to a handoff in this window."""
     return min(WORK_SPEC_MAX_TOKENS, int(context_length * WORK_SPEC_SHARE))
@@ -79,7 +83,7 @@ def make_plan(
     ``min_tail``: the config's ``protect_first_n`` and ``min_tail_messages`` when not
     given, a tighter plan's own otherwise, each at least what the config allows)."""
     facts = facts if facts is not None else Analyzer().analyze(messages)
-    decayed = any(f.handoff for f in facts)
+    decayed = any(map(_HANDOFF, facts))
     protect = config.protect_first_n if protect is None else protect
     head = head_end(messages, protect, decayed)
     cut = tail_cut(
@@ -91,7 +95,8 @@ def make_plan(
         min_tail=config.min_tail_messages if min_tail is None else min_tail,
         facts=facts,
     )
-    start = _skip_handoffs_in_tail(facts, cut.start)
+    # Without a handoff in the transcript there is none to skip or resume from.
+    start = _skip_handoffs_in_tail(facts, cut.start) if decayed else cut.start
     middle = sum(costs[head:start])
     prunable = tuple(
         i
@@ -100,7 +105,7 @@ def make_plan(
         and len(str(messages[i].get("content") or "")) > config.prune_min_chars
     )
     budget = summary_budget_tokens(middle, context_length, config)
-    previous = _newest_handoff_body(facts)
+    previous = _newest_handoff_body(facts) if decayed else None
     return CompactionPlan(
         head, start, prunable, cut.restated_user, start > head, budget, middle, previous,
         spec_room=work_spec_room(context_length),

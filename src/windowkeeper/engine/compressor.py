@@ -41,6 +41,7 @@ from .guard import (
     on_structural_noop,
 )
 from .pipeline import (
+    TOKENS,
     Job,
     can_prune,
     cut_tail,
@@ -149,8 +150,13 @@ class ContextCompressor(Triggering):
         facts = self.analyzer.analyze(messages)
         return self._plan(messages, facts)
 
-    def _plan(self, messages: Sequence[Message], facts: Sequence[MessageFacts]) -> CompactionPlan:
-        costs = [f.tokens for f in facts]
+    def _plan(
+        self,
+        messages: Sequence[Message],
+        facts: Sequence[MessageFacts],
+        costs: Sequence[int] | None = None,
+    ) -> CompactionPlan:
+        costs = costs if costs is not None else list(map(TOKENS, facts))
         return make_plan(
             messages, costs, self.config, self.context_length, self.tail_budget_tokens, facts
         )
@@ -203,11 +209,12 @@ class ContextCompressor(Triggering):
 
     def _job(self, messages: list[Message], force: bool, focus: str | None) -> Job:
         facts = self.analyzer.analyze(messages)
+        costs = list(map(TOKENS, facts))  # listed once, for the plan and the job
         extra = tool_schema_tokens(self.tools)
-        plan = self._plan(messages, facts)
+        plan = self._plan(messages, facts, costs)
         room = usable_window(self.context_length, self.max_tokens) - extra
         return make_job(messages, facts, plan, extra, room, self.config, self.context_length,
-                        force=force, focus=focus)  # fmt: skip
+                        force=force, focus=focus, costs=costs)  # fmt: skip
 
     def _unchanged(
         self, job: Job, started: float, outcome: Outcome, reason: Reason, detail: str = "",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -53,6 +54,10 @@ class Job:
     each keeps its excerpt wherever the output keeps it."""
 
 
+TOKENS = attrgetter("tokens")
+"""A record's tokens (mapped over the records in C)."""
+
+
 def make_job(
     messages: list[Message],
     facts: Sequence[MessageFacts],
@@ -64,34 +69,43 @@ def make_job(
     *,
     force: bool,
     focus: str | None,
+    costs: Sequence[int] | None = None,
 ) -> Job:
-    """One compaction's job; a must-fit (forced) one takes the tight plan that fits."""
-    before = sum(f.tokens for f in facts) + extra
+    """One compaction's job; a must-fit (forced) one takes the tight plan that fits
+    (``costs``: the records' tokens, when the caller listed them already)."""
+    costs = costs if costs is not None else list(map(TOKENS, facts))
+    before = sum(costs) + extra
     base = CompressionReport(
         Outcome.NOOP, before_tokens=before, after_tokens=before,
         before_messages=len(messages), after_messages=len(messages),
     )  # fmt: skip
     if force:
-        costs = [f.tokens for f in facts]
         plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
     users = user_budget(config, context_length)
-    job = Job(messages, facts, plan, base, extra, room, force, focus, users)
-    return evolve(job, long_users=tuple(_long_users(job)))
+    long_users = _long_users(messages, facts, users, extra, room, force)
+    return Job(messages, facts, plan, base, extra, room, force, focus, users, long_users)
 
 
-def _long_users(job: Job) -> list[int]:
+def _long_users(
+    messages: list[Message],
+    facts: Sequence[MessageFacts],
+    users: UserBudget,
+    extra: int,
+    room: int,
+    force: bool,
+) -> tuple[int, ...]:
     """The user messages to shorten: those over the budgets, never the newest one (what
     the agent must answer) unless it alone would not fit a compaction that must fit."""
-    messages, facts = job.messages, job.facts
     newest = newest_real_user(messages, 0, facts)
     request = newest_request(messages, 0, newest, facts) if newest is not None else None
     spared = {newest, request} - {None}
-    if job.force and newest is not None:
-        system, _, size, handoff = floor_breakdown(messages, facts, job.extra)
-        if system + size + handoff > job.room:
+    if force and newest is not None:
+        system, _, size, handoff = floor_breakdown(messages, facts, extra)
+        if system + size + handoff > room:
             spared = set()  # it alone would not fit: its instruction lines and a handle
-    indices = [i for i in range(len(messages)) if i not in spared]
-    return over_budget(facts, job.users, indices, None)
+    # Only user messages can be shortened: the others are not offered.
+    indices = [i for i, f in enumerate(facts) if f.role == "user" and i not in spared]
+    return tuple(over_budget(facts, users, indices, None))
 
 
 def prune_end(job: Job, config: CompressionConfig) -> int:
@@ -161,17 +175,27 @@ def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> b
     long call at its shortest already exceeds it. It spares a compaction that must
     summarize stubbing the outputs its handoff replaces."""
     target = tier1_target(job, config, threshold)
-    start, end = system_end(job.messages), prune_end(job, config)
-    floor = job.extra
-    shortened = set(job.long_users)
-    for index, record in enumerate(job.facts):
+    facts = job.facts
+    start = system_end(job.messages)
+    end = max(start, prune_end(job, config))
+    # Every message adds a non-negative amount, so the floor is over the target as soon as
+    # a part of the sum is: what pruning leaves whole (outside ``[start, end)``) is summed
+    # first, in C, then the prunable range is walked until the floor passes the target.
+    shortened, short = set(job.long_users), excerpt_tokens(job.users)
+    floor = job.extra + sum(map(TOKENS, facts[:start])) + sum(map(TOKENS, facts[end:]))
+    for index in shortened:
+        if not start <= index < end:  # an excerpt in place of the whole
+            floor -= facts[index].tokens - min(facts[index].tokens, short)
+    if floor > target:
+        return True
+    for index in range(start, end):
+        record = facts[index]
+        role = record.role
         if index in shortened:
-            floor += min(record.tokens, excerpt_tokens(job.users))
-        elif not start <= index < end or record.role not in ("tool", "assistant"):
-            floor += record.tokens
-        elif record.role == "tool":
+            floor += min(record.tokens, short)
+        elif role == "tool":
             floor += min(record.tokens, STUB_TOKENS)
-        elif record.message.get("tool_calls"):
+        elif role == "assistant" and record.message.get("tool_calls"):
             text = estimate_tokens(record.text)  # its arguments may be shortened
             floor += text + min(record.tokens - text, ARGS_TOKENS)
         else:
