@@ -337,8 +337,11 @@ class Analyzer:
 
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
-        keep = set(map(id, messages))
-        self._records = {k: v for k, v in self._records.items() if k in keep}
+        records = self._records
+        kept = records.keys() & set(map(id, messages))
+        # Built in C (the two passes over ``kept`` meet its keys in the same order); the
+        # order of the records does not matter, they are only looked up by id.
+        self._records = dict(zip(kept, map(records.__getitem__, kept), strict=True))
 
     def _analyze(self, message: Message, tokens: int | None = None) -> MessageFacts:
         role = message.get("role")

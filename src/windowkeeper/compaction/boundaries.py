@@ -124,6 +124,10 @@ def newest_assistant_text(
 
 def _walk(costs: Sequence[int], floor: int, ceiling: int, min_count: int) -> int:
     """Walk back from the end while the running total stays within ``ceiling``."""
+    if floor < len(costs) and sum(costs[floor:]) <= ceiling:
+        # All of it fits (a short session's usual case), so the walk would not stop
+        # before ``floor``: what must hold is that no cost is negative (token counts).
+        return floor
     total = 0
     cut = len(costs)
     for index in range(len(costs) - 1, floor - 1, -1):
