@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -54,6 +54,36 @@ _PROGRESS_MIN_MESSAGES = 200
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {' '.join(message.split())}", err=True)
     return typer.Exit(EXIT_INVALID)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the command line asked of the replay's settings (``None``: the config's)."""
+
+    config_file: Path | None
+    context_length: int | None
+    threshold: float | None
+    max_tokens: int | None
+    background: bool | None
+
+
+def _replay_settings(
+    asked: _Asked, model: str | None
+) -> tuple[CompressionConfig, int, int | None, str | None]:
+    """The replay's config, window and output reserve, from the settings file with the
+    command line's overrides; and the note on a threshold asked for there."""
+    settings = load_settings(asked.config_file)
+    config = settings.compression_config()
+    if asked.threshold is not None:
+        config = replace(config, threshold=asked.threshold)
+    if asked.background is not None:
+        config = replace(config, background=asked.background)
+    window = resolve_window(asked.context_length, settings, model)
+    reserve = asked.max_tokens if asked.max_tokens is not None else settings.model.max_tokens
+    override = (  # only for a ratio asked for on the command line (see cli/load.py)
+        threshold_note(config, window, reserve, model) if asked.threshold is not None else None
+    )
+    return config, window, reserve, override
 
 
 def replay_command(
@@ -93,19 +123,8 @@ def replay_command(
     stored = StoredSource(store, session) if session is not None else None
     try:
         conversation = read_conversation(source, stored, fmt)
-        settings = load_settings(config_file)
-        config = settings.compression_config()
-        if threshold is not None:
-            config = replace(config, threshold=threshold)
-        if background is not None:
-            config = replace(config, background=background)
-        window = resolve_window(context_length, settings, conversation.model)
-        reserve = max_tokens if max_tokens is not None else settings.model.max_tokens
-        override = (  # only for a ratio asked for on the command line (see cli/load.py)
-            threshold_note(config, window, reserve, conversation.model)
-            if threshold is not None
-            else None
-        )
+        asked = _Asked(config_file, context_length, threshold, max_tokens, background)
+        config, window, reserve, override = _replay_settings(asked, conversation.model)
         choice = SummarizerChoice(
             summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
             summary_context_length,

@@ -165,6 +165,29 @@ def _align_cut(
     return start
 
 
+def _budget_cut(
+    messages: Sequence[Mapping[str, Any]],
+    costs: Sequence[int],
+    head: int,
+    budget: int,
+    ceiling: int,
+    min_tail: int,
+) -> int:
+    """Where the tail budget alone puts the cut, at a group boundary (before the anchors
+    of :func:`tail_cut` move it)."""
+    n = len(messages)
+    cut = _walk(costs, head, ceiling, min_tail)
+    if cut <= head:
+        # Everything fits the soft ceiling: cut on the raw budget so a middle exists.
+        cut = _walk(costs, head, budget, min_tail)
+    if cut <= head:
+        # Even the raw budget holds it all: a compaction (manual, or forced by an
+        # overflow) still keeps only the minimum tail. The compressor refuses the result
+        # if it would not be smaller.
+        cut = max(n - min_tail, head + 1)
+    return _align_cut(messages, costs, min(cut, n - min_tail), ceiling, min_tail)
+
+
 def tail_cut(
     messages: Sequence[Mapping[str, Any]],
     costs: Sequence[int],
@@ -176,18 +199,8 @@ def tail_cut(
     facts: Sequence[MessageFacts] | None = None,
 ) -> TailCut:
     """First index of the verbatim tail; ``start <= head`` means nothing to compress."""
-    n = len(messages)
     ceiling = int(budget * soft_ceiling)
-    cut = _walk(costs, head, ceiling, min_tail)
-    if cut <= head:
-        # Everything fits the soft ceiling: cut on the raw budget so a middle exists.
-        cut = _walk(costs, head, budget, min_tail)
-    if cut <= head:
-        # Even the raw budget holds it all: a compaction (manual, or forced by an
-        # overflow) still keeps only the minimum tail. The compressor refuses the result
-        # if it would not be smaller.
-        cut = max(n - min_tail, head + 1)
-    cut = _align_cut(messages, costs, min(cut, n - min_tail), ceiling, min_tail)
+    cut = _budget_cut(messages, costs, head, budget, ceiling, min_tail)
     user = newest_real_user(messages, head, facts)
     restated = _written_request(messages, head, user, cut)
     if restated is None and user is not None and user < cut:
