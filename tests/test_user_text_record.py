@@ -4,9 +4,10 @@ restate), the user budgets and the handoff alike."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis import kinds
@@ -62,3 +63,21 @@ def test_a_record_computes_the_user_text_once(monkeypatch: Any) -> None:
     record = Analyzer().facts(message)
     assert record.user_text == record.user_text == "Fix it."
     assert calls == [message]
+
+
+# The harness blocks as one lazy pattern: what ``kinds._without_blocks`` replaced.
+_OLD_BLOCK = re.compile(
+    r"<(" + "|".join(map(re.escape, kinds._SYNTHETIC_TAGS)) + r")(?:\s[^>]*)?>.*?(?:</\1>|\Z)",
+    re.DOTALL,
+)
+_BLOCK_PIECES = st.sampled_from([
+    "<system>", "</system>", "<system-reminder>", "</system-reminder>", "<system x='>'>",
+    "<system\n>", "<systemx>", "<tool_result>", "</tool_result>", "<command-args>",
+    "</command-args>", "<", ">", "/", " ", "\n", "a", "</", "<system-reminder a=b>",
+])  # fmt: skip
+
+
+@settings(max_examples=500)
+@given(st.lists(_BLOCK_PIECES, max_size=12).map("".join))
+def test_blocks_go_as_the_lazy_pattern_removed_them(text: str) -> None:
+    assert kinds._without_blocks(text) == _OLD_BLOCK.sub("", text)

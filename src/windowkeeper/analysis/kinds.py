@@ -135,10 +135,10 @@ _SYNTHETIC_TAGS = (
     "environment_context", "user_instructions", "command-message", "command-name",
     "function_results", "tool_result", "ide_opened_file", "ide_selection", "system",
 )  # fmt: skip
-_SYNTHETIC_BLOCK = re.compile(
-    r"<(" + "|".join(map(re.escape, _SYNTHETIC_TAGS)) + r")(?:\s[^>]*)?>.*?(?:</\1>|\Z)",
-    re.DOTALL,
-)
+# A block runs from its opening tag to the first closing tag of the same name, or to the
+# end of the text where it is not closed: the opening tag is matched here and the closing
+# one found with ``str.find`` (a lazy ``.*?(?:</\1>|\Z)`` tried both at every character).
+_SYNTHETIC_OPEN = re.compile(r"<(" + "|".join(map(re.escape, _SYNTHETIC_TAGS)) + r")(?:\s[^>]*)?>")
 # A slash command's arguments are what the user typed: the wrapper goes, the text stays.
 _KEPT_TAG = re.compile(r"</?command-args>")
 _INTERRUPTED = re.compile(r"^\s*\[Request interrupted by user[^\]\n]*\]\s*")
@@ -166,11 +166,31 @@ def user_text(message: Mapping[str, Any]) -> str:
     if not text or ("<" not in text and "[" not in text and not _may_open_synthetic(text)):
         return text
     if "<" in text:
-        text = _KEPT_TAG.sub("", _SYNTHETIC_BLOCK.sub("", text)).strip()
+        text = _KEPT_TAG.sub("", _without_blocks(text)).strip()
     text = _INTERRUPTED.sub("", text)
     if _SYNTHETIC_OPENERS.match(text):
         return ""
     return text.strip()
+
+
+def _without_blocks(text: str) -> str:
+    """``text`` without the blocks a harness injected (see :data:`_SYNTHETIC_OPEN`)."""
+    search = _SYNTHETIC_OPEN.search
+    found = search(text)
+    if found is None:
+        return text
+    parts = []
+    kept = 0
+    while found is not None:
+        parts.append(text[kept : found.start()])
+        tag = found[1]
+        close = text.find(f"</{tag}>", found.end())
+        if close < 0:  # not closed: the block runs to the end
+            return "".join(parts)
+        kept = close + len(tag) + 3
+        found = search(text, kept)
+    parts.append(text[kept:])
+    return "".join(parts)
 
 
 def _may_open_synthetic(text: str) -> bool:
