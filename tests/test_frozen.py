@@ -150,3 +150,27 @@ def test_slot_setters_refuse_a_class_whose_init_does_more(cls: type) -> None:
     filling the slots would not make what ``cls(...)`` makes."""
     with pytest.raises(TypeError):
         slot_setters(cls)
+
+
+@dataclass(frozen=True)
+class _InitVarCached:
+    a: int
+    scale: InitVar[int] = 2
+
+    def __post_init__(self, scale: int) -> None:
+        object.__setattr__(self, "a", self.a * scale)
+
+    @functools.cached_property
+    def double(self) -> int:
+        return self.a * 2
+
+
+def test_a_pseudo_field_sends_every_copy_to_replace() -> None:
+    """An InitVar is named among the class's fields but never held by an instance: even
+    with a cached value making the instance's attributes as many, the copy is
+    ``replace``'s (its ``__post_init__`` gets the InitVar, the cached value is dropped)."""
+    made = _InitVarCached(3)
+    assert made.double == 12  # held in the instance's __dict__ beside ``a``
+    copy = evolve(made, a=5)
+    assert copy == dataclasses.replace(made, a=5) == _InitVarCached(5)
+    assert copy.a == 10 and copy.double == 20

@@ -10,10 +10,11 @@ fixed cost of a small compaction. ``evolve`` copies the instance's ``__dict__`` 
 applies the changes, then runs ``__post_init__`` as ``replace`` would (the config's
 checks and normalization), so the result is the one ``replace`` gives.
 
-What must hold for the fast path (checked once per class, else ``replace`` is used): a
-dataclass without ``__slots__``, whose fields are all ``init`` fields (no ``InitVar``,
-no ``init=False``); per call, the instance's ``__dict__`` holds exactly its fields (no
-cached property or other attribute a copy would carry over) and every change names one.
+What must hold for the fast path (else ``replace`` is used): a dataclass without
+``__slots__`` whose fields are all ``init`` fields (no ``init=False``; checked once per
+class); per call, the instance's ``__dict__`` holds exactly its fields (no ``InitVar``
+or ``ClassVar`` pseudo-field, no cached property or other attribute a copy would carry
+over) and every change names one.
 """
 
 from __future__ import annotations
@@ -36,14 +37,18 @@ def _plain_fields(cls: type) -> frozenset[str] | None:
     except KeyError:
         pass
     names: frozenset[str] | None = None
-    if dataclasses.is_dataclass(cls) and "__slots__" not in cls.__dict__:
-        declared = dataclasses.fields(cls)
-        # fields() leaves out InitVar and ClassVar pseudo-fields; __dataclass_fields__ has them.
-        everything = getattr(cls, "__dataclass_fields__", {})
-        # Looped in C (map, the dictionary's keys): a process's first compaction checks
-        # every record class it copies here, ~17% of the bytecode of a small one's rest.
-        if len(declared) == len(everything) and all(map(_INIT, declared)):
-            names = frozenset(everything)
+    everything = getattr(cls, "__dataclass_fields__", None)  # a dataclass's, pseudo-fields too
+    # Looped in C (no dataclasses.fields(), whose filter is a Python loop over every
+    # field): a process's first compaction checks every record class it copies here. An
+    # InitVar or ClassVar pseudo-field is named here but never in an instance's
+    # ``__dict__``, so evolve's check that the ``__dict__`` holds exactly these names
+    # sends such a class to ``replace``.
+    if (
+        isinstance(everything, dict)
+        and "__slots__" not in cls.__dict__
+        and all(map(_INIT, everything.values()))
+    ):
+        names = frozenset(everything)
     _FIELDS[cls] = names
     return names
 
@@ -54,7 +59,7 @@ def evolve(obj: T, /, **changes: Any) -> T:
     cls = type(obj)
     names = _plain_fields(cls)
     state = getattr(obj, "__dict__", None)
-    if names is None or state is None or len(state) != len(names) or not changes.keys() <= names:
+    if names is None or state is None or state.keys() != names or not changes.keys() <= names:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
     new: T = object.__new__(cls)
     copy = new.__dict__
