@@ -104,8 +104,12 @@ def _calls_by_id(
         owner = owners.get(wanted)
         if owner is None:
             return None
-        record: MessageFacts = analyzer.facts(owner)
-        found: CallFacts = next(made for made in reversed(record.calls) if made.id == wanted)
+        # The owner made a call of this id (the last of them wins): a loop, not an
+        # early-stopped generator (closing one raises and clears GeneratorExit).
+        found: CallFacts | None = None
+        for made in analyzer.facts(owner).calls:
+            if made.id == wanted:
+                found = made
         return found
 
     return find
@@ -128,13 +132,22 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
         if message.get("role") != "tool":
             continue
         content = message.get("content")
-        if isinstance(content, str) and len(content) >= least and not is_stub(content):
+        if isinstance(content, str) and len(content) >= least:
             by_length.setdefault(len(content), []).append(index)
     found: set[int] = set()
     start, end = settings.start, settings.end
     for group in by_length.values():
+        # Most lengths are one output's: nothing to compare, and no output of such a group
+        # is read further (a stub left by pruning counts for none: it is left out here).
+        if len(group) < 2:
+            continue
+        group = [i for i in group if not is_stub(str(messages[i]["content"]))]
         # indices ascending: the first one in the region, and every later one
-        first = next((n for n, i in enumerate(group) if start <= i < end), len(group))
+        first = len(group)
+        for number, index in enumerate(group):
+            if start <= index < end:
+                first = number
+                break
         if len(group) - first > 1:
             found.update(group[first:])
     return found
