@@ -6,13 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis.gist import is_stub
 from windowkeeper.analysis.record import Analyzer
-from windowkeeper.compaction.prune import PruneSettings, _calls_by_id, _dedupe_candidates
-from windowkeeper.core.messages import Message
+from windowkeeper.compaction.prune import (
+    PruneSettings,
+    _calls_by_id,
+    _dedupe_candidates,
+    _long_arguments,
+)
+from windowkeeper.core.errors import InvalidMessagesError
+from windowkeeper.core.messages import Message, call_arguments, call_id, tool_calls
 
 # Texts of a few lengths around the 200-character floor; some are stubs of those lengths
 # (a stub is never a candidate, even when an output of its length is).
@@ -59,6 +65,52 @@ def test_candidates_are_those_the_old_scan_found(
 
 
 _IDS = st.sampled_from(["a", "b", "c", ""])
+# Calls as sent, well formed or not: the look-ups read what ``tool_calls``, ``call_id``
+# and ``call_arguments`` read.
+_ODD_CALLS = st.one_of(
+    st.builds(
+        lambda i, a: {"id": i, "function": {"name": "t", "arguments": a}},
+        st.one_of(_IDS, st.just(7), st.none()),
+        st.one_of(st.sampled_from(["", "{}", "x" * 40, "y" * 41]), st.none(), st.just(3)),
+    ),
+    st.sampled_from([{"id": "a"}, {"id": "b", "function": "f"}, "call", None, {"function": None}]),
+)
+_CALL_MESSAGES = st.builds(
+    lambda role, calls: {"role": role, "content": "", "tool_calls": calls},
+    st.sampled_from(["assistant", "tool", "user"]),
+    st.one_of(st.lists(_ODD_CALLS, max_size=4), st.none(), st.just("calls"), st.just({})),
+)
+
+
+@settings(max_examples=1_500, deadline=None)
+@given(_CALL_MESSAGES, st.integers(0, 45))
+def test_long_arguments_as_the_generic_readers_tell(message: Message, over: int) -> None:
+    expected = any(len(call_arguments(call)) > over for call in tool_calls(message))
+    assert _long_arguments(message, over) is expected
+
+
+@settings(max_examples=1_500, deadline=None)
+@given(st.lists(_CALL_MESSAGES, max_size=6), _IDS, st.integers(0, 7))
+def test_the_owner_of_an_id_as_the_generic_readers_tell(
+    messages: list[Message], wanted: str, end: int
+) -> None:
+    owners = {
+        call_id(call): index
+        for index, message in enumerate(messages[:end])
+        if message.get("tool_calls")
+        for call in tool_calls(message)
+    }
+    analyzer = Analyzer()
+    try:
+        analyzer.analyze(messages)  # as in a compaction: the messages were checked
+    except InvalidMessagesError:
+        assume(False)
+    found = _calls_by_id(messages, analyzer, end)(wanted)
+    if wanted not in owners:
+        assert found is None
+        return
+    calls = analyzer.facts(messages[owners[wanted]]).calls
+    assert found is [made for made in calls if made.id == wanted][-1]
 
 
 def _assistant(ids: list[str]) -> Message:

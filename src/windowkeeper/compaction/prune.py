@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,6 @@ from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
     call_arguments,
-    call_id,
     is_image_part,
     tool_calls,
 )
@@ -96,9 +95,13 @@ def _calls_by_id(
     owners: dict[str, Message] = {}
     for index in range(min(end, len(messages))):
         message = messages[index]
-        if message.get("tool_calls"):
-            for call in tool_calls(message):
-                owners[call_id(call)] = message
+        calls = message.get("tool_calls")
+        # ``tool_calls`` and ``call_id`` inlined (every message before ``end`` is read)
+        if calls and isinstance(calls, list) and message.get("role") == "assistant":
+            for call in calls:
+                if isinstance(call, dict):
+                    made = call.get("id")
+                    owners[made if isinstance(made, str) else ""] = message
 
     def find(wanted: str) -> CallFacts | None:
         owner = owners.get(wanted)
@@ -335,7 +338,20 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
 def _long_arguments(message: Message, over: int) -> bool:
     """Whether a call of ``message`` has arguments over ``over`` characters (only those
     are shortened: the others' calls are not parsed for it)."""
-    return any(len(call_arguments(call)) > over for call in tool_calls(message))
+    # ``tool_calls`` and ``call_arguments`` inlined, in a loop: every call message of the
+    # region is asked, and most have no long arguments (no list of its calls is made).
+    calls = message.get("tool_calls")
+    if message.get("role") != "assistant" or not isinstance(calls, list):
+        return False
+    for call in calls:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        if type(function) is dict or isinstance(function, Mapping):
+            args = function.get("arguments")
+            if isinstance(args, str) and len(args) > over:
+                return True
+    return False
 
 
 def _shortened_calls(message: Message, settings: PruneSettings) -> list[Any] | None:
