@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,6 @@ from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
     call_arguments,
-    call_id,
     is_image_part,
     tool_calls,
 )
@@ -96,16 +95,24 @@ def _calls_by_id(
     owners: dict[str, Message] = {}
     for index in range(min(end, len(messages))):
         message = messages[index]
-        if message.get("tool_calls"):
-            for call in tool_calls(message):
-                owners[call_id(call)] = message
+        calls = message.get("tool_calls")
+        # ``tool_calls`` and ``call_id`` inlined (every message before ``end`` is read)
+        if calls and isinstance(calls, list) and message.get("role") == "assistant":
+            for call in calls:
+                if isinstance(call, dict):
+                    made = call.get("id")
+                    owners[made if isinstance(made, str) else ""] = message
 
     def find(wanted: str) -> CallFacts | None:
         owner = owners.get(wanted)
         if owner is None:
             return None
-        record: MessageFacts = analyzer.facts(owner)
-        found: CallFacts = next(made for made in reversed(record.calls) if made.id == wanted)
+        # The owner made a call of this id (the last of them wins): a loop, not an
+        # early-stopped generator (closing one raises and clears GeneratorExit).
+        found: CallFacts | None = None
+        for made in analyzer.facts(owner).calls:
+            if made.id == wanted:
+                found = made
         return found
 
     return find
@@ -128,13 +135,22 @@ def _dedupe_candidates(messages: list[Message], settings: PruneSettings) -> set[
         if message.get("role") != "tool":
             continue
         content = message.get("content")
-        if isinstance(content, str) and len(content) >= least and not is_stub(content):
+        if isinstance(content, str) and len(content) >= least:
             by_length.setdefault(len(content), []).append(index)
     found: set[int] = set()
     start, end = settings.start, settings.end
     for group in by_length.values():
+        # Most lengths are one output's: nothing to compare, and no output of such a group
+        # is read further (a stub left by pruning counts for none: it is left out here).
+        if len(group) < 2:
+            continue
+        group = [i for i in group if not is_stub(str(messages[i]["content"]))]
         # indices ascending: the first one in the region, and every later one
-        first = next((n for n, i in enumerate(group) if start <= i < end), len(group))
+        first = len(group)
+        for number, index in enumerate(group):
+            if start <= index < end:
+                first = number
+                break
         if len(group) - first > 1:
             found.update(group[first:])
     return found
@@ -322,7 +338,20 @@ def truncate_tool_arguments(messages: list[Message], settings: PruneSettings) ->
 def _long_arguments(message: Message, over: int) -> bool:
     """Whether a call of ``message`` has arguments over ``over`` characters (only those
     are shortened: the others' calls are not parsed for it)."""
-    return any(len(call_arguments(call)) > over for call in tool_calls(message))
+    # ``tool_calls`` and ``call_arguments`` inlined, in a loop: every call message of the
+    # region is asked, and most have no long arguments (no list of its calls is made).
+    calls = message.get("tool_calls")
+    if message.get("role") != "assistant" or not isinstance(calls, list):
+        return False
+    for call in calls:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        if type(function) is dict or isinstance(function, Mapping):
+            args = function.get("arguments")
+            if isinstance(args, str) and len(args) > over:
+                return True
+    return False
 
 
 def _shortened_calls(message: Message, settings: PruneSettings) -> list[Any] | None:
