@@ -200,6 +200,8 @@ def check_passed(event: ToolEvent) -> bool:
 def hidden_failure(event: ToolEvent) -> str:
     """The error line of a piped command that failed although it exited 0 (``""``: it
     did not, as far as its output says)."""
+    if event.failed or "|" not in (event.action.command or ""):
+        return ""  # what _hidden_failure answers first: no test summary read for it
     return _hidden_failure(event, event.result or "", _test_summary(event) or "")
 
 

@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 
+from ..core.hint_scan import ClueScanner, clue_scanner, plain_expression
 from .toolshapes import shorten
 
 WINDOW_CHARS = 4_000
@@ -163,8 +164,25 @@ does (so text none of them matches cannot match the pattern)."""
 
 
 def word_clues(*words: str) -> Clues:
-    """Clues that are plain lower-case words, each its own pattern."""
-    return tuple((word, re.compile(re.escape(word))) for word in words)
+    """Clues that are plain lower-case words, each its own pattern (registered, as
+    :func:`scanned_clues`)."""
+    return scanned_clues(tuple((word, re.compile(re.escape(word))) for word in words))
+
+
+# id -> (the clues, their one-pass scanner); the clues are held, so an id is never reused.
+_SCANNERS: dict[int, tuple[Clues, ClueScanner]] = {}
+
+
+def scanned_clues(clues: Clues) -> Clues:
+    """``clues``, registered so that :func:`clued_items` finds all of them in one pass
+    (Hyperscan) when each pattern is plain and flagless; for module constants (a
+    registration is kept for good)."""
+    patterns = [clue.pattern for _, clue in clues]
+    if all(c.flags == re.UNICODE and plain_expression(c.pattern) for _, c in clues):
+        scanner = clue_scanner(patterns)
+        if scanner is not None:
+            _SCANNERS[id(clues)] = (clues, scanner)
+    return clues
 
 
 def matching_clues(text: str, clues: Clues) -> Clues:
@@ -181,12 +199,30 @@ def clued_items(items: Sequence[str], clues: Clues) -> list[str]:
     if len(probe) != len(joined):
         return list(items)
     starts = list(accumulate((len(item) + 1 for item in items[:-1]), initial=0))
+    registered = _SCANNERS.get(id(clues))
+    if registered is not None and registered[0] is clues:
+        return [items[i] for i in sorted(_scanned(probe, starts, clues, registered[1]))]
     picked: set[int] = set()
     for word, clue in clues:
         for match in clue.finditer(probe) if word in probe else ():
             first = bisect_right(starts, match.start()) - 1
             picked.update(range(first, bisect_right(starts, match.end() - 1)))
     return [items[i] for i in sorted(picked)]
+
+
+def _scanned(probe: str, starts: list[int], clues: Clues, scanner: ClueScanner) -> set[int]:
+    """The items (by the offsets ``starts`` of each in ``probe``) a clue matches in, from
+    one scan; a clue counts only where its word is in ``probe``, as in the per-clue
+    scans. A plain pattern's match holds no line break: its start names its item."""
+    present: dict[int, bool] = {}
+    picked: set[int] = set()
+    for index, start in scanner.starts(probe):
+        known = present.get(index)
+        if known is None:
+            known = present[index] = clues[index][0] in probe
+        if known:
+            picked.add(bisect_right(starts, start) - 1)
+    return picked
 
 
 def any_search(patterns: Iterable[re.Pattern[str]], text: str) -> bool:

@@ -15,8 +15,7 @@ from .toolshapes import ToolKind
 
 # Inline code run by an interpreter (``python3 -c '…'``, ``node -e``, ``python3 - <<EOF``).
 _INLINE = re.compile(r"(?:^|[\s|;&(])(?:python[\d.]*|node|ruby|perl|php)\s+(?:-c|-e|-)(?:\s|$)")
-# Each match holds one of these (the pattern has no literal to scan for: without this
-# gate it is tried at every position of every command).
+# Each match holds one of these where its name starts (see _inline).
 _INTERPRETERS = ("python", "node", "ruby", "perl", "php")
 
 
@@ -30,11 +29,23 @@ def is_probe(command: str) -> bool:
 def _is_probe(head: str) -> bool:
     """:func:`is_probe` of a command's first 2,000 characters (remembered: the failure
     tracker and the work state ask it of the same commands)."""
-    if not any(word in head for word in _INTERPRETERS):
-        return False
-    if not _INLINE.search(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
+    if not _inline(head) or is_test_command(head) or ">" in head.replace("2>&1", ""):
         return False
     return "open(" not in head or ("'w'" not in head and '"w"' not in head)
+
+
+def _inline(head: str) -> bool:
+    """``_INLINE.search(head)``, tried only where an interpreter's name starts: a match
+    starts one character before the name (or at the name, at the start of the text), and
+    the pattern, which has no literal to skip to, would otherwise be tried at every
+    position of every command naming an interpreter."""
+    for word in _INTERPRETERS:
+        at = head.find(word)
+        while at >= 0:
+            if _INLINE.match(head, at - 1 if at else 0):
+                return True
+            at = head.find(word, at + 1)
+    return False
 
 
 def changes_something(event: ToolEvent) -> bool:

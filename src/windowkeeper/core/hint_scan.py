@@ -25,6 +25,7 @@ the pure-Python path, with the same results.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
@@ -264,6 +265,41 @@ def _add(index: int, start: int, end: int, flags: int, found: Any) -> None:
 def condition_scanner(conditions: Sequence[tuple[str, bool]]) -> ConditionScanner | None:
     """A :class:`ConditionScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
     return ConditionScanner(conditions) if _enabled() else None
+
+
+class ClueScanner(Compiled):
+    """Where each of some plain expressions matches in a text, in one Hyperscan pass:
+    the gate of :func:`~windowkeeper.analysis.facts.clued_items`, which otherwise scans
+    the text once per clue. What must hold (asserted): each expression is plain (see
+    :func:`plain_expression`), so a match holds no line break, no ``?`` and no byte past
+    ASCII (the starts are the text's own characters: see ``_found_at_chars``), and
+    Hyperscan matches it wherever Python's ``re`` does."""
+
+    def __init__(self, expressions: Sequence[str]) -> None:
+        assert hyperscan is not None
+        assert all(plain_expression(e) for e in expressions)
+        som = hyperscan.HS_FLAG_SOM_LEFTMOST
+        super().__init__([e.encode("ascii") for e in expressions], [som] * len(expressions))
+
+    def starts(self, text: str) -> list[tuple[int, int]]:
+        """(expression, start character) of each match in ``text``."""
+        return self._found_at_chars(text)
+
+
+# Lower-case ASCII words, spaces (escaped or not), apostrophes, alternations and groups:
+# a pattern of these matches a fixed set of such strings (Hyperscan refuses one that
+# matches the empty string).
+_PLAIN = re.compile(r"(?:[a-z0-9 '|()]|\\ )+")
+
+
+def plain_expression(expression: str) -> bool:
+    """Whether a pattern is only literal words in alternations and non-capturing groups."""
+    return _PLAIN.fullmatch(expression.replace("(?:", "(")) is not None
+
+
+def clue_scanner(expressions: Sequence[str]) -> ClueScanner | None:
+    """A :class:`ClueScanner`; ``None`` on the pure-Python path (as :func:`scanner`)."""
+    return ClueScanner(expressions) if _enabled() else None
 
 
 def _enabled() -> bool:

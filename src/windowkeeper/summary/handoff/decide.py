@@ -25,6 +25,7 @@ from ...analysis.facts import (
     item_sentences,
     paragraphs,
     prose,
+    scanned_clues,
     sentences,
     word_clues,
 )
@@ -48,7 +49,7 @@ _DECISION = re.compile(
 _CHOICE = r"(?:use|go with|switch|keep|avoid|replace)"
 # A judgement between alternatives ("re.DOTALL is cleaner and more robust").
 _BETTER = ("cleaner", "simpler", "safer", "more robust", "better")
-_DECISION_CLUES: Clues = tuple(
+_DECISION_CLUES: Clues = scanned_clues(tuple(
     (word, re.compile(pattern))
     for word, pattern in (
         ("decide", "decide"), ("instead", "instead of"), ("rather", "rather than"),
@@ -63,7 +64,7 @@ _DECISION_CLUES: Clues = tuple(
         ("need", "(?:i|we) need to (?:rewrite|use|switch|change|replace|keep|avoid|move)"),
         *((word, f"(?:is|are|seems|looks|would be) {word}") for word in _BETTER),
     )
-)  # fmt: skip
+))  # fmt: skip
 
 
 _WORD = re.compile(r"\w+")

@@ -63,6 +63,8 @@ _STAGING = re.compile(r"git\s+(?:add|stage|restore\s+--staged|reset)\b")
 
 def _staging(command: str) -> bool:
     """Staging files only (the commit that follows is the work)."""
+    if "git" not in command and "cd" not in command:
+        return False  # no step can be either (a step is the command's words, collapsed)
     steps = segments(command)
     return bool(steps) and all(_STAGING.match(s) or s.startswith("cd ") for s in steps)
 
