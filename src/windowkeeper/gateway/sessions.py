@@ -37,8 +37,8 @@ from ..engine.prepared import PreparedCompaction
 from ..loop.background import SessionBackground, Workers
 from ..loop.events import Event
 from ..loop.manager import ContextManager
-from ..store import MemoryStore
 from ..summary.llm.summarizer import LLMSummarizer
+from .archive import MemoryArchive
 from .history import Seen, agreeing_prefix, digest_of, without_markers
 from .pairs import CleanRequests
 from .protocols import Parsed, Protocol
@@ -199,7 +199,7 @@ class Branch:
         self.version = 0
         self.compactions = 0
         self.has_archive = False
-        self.archive: MemoryStore | None = None  # recall without a durable store
+        self.archive: MemoryArchive | None = None  # recall without a durable store
         # Persistence bookkeeping (store-backed gateways only).
         self.store_id: str | None = None
         # A fork's adopted prefix shows handles archived in its parent's store session:
