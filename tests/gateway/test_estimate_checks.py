@@ -1,5 +1,6 @@
-"""The estimate does not check again what the Chat conversion validated: a message the
-conversion made is skipped by identity, every other message is still checked."""
+"""The estimate does not check again what the Chat and Messages conversions made (the
+first validates its messages, the second builds them checked): a message a conversion made
+is skipped by identity, every other message is still checked."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ BODIES = {
 }
 
 
-@pytest.mark.parametrize(("path", "checks"), [(p, 0 if "chat" in p else 3) for p in BODIES])
-async def test_only_the_chat_conversion_s_messages_skip_the_estimate_s_check(
+@pytest.mark.parametrize(("path", "checks"), [(p, 3 if "responses" in p else 0) for p in BODIES])
+async def test_only_the_chat_and_messages_conversions_skip_the_estimate_s_check(
     loopback: LoopbackUpstream, monkeypatch: pytest.MonkeyPatch, path: str, checks: int
 ) -> None:
     checked: list[str] = []

@@ -9,7 +9,7 @@ final answer (streams included, see the protocols' stream filters). When the mod
 client sees: the client runs its tools and the model can ask again next turn.
 
 Without a durable store the archive lives in memory with the branch (a private memory
-store holding only the archive entries).
+store holding only the archive entries, filled when recall first reads it: :mod:`.archive`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.messages import Message, ToolSchema
-from ..store import Compaction, MemoryStore, RecallTool, SessionStore
+from ..store import MemoryStore, RecallTool, SessionStore
 from ..store.recall import RECALL_TOOL
-from ..store.session import archive_records
+from .archive import ArchiveRecall, MemoryArchive
 from .protocols import Protocol, RecallCall
 from .sessions import Branch, Prepared
 
@@ -43,32 +43,16 @@ def recall_schema(protocol: Protocol) -> dict[str, Any]:
 
 
 def archive_in_memory(branch: Branch, prepared: Prepared) -> None:
-    """Keep this request's archived originals with the branch (no durable store)."""
+    """Keep this request's archived originals with the branch (no durable store); their
+    texts are rendered when recall first reads them (:mod:`.archive`)."""
     fresh = prepared.compactions[prepared.archived :]
     prepared.archived = len(prepared.compactions)
-    records = tuple(
-        entry for inputs, result in fresh for entry in archive_records(inputs, result.archived)
-    )
-    if not records:
+    noted = [(inputs, result.archived) for inputs, result in fresh if result.archived]
+    if not noted:
         return
     if branch.archive is None:
-        # The originals are the branch's own messages, never edited (design §1): kept as
-        # they are, not copied on every compaction (recall reads return copies).
-        branch.archive = MemoryStore(copy_archived=False)
-        branch.archive.create_session(title="recall")
-    store = branch.archive
-    record = store.list_sessions(limit=1)[0]
-    store.commit_compaction(
-        record.id,
-        Compaction(
-            generation=record.generation,
-            watermark=0,
-            messages=(),
-            archive=records,
-            guard_state=None,
-            previous_summary=None,
-        ),
-    )
+        branch.archive = MemoryArchive()
+    branch.archive.note(noted)
 
 
 def tool_for(branch: Branch, store: SessionStore | None) -> RecallTool | None:
@@ -79,8 +63,7 @@ def tool_for(branch: Branch, store: SessionStore | None) -> RecallTool | None:
         held = branch.store_id if branch.archive_from is None else branch.archive_from
         return RecallTool(store, held) if held is not None else None
     if branch.archive is not None:
-        session = branch.archive.list_sessions(limit=1)[0]
-        return RecallTool(branch.archive, session.id)
+        return ArchiveRecall(branch.archive)
     return None
 
 

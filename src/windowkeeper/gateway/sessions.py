@@ -36,7 +36,7 @@ from ..engine.guard import GuardState
 from ..engine.prepared import PreparedCompaction
 from ..loop.background import SessionBackground, Workers
 from ..loop.events import Event
-from ..store import MemoryStore
+from .archive import MemoryArchive
 from .engines import new_manager
 from .history import Seen, agreeing_prefix, digest_of, without_markers
 from .pairs import CleanRequests
@@ -152,7 +152,7 @@ class Branch:
         self.version = 0
         self.compactions = 0
         self.has_archive = False
-        self.archive: MemoryStore | None = None  # recall without a durable store
+        self.archive: MemoryArchive | None = None  # recall without a durable store
         # Persistence bookkeeping (store-backed gateways only).
         self.store_id: str | None = None
         # A fork's adopted prefix shows handles archived in its parent's store session:

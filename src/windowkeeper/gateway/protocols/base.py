@@ -197,8 +197,9 @@ class Protocol(abc.ABC):
         return False
 
     def validated(self, made: list[Message]) -> Sequence[Message]:
-        """Of the messages :meth:`convert` made, those it validated as ``validate_messages``
-        does (the estimate need not check them again); none unless a protocol says so."""
+        """Of the messages :meth:`convert` made, those that pass the estimate's check
+        (``check_message``) whatever the client sent: validated by the conversion, or made
+        so by it (the estimate need not check them again); none unless a protocol says so."""
         return ()
 
     @abc.abstractmethod

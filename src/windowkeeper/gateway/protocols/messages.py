@@ -80,6 +80,12 @@ class MessagesProtocol(Protocol):
             ends.extend([index + 1] * len(derived))
         return out, ends
 
+    def validated(self, made: list[Message]) -> Sequence[Message]:
+        # The conversion builds every message itself from blocks it checked: dicts with a
+        # string role, content a string, None or a list of dicts, calls a list of dicts,
+        # a non-empty string tool_call_id (tests/test_anthropic_checked.py).
+        return made
+
     def first_texts(self, parsed: Parsed) -> tuple[str, str]:
         system = parsed.system
         text = system if isinstance(system, str) else content_text(system)
