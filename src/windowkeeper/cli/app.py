@@ -86,19 +86,7 @@ from .sessions import (
     compress_session,
     sessions_app,
 )
-from .summarizer import (
-    AllowSmallOpt,
-    SummarizerChoice,
-    SummarizerOpt,
-    SummaryApiKeyOpt,
-    SummaryBackendOpt,
-    SummaryBaseUrlOpt,
-    SummaryContextOpt,
-    SummaryMaxInputOpt,
-    SummaryModelOpt,
-    SummaryStreamOpt,
-    SummaryTimeoutOpt,
-)
+from .summarizer import DEFAULT_CHOICE, SummarizerChoice, summarizer_options
 
 app = typer.Typer(
     name="windowkeeper",
@@ -126,40 +114,39 @@ ToolsOpt = Annotated[
 # --- compress ------------------------------------------------------------------------
 
 
+OutputOpt = Annotated[
+    Path | None, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.")
+]
+IfNeededOpt = Annotated[
+    bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
+]
+FocusOpt = Annotated[
+    str | None, typer.Option("--focus", metavar="TOPIC", help="Topic to keep in more detail.")
+]
+ReportJsonOpt = Annotated[
+    Path | None, typer.Option("--report-json", help="Write the compaction report here.")
+]
+RotateOpt = Annotated[
+    bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
+]
+
+
 @app.command()
+@summarizer_options()
 def compress(
     context_length: ContextLengthOpt = None,
     source: OptionalInputArg = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.")
-    ] = None,
+    output: OutputOpt = None,
     max_tokens: MaxTokensOpt = None,
     threshold: ThresholdOpt = None,
-    if_needed: Annotated[
-        bool, typer.Option("--if-needed", help="Only compress at or above the threshold.")
-    ] = False,
-    focus: Annotated[
-        str | None, typer.Option("--focus", metavar="TOPIC", help="Topic to keep in more detail.")
-    ] = None,
+    if_needed: IfNeededOpt = False,
+    focus: FocusOpt = None,
     tools_file: ToolsOpt = None,
-    report_json: Annotated[
-        Path | None, typer.Option("--report-json", help="Write the compaction report here.")
-    ] = None,
-    summarizer: SummarizerOpt = "extractive",
-    summary_model: SummaryModelOpt = None,
-    summary_base_url: SummaryBaseUrlOpt = None,
-    summary_api_key: SummaryApiKeyOpt = None,
-    summary_timeout: SummaryTimeoutOpt = 120.0,
-    summary_context_length: SummaryContextOpt = None,
-    summary_stream: SummaryStreamOpt = False,
-    summary_backend: SummaryBackendOpt = "openai",
-    summary_max_input_chars: SummaryMaxInputOpt = 160_000,
-    allow_small_summary_model: AllowSmallOpt = False,
+    report_json: ReportJsonOpt = None,
+    choice: SummarizerChoice = DEFAULT_CHOICE,
     store: StoreOpt = None,
     session: SessionOpt = None,
-    rotate: Annotated[
-        bool, typer.Option("--rotate", help="Stored session: end it and continue in a child.")
-    ] = False,
+    rotate: RotateOpt = False,
     config_file: ConfigOpt = None,
     exact_tokens: ExactTokensOpt = False,
     fmt: FormatOpt = Format.AUTO,
@@ -172,39 +159,36 @@ def compress(
     place, or with --rotate by ending it and continuing in a child) instead of reading IN.
     """
     stored = StoredSource(store, session) if session is not None else None
-    choice = SummarizerChoice(
-        summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
-        summary_context_length, summary_stream, summary_backend, summary_max_input_chars,
-        allow_small_summary_model,
-    )  # fmt: skip
     with user_errors():
         loaded = load(
-            source,
-            context_length=context_length,
-            max_tokens=max_tokens,
-            threshold=threshold,
-            tools_file=tools_file,
-            choice=choice,
-            stored=stored,
-            config_file=config_file,
-            exact_tokens=exact_tokens,
-            fmt=fmt,
-        )
+            source, context_length=context_length, max_tokens=max_tokens,
+            threshold=threshold, tools_file=tools_file, choice=choice, stored=stored,
+            config_file=config_file, exact_tokens=exact_tokens, fmt=fmt,
+        )  # fmt: skip
         if if_needed and _below_threshold(loaded, output, stored):
             return
         result = _run_compress(loaded, focus, stored, rotate)
-        if report_json is not None:
-            write_text(
-                json.dumps(report_dict(result.report, loaded.compressor), indent=2) + "\n",
-                report_json,
-            )
-        code = exit_code_for(result.report)
-        if code == EXIT_BUSY:
-            raise fail(f"{result.report.detail}; nothing was written: retry when it is done", code)
-        if code != EXIT_OK:
-            raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
-        _warn_over_window(loaded, result.messages)
-        _emit(loaded, result.messages, output, stored, "compacted in the store")
+        _finish(loaded, result, output, stored, report_json)
+
+
+def _finish(
+    loaded: Loaded,
+    result: CompressionResult,
+    output: Path | None,
+    stored: StoredSource | None,
+    report_json: Path | None,
+) -> None:
+    """The report to ``--report-json``; then the exit code's error, or the messages."""
+    if report_json is not None:
+        report = report_dict(result.report, loaded.compressor)
+        write_text(json.dumps(report, indent=2) + "\n", report_json)
+    code = exit_code_for(result.report)
+    if code == EXIT_BUSY:
+        raise fail(f"{result.report.detail}; nothing was written: retry when it is done", code)
+    if code != EXIT_OK:
+        raise fail(result.report.detail or "compaction aborted, nothing was dropped", code)
+    _warn_over_window(loaded, result.messages)
+    _emit(loaded, result.messages, output, stored, "compacted in the store")
 
 
 def _emit(

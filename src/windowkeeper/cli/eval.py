@@ -47,14 +47,11 @@ from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fai
 from .eval_progress import EvalProgress, eval_progress
 from .eval_view import render_eval
 from .summarizer import (
+    COMMON,
+    DEFAULT_CHOICE,
     SummarizerChoice,
-    SummarizerOpt,
-    SummaryApiKeyOpt,
-    SummaryBaseUrlOpt,
-    SummaryContextOpt,
-    SummaryModelOpt,
-    SummaryTimeoutOpt,
     build_summarizer,
+    summarizer_options,
 )
 
 PathsArg = Annotated[
@@ -192,17 +189,13 @@ def _plots(paths: list[tuple[EvalReport, Path]], quiet: bool) -> None:
             bar.plot_done(number, len(paths), path)
 
 
+@summarizer_options(COMMON)
 def eval_command(
     paths: PathsArg,
     context_length: ContextLengthOpt = None,
     threshold: ThresholdOpt = None,
     max_tokens: MaxTokensOpt = None,
-    summarizer: SummarizerOpt = "extractive",
-    summary_model: SummaryModelOpt = None,
-    summary_base_url: SummaryBaseUrlOpt = None,
-    summary_api_key: SummaryApiKeyOpt = None,
-    summary_timeout: SummaryTimeoutOpt = 120.0,
-    summary_context_length: SummaryContextOpt = None,
+    choice: SummarizerChoice = DEFAULT_CHOICE,
     as_json: Annotated[
         Path | None, typer.Option("--json", help="Write every figure as JSON here ('-': stdout).")
     ] = None,
@@ -221,10 +214,6 @@ def eval_command(
     config_file: ConfigOpt = None,
 ) -> None:
     """Replay transcripts with compaction and show what it kept and what it cost."""
-    choice = SummarizerChoice(
-        summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
-        summary_context_length,
-    )  # fmt: skip
     try:
         run = _settings(context_length, threshold, max_tokens, choice, config_file,
                         CachePrices(read=cache_read_price, write=cache_write_price))  # fmt: skip

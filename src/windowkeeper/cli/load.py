@@ -102,6 +102,18 @@ def _reserve(max_tokens: int | None, settings: Settings) -> int | None:
     return reserve
 
 
+def _summarizer(choice: SummarizerChoice, model: str | None) -> tuple[Summarizer, int | None]:
+    """:func:`build_summarizer`, with a warning when an LLM summarizer's window is unknown."""
+    summarizer, summary_window = build_summarizer(choice, main_model=model)
+    if choice.kind == "llm" and summary_window is None:
+        typer.echo(
+            "warning: the summary model's context window is unknown; set "
+            "--summary-context-length so the trigger can be checked against it",
+            err=True,
+        )
+    return summarizer, summary_window
+
+
 def load(
     source: str | None,
     *,
@@ -129,13 +141,7 @@ def load(
     window = resolve_window(context_length, settings, model)
     reserve = _reserve(max_tokens, settings)
     tools = load_tools(tools_file) if tools_file is not None else conversation.tools
-    summarizer, summary_window = build_summarizer(choice, main_model=model)
-    if choice.kind == "llm" and summary_window is None:
-        typer.echo(
-            "warning: the summary model's context window is unknown; set "
-            "--summary-context-length so the trigger can be checked against it",
-            err=True,
-        )
+    summarizer, summary_window = _summarizer(choice, model)
     compressor = build_compressor(
         config,
         context_length=window,

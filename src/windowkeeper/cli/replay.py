@@ -37,14 +37,11 @@ from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, res
 from .load import threshold_note
 from .sessions import FormatOpt, StoredSource, StoreOpt, read_conversation
 from .summarizer import (
+    COMMON,
+    DEFAULT_CHOICE,
     SummarizerChoice,
-    SummarizerOpt,
-    SummaryApiKeyOpt,
-    SummaryBaseUrlOpt,
-    SummaryContextOpt,
-    SummaryModelOpt,
-    SummaryTimeoutOpt,
     build_summarizer,
+    summarizer_options,
 )
 
 EXIT_INVALID = 2
@@ -86,6 +83,7 @@ def _replay_settings(
     return config, window, reserve, override
 
 
+@summarizer_options(COMMON)
 def replay_command(
     context_length: ContextLengthOpt = None,
     source: Annotated[
@@ -93,12 +91,7 @@ def replay_command(
     ] = None,
     threshold: ThresholdOpt = None,
     max_tokens: MaxTokensOpt = None,
-    summarizer: SummarizerOpt = "extractive",
-    summary_model: SummaryModelOpt = None,
-    summary_base_url: SummaryBaseUrlOpt = None,
-    summary_api_key: SummaryApiKeyOpt = None,
-    summary_timeout: SummaryTimeoutOpt = 120.0,
-    summary_context_length: SummaryContextOpt = None,
+    choice: SummarizerChoice = DEFAULT_CHOICE,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Write a PNG of context tokens per request.")
     ] = None,
@@ -125,10 +118,6 @@ def replay_command(
         conversation = read_conversation(source, stored, fmt)
         asked = _Asked(config_file, context_length, threshold, max_tokens, background)
         config, window, reserve, override = _replay_settings(asked, conversation.model)
-        choice = SummarizerChoice(
-            summarizer, summary_model, summary_base_url, summary_api_key, summary_timeout,
-            summary_context_length,
-        )  # fmt: skip
         report = _run(conversation, window, config, reserve, choice, as_json)
     except WindowkeeperError as exc:
         raise _fail(str(exc)) from None

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -26,6 +27,7 @@ from ..core.settings import Settings, load_settings
 from .common import fail, user_errors
 
 if TYPE_CHECKING:
+    from ..gateway import GatewayApp
     from ..gateway.settings import GatewaySettings
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -111,15 +113,7 @@ def serve_command(
     """Run the gateway that compacts each session's history.
 
     It speaks OpenAI Chat Completions and Responses, and Anthropic Messages."""
-    try:
-        import uvicorn  # noqa: F401  (checked here: the extra may be missing)
-
-        from ..gateway import create_app
-    except ImportError as exc:
-        raise fail(
-            f"the gateway needs the gateway extra ({exc.name} is missing): "
-            "pip install 'windowkeeper[gateway]'"
-        ) from None
+    create_app = _gateway_extra()
     from ..store import open_store
 
     with user_errors():
@@ -149,6 +143,20 @@ def serve_command(
     finally:
         if opened is not None:
             opened.close()
+
+
+def _gateway_extra() -> Callable[..., GatewayApp]:
+    """The gateway's ``create_app``, checked for first: the gateway extra may be missing."""
+    try:
+        import uvicorn  # noqa: F401
+
+        from ..gateway import create_app
+    except ImportError as exc:
+        raise fail(
+            f"the gateway needs the gateway extra ({exc.name} is missing): "
+            "pip install 'windowkeeper[gateway]'"
+        ) from None
+    return create_app
 
 
 def _settings(

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 
@@ -78,6 +82,60 @@ class SummarizerChoice:
     backend: str = "openai"
     max_input_chars: int = 160_000
     allow_small: bool = False
+
+
+_OPTIONS = (
+    ("summarizer", SummarizerOpt),
+    ("summary_model", SummaryModelOpt),
+    ("summary_base_url", SummaryBaseUrlOpt),
+    ("summary_api_key", SummaryApiKeyOpt),
+    ("summary_timeout", SummaryTimeoutOpt),
+    ("summary_context_length", SummaryContextOpt),
+    ("summary_stream", SummaryStreamOpt),
+    ("summary_backend", SummaryBackendOpt),
+    ("summary_max_input_chars", SummaryMaxInputOpt),
+    ("allow_small_summary_model", AllowSmallOpt),
+)
+"""The options' parameters, in the order of :class:`SummarizerChoice`'s fields."""
+DEFAULT_CHOICE = SummarizerChoice()
+"""The options' defaults: the default of a command's ``choice`` parameter (which
+:func:`summarizer_options` always passes)."""
+F = TypeVar("F", bound=Callable[..., None])
+COMMON = 6
+"""The options every summarizing command takes (the rest are ``compress``'s)."""
+
+
+def summarizer_options(count: int = len(_OPTIONS)) -> Callable[[F], F]:
+    """Give a command the first ``count`` ``--summarizer``/``--summary-*`` options in
+    place of its ``choice: SummarizerChoice`` parameter (where they are listed in its
+    ``--help``), gathered into the choice when it runs.
+
+    Why: typer reads a command's options from its signature, so each command spelled
+    every option out and built the choice itself; the options are written here once."""
+
+    def decorate(command: F) -> F:
+        hints = typing.get_type_hints(command, include_extras=True)
+        fields = dataclasses.fields(SummarizerChoice)[:count]
+        options = [
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                              default=field.default, annotation=option)
+            for (name, option), field in zip(_OPTIONS, fields, strict=False)
+        ]  # fmt: skip
+        params: list[inspect.Parameter] = []
+        for param in inspect.signature(command).parameters.values():
+            given = param.replace(annotation=hints[param.name])
+            params.extend(options if param.name == "choice" else [given])
+
+        @functools.wraps(command)
+        def run(**given: Any) -> None:
+            values = [given.pop(name) for name, _ in _OPTIONS[:count]]
+            command(choice=SummarizerChoice(*values), **given)
+
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return typing.cast(F, run)
+
+    return decorate
 
 
 def build_summarizer(
