@@ -166,15 +166,9 @@ def replay(
     for index, message in enumerate(messages):
         if message.get("role") == "assistant" and working:
             recorder.turn = len(requests)
-            sent = manager.preflight(working)
-            tokens = manager.estimate(sent)
-            problems = tuple(violations(sent)) if check_invariants else ()
-            requests.append(
-                ReplayRequest(
-                    len(requests), tokens, baseline, len(sent), tokens > manager.window, problems
-                )
-            )
-            working = manager.after_response({"prompt_tokens": tokens}, sent)
+            sent, request = _request(manager, working, len(requests), baseline, check_invariants)
+            requests.append(request)
+            working = manager.after_response({"prompt_tokens": request.tokens}, sent)
         working.append(message)
         baseline += message_tokens(message, image_tokens=engine.config.image_tokens)
         if progress is not None:
@@ -183,3 +177,16 @@ def replay(
         context_length, manager.window, engine.threshold_tokens, tuple(requests),
         tuple(recorder.compactions), tuple(recorder.warnings),
     )  # fmt: skip
+
+
+def _request(
+    manager: ContextManager, working: list[Message], index: int, baseline: int, check: bool
+) -> tuple[list[Message], ReplayRequest]:
+    """What the agent sends at an assistant turn (the manager's preflight of the history
+    so far) and its row of the report."""
+    sent = manager.preflight(working)
+    tokens = manager.estimate(sent)
+    problems = tuple(violations(sent)) if check else ()
+    return sent, ReplayRequest(
+        index, tokens, baseline, len(sent), tokens > manager.window, problems
+    )

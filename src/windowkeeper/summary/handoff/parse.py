@@ -80,16 +80,7 @@ def parse_state(text: str) -> HandoffState | None:
     values, commits = parse_values(_plain(sections.get("Critical Values", [])))
     last_action, next_step = _parse_next(_plain(next_lines))
     constraints, task_rules = _parse_constraints(sections.get("Constraints & Preferences", []))
-    # A work state written in a summary model's own words is carried as it was.
-    written: tuple[tuple[str, str], ...] = ()
-    if work_notes:
-        written = (("Work State", work_notes),)
-    elif work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
-        written = (("Work State", "\n".join(work_lines).strip()),)
-    if decision_notes:
-        written += (("Key Decisions", decision_notes),)
-    if next_notes:
-        written += (("Next Step", next_notes),)
+    written = _written(work, work_lines, work_notes, decision_notes, next_notes)
     return HandoffState(
         task=task,
         task_in_head=in_head,
@@ -117,6 +108,27 @@ def parse_state(text: str) -> HandoffState | None:
         covered=ledger.covered,
         notes=notes[0] if notes else "",
     )
+
+
+def _written(
+    work: WorkState,
+    work_lines: Sequence[str],
+    work_notes: str,
+    decision_notes: str,
+    next_notes: str,
+) -> tuple[tuple[str, str], ...]:
+    """(section, text) of what a summary model wrote in its own words beside the parsed
+    sections; a work state none of whose lines parse is carried as it was."""
+    written: tuple[tuple[str, str], ...] = ()
+    if work_notes:
+        written = (("Work State", work_notes),)
+    elif work == WorkState() and [line for line in _plain(work_lines) if not _framing(line)]:
+        written = (("Work State", "\n".join(work_lines).strip()),)
+    if decision_notes:
+        written += (("Key Decisions", decision_notes),)
+    if next_notes:
+        written += (("Next Step", next_notes),)
+    return written
 
 
 def _parse_constraints(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -60,18 +60,7 @@ def specs_of(
     the events kept verbatim after the handoff, which only name items), one of them with
     its text (see the module docstring: ``working`` and ``closed`` are the work items in
     progress and closed; ``chars``: each shown spec's excerpt size)."""
-    found: dict[str, Spec] = {}
-    sizes: dict[str, int] = {}
-    last: dict[str, int] = {}
-    for index, event in enumerate(events):
-        if event.result is None or not is_spec(event, named):
-            continue
-        for spec, size in _specs(event):
-            key = _key(spec)
-            if size >= sizes.get(key, 0):  # the fullest output of an item (not a `| head`)
-                sizes[key] = size
-                found[key] = spec
-            last[key] = index
+    found, last = _looked_up(events, named)
     items = [*found, *(s.item for s in previous if s.item)]
     _mentioned(events, items, last)
     _mentioned(later, items, last, start=len(events) + 1)
@@ -96,6 +85,26 @@ def specs_of(
     work = work or (pinned[0] if pinned else None)
     cut = [_excerpted(spec, chars, spec is work) for spec in (*pinned, *shown)]
     return (*cut[: len(pinned)], *referred[-MAX_REFERRED:], *cut[len(pinned) :])
+
+
+def _looked_up(
+    events: Sequence[ToolEvent], named: Collection[str]
+) -> tuple[dict[str, Spec], dict[str, int]]:
+    """The specs these events looked up (each item's fullest output, not a ``| head``),
+    and the index of each one's newest look-up, by key."""
+    found: dict[str, Spec] = {}
+    sizes: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for index, event in enumerate(events):
+        if event.result is None or not is_spec(event, named):
+            continue
+        for spec, size in _specs(event):
+            key = _key(spec)
+            if size >= sizes.get(key, 0):
+                sizes[key] = size
+                found[key] = spec
+            last[key] = index
+    return found, last
 
 
 def _shown(specs: Sequence[Spec], working: Collection[str], closed: Collection[str]) -> list[Spec]:
