@@ -320,8 +320,13 @@ def _apply(rule: _Rule, text: str, lowered: HintSource) -> str:
     return rule.pattern.sub(rule.replacement, text)
 
 
-def redact(text: str) -> str:
-    """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``."""
+def redact(text: str, seen: dict[str, str] | None = None) -> str:
+    """``text`` with API keys, tokens, passwords and private keys replaced by ``[REDACTED]``.
+
+    ``seen``: texts masked before and what masking made of them (a caller's, for as long
+    as it likes): a text the gate cannot rule out is looked up there first and added to
+    it, as agents re-run the same commands and get the same outputs. Only those texts:
+    hashing every text would cost more than the gate that rules most out."""
     if not text:
         return text
     lowered: HintSource
@@ -334,12 +339,22 @@ def redact(text: str) -> str:
             if not tried:
                 return text
         lowered = Scanned(_SCANNER)  # every hint found in one pass (hint_scan)
-        if not lowered.at(text):
-            return text
     elif _holds_no_hint(text):
         return text
     else:
         lowered = Lowered()  # computed by the first rule that needs it
+    if seen is None:
+        return _masked(text, lowered, tried, gate)
+    found = seen.get(text)
+    if found is None:
+        found = seen[text] = _masked(text, lowered, tried, gate)
+    return found
+
+
+def _masked(text: str, lowered: HintSource, tried: Container[int], gate: SecretGate | None) -> str:
+    """:func:`redact` past its gates: the rules the gate left (``tried``), in order."""
+    if isinstance(lowered, Scanned) and not lowered.at(text):
+        return text
     for index, rule in enumerate(_RULES):
         # A rule whose condition fails on the text cannot change it, while it is the
         # text the gate saw; every rule's starts are positions of its hints.

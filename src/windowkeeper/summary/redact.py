@@ -5,7 +5,7 @@ and masks whole messages (what the summarizer and the handoff's extraction read)
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from operator import is_not
 from typing import Any, overload
 
@@ -20,7 +20,11 @@ from ..core.secrets import REDACTED, redact
 __all__ = ("REDACTED", "MaskedTurns", "masked_analysis", "redact")
 
 
-def masked_analysis(analysis: Analysis) -> Analysis:
+Masks = dict[str, str]
+"""Each text masked so far in one compaction, and what masking made of it."""
+
+
+def masked_analysis(analysis: Analysis, masks: Masks | None = None) -> Analysis:
     """``analysis`` as the handoff's extraction reads it: secrets masked.
 
     A bare value lifted out of its context ("quoted: 'hunter2'", an id that was a key)
@@ -34,10 +38,18 @@ def masked_analysis(analysis: Analysis) -> Analysis:
     once (the result lives in its record, so later compactions of the session reuse
     it); a message without secrets keeps its record, and ``analysis`` itself is
     returned when none has one.
+
+    ``masks``: the texts masked so far in this compaction (filled here; one dict for the
+    turns and the tail). Agents re-run the same commands and get the same outputs, and a
+    text that holds a secret costs a hint scan and the rules each time it is masked; a
+    text seen before is looked up instead (masking is a pure function of the text).
     """
     contents = _file_contents(analysis.facts)
     facts = analysis.facts
-    records = [record if i in contents else _extracted(record) for i, record in enumerate(facts)]
+    seen: Masks = {} if masks is None else masks
+    records = [
+        record if i in contents else _extracted(record, seen) for i, record in enumerate(facts)
+    ]
     if all(new is old for new, old in zip(records, facts, strict=True)):
         return analysis
     return Analysis([record.message for record in records], records)
@@ -85,13 +97,14 @@ def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
     }
 
 
-def _extracted(record: MessageFacts) -> MessageFacts:
+def _extracted(record: MessageFacts, seen: Masks) -> MessageFacts:
     """``record`` masked for extraction: the calls that write a file's content to a path
     are left as they are (extraction takes their path and the paths of a diff in them)."""
     if record.role != "assistant":
-        return _masked(record)
+        return _masked(record, (), seen)
     # Each call asked once (no writing call: the key of most records).
-    return _masked(record, tuple(i for i, call in enumerate(record.calls) if _writes_content(call)))
+    keep = tuple(i for i, call in enumerate(record.calls) if _writes_content(call))
+    return _masked(record, keep, seen)
 
 
 def _writes_content(call: CallFacts) -> bool:
@@ -102,12 +115,14 @@ def _writes_content(call: CallFacts) -> bool:
     )
 
 
-def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFacts:
+def _masked(
+    record: MessageFacts, keep_calls: tuple[int, ...] = (), seen: Masks | None = None
+) -> MessageFacts:
     """``record`` with its secrets masked (the calls at ``keep_calls`` left as they are),
-    computed once per message and choice of calls."""
+    computed once per message and choice of calls (``seen``: as :func:`redact_message`)."""
 
     def compute() -> MessageFacts | None:
-        masked = redact_message(record.message, keep_calls)
+        masked = redact_message(record.message, keep_calls, seen)
         return None if masked is record.message else Analyzer().facts(masked)
 
     # A message without secrets (most) is remembered as ``None``, not as the record
@@ -121,43 +136,60 @@ def _masked(record: MessageFacts, keep_calls: tuple[int, ...] = ()) -> MessageFa
 _MASKED = memo_key("masked")  # the key of most records (no call kept), made once
 
 
-def redact_message(message: Message, keep_calls: Container[int] = ()) -> Message:
+def redact_message(
+    message: Message, keep_calls: Container[int] = (), seen: Masks | None = None
+) -> Message:
     """A copy of ``message`` with its secrets masked; ``message`` itself when it has none.
 
     ``keep_calls``: positions of tool calls left as they are (what a caller knows it
-    takes nothing from but a path)."""
+    takes nothing from but a path). ``seen``: texts masked before and their results,
+    looked up first and filled in (see :func:`masked_analysis`)."""
+    mask = redact if seen is None else _remembered(seen)
     changes: dict[str, Any] = {}
     content = message.get("content")
     if isinstance(content, str):
-        masked = redact(content)
+        masked = mask(content)
         if masked != content:
             changes["content"] = masked
     elif isinstance(content, list):
-        parts = [_redact_part(part) for part in content]
+        parts = [_redact_part(part, mask) for part in content]
         if any(map(is_not, parts, content)):
             changes["content"] = parts
     calls = message.get("tool_calls")
     if isinstance(calls, list):
-        masked_calls = [c if i in keep_calls else _redact_call(c) for i, c in enumerate(calls)]
+        masked_calls = [
+            c if i in keep_calls else _redact_call(c, mask) for i, c in enumerate(calls)
+        ]
         if any(map(is_not, masked_calls, calls)):
             changes["tool_calls"] = masked_calls
     return {**message, **changes} if changes else message
 
 
-def _redact_part(part: object) -> object:
+def _remembered(seen: Masks) -> Callable[[str], str]:
+    """:func:`redact` with ``seen`` (a text the gate cannot rule out looked up there
+    first). Only equality is relied on: a text equal to one seen gets that one's result
+    (callers compare the result with ``==``, never by identity)."""
+
+    def mask(text: str) -> str:
+        return redact(text, seen)
+
+    return mask
+
+
+def _redact_part(part: object, mask: Callable[[str], str] = redact) -> object:
     if isinstance(part, dict) and isinstance(part.get("text"), str):
-        masked = redact(part["text"])
+        masked = mask(part["text"])
         if masked != part["text"]:
             return {**part, "text": masked}
     return part
 
 
-def _redact_call(call: object) -> object:
+def _redact_call(call: object, mask: Callable[[str], str] = redact) -> object:
     function = call.get("function") if isinstance(call, dict) else None
     arguments = function.get("arguments") if isinstance(function, dict) else None
     if not isinstance(arguments, str):
         return call
-    masked = redact(arguments)
+    masked = mask(arguments)
     if masked == arguments:
         return call
     assert isinstance(call, dict) and isinstance(function, dict)

@@ -26,7 +26,7 @@ from .handoff.parse import split_sections
 from .handoff.text import NOTES_BESIDE
 from .handoff.users import written_text
 from .protocol import WRITTEN_TITLES, SummaryRequest, written_budget
-from .redact import MaskedTurns, masked_analysis
+from .redact import MaskedTurns, Masks, masked_analysis
 from .trim import trim_sections, trim_text
 
 SNAPSHOT_CHARS = 1_400
@@ -49,11 +49,12 @@ def summary_request(
     """
     # No summarizer reads a secret, and nothing is extracted from one (design §5).
     original = analysis or Analysis(turns)
-    analysis = masked_analysis(original)
+    masks: Masks = {}  # the turns' and the tail's texts masked once each
+    analysis = masked_analysis(original, masks)
     facts = facts if facts is not None else Analyzer().analyze(messages)
     previous = previous_state(plan.previous_summary)
     # The handoff's state covers the tail too (what it lifts from there is masked alike).
-    tail = masked_analysis(Analysis(messages[plan.tail_start :], facts[plan.tail_start :]))
+    tail = masked_analysis(Analysis(messages[plan.tail_start :], facts[plan.tail_start :]), masks)
     head = Analysis(messages[: plan.head_end], facts[: plan.head_end])
     where = placement(facts, plan, messages)
     chars = spec_chars(plan.summary_budget_tokens)
