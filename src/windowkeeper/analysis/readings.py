@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Final, Generic, TypeVar, cast, overload
+from typing import Final, Generic, TypeVar, overload
 
 READINGS_KEPT: Final = 16_384
 """The most records kept (commands, lines, segments and steps together). A long session
@@ -96,9 +96,14 @@ class Field(_Read[Callable[[K], T]]):
     @overload
     def __get__(self, record: Reading, owner: type) -> T: ...
     def __get__(self, record: Reading | None, owner: type) -> Field[K, T] | T:
+        # A miss costs this one frame beyond the reader (no helper, no ``cast`` call):
+        # a compaction's first readings are all misses.
         if record is None:
             return self
-        value = self.reader_of()(cast(K, record.key))
+        read = self.read
+        if read is None:
+            raise TypeError(f"the reading {self.name!r} has no reader")
+        value = read(record.key)  # type: ignore[arg-type]  # K: the record's key type
         setattr(record, self.name, value)  # shadows the descriptor from now on
         return value
 
