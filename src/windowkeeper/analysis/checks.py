@@ -16,7 +16,7 @@ from .facts import collapse
 from .gist import is_stub
 from .installs import missing_names
 from .outputs import error_lines, is_test_command, last_line, test_summary
-from .readings import Reading, reading
+from .readings import UNREAD, reading
 from .shellwords import segment_texts, segments
 from .toolshapes import ToolKind
 
@@ -68,12 +68,14 @@ def check_kind(command: str) -> str | None:
     newest such step decides), else ``None``; judged by the command's first 2,000
     characters and remembered in the command's record (agents run the same checks
     again, each run an event of its own)."""
-    return reading(command).check_kind
+    record = reading(command)
+    found = record.check_kind
+    if found is UNREAD:
+        found = record.check_kind = _check_kind(command[:2_000])
+    return found
 
 
-@Reading.check_kind.reader
-def _check_kind(command: str) -> str | None:
-    head = command[:2_000]
+def _check_kind(head: str) -> str | None:
     if _runs_in_background(head):
         return None  # its output is not its result
     if is_test_command(head) or (_DJANGO_TEST.search(head) and _MORE_TESTS.search(head)):
@@ -94,10 +96,13 @@ def _step_check(segment: str) -> str | None:
     """``"lint"`` or ``"build"`` for one step (:func:`.shellwords.segments`) that runs
     that check, else ``None``; remembered in the step's record: the steps of a script an
     agent runs again and again (its ``cd``, its lines) recur from command to command."""
-    return reading(segment).step_check
+    record = reading(segment)
+    found = record.step_check
+    if found is UNREAD:
+        found = record.step_check = _step_kind(segment)
+    return found
 
 
-@Reading.step_check.reader
 def _step_kind(segment: str) -> str | None:
     step = _strip(segment)
     words = step.split(" ")  # _strip leaves one space between words

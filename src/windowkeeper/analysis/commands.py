@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from ..core.alternation import word_alternation
 from ..core.hint_scan import line_scanner
 from .patches import diff_targets, patch_program
-from .readings import Files, Patches, Reading, reading
+from .readings import UNREAD, Files, Patches, reading
 from .shellwords import (
     SCAN_CHARS,
     final_cwd,
@@ -105,10 +105,14 @@ def written_patches(command: str, cwd: str | None) -> Patches:
     remembered in the command's record for the last ``cwd`` asked."""
     if "+++ " not in command[:SCAN_CHARS]:
         return ()
-    return Reading.patches.ask(command, cwd)
+    record = reading(command)
+    found = record.patches
+    if found is UNREAD or record.patches_cwd != cwd:
+        found = _written_patches(command, cwd)
+        record.patches, record.patches_cwd = found, cwd
+    return found
 
 
-@Reading.patches.reader
 def _written_patches(command: str, cwd: str | None) -> Patches:
     """What :func:`written_patches` remembers (it checked the command holds ``+++ ``)."""
     found = ((path, diff_targets(text)) for path, text in heredoc_files(command, cwd))
@@ -147,10 +151,13 @@ def line_gates(command: str) -> Gates:
     """The indices of the lines of the command (:func:`lines_of`) that ``_MAY_TOUCH``
     matches, that ``_MAY_READ`` matches, and that hold ``cd ``; remembered in the
     command's record for every reader of it."""
-    return reading(command).gates
+    record = reading(command)
+    found = record.gates
+    if found is UNREAD:
+        found = record.gates = gates_of(command)
+    return found
 
 
-@Reading.gates.reader
 def gates_of(command: str) -> Gates:
     """:func:`line_gates`, not remembered."""
     lines = lines_of(command)[0]
@@ -179,10 +186,14 @@ def command_files(command: str, cwd: str | None = None) -> Files:
     """(:func:`command_touches`, :func:`command_reads`) of a command, from one walk over
     its lines: a line is tokenized once for both. Remembered in the command's record for
     the last ``cwd`` asked: agents re-run the same commands (from the same directory)."""
-    return Reading.files.ask(command, cwd)
+    record = reading(command)
+    found = record.files
+    if found is UNREAD or record.files_cwd != cwd:
+        found = _command_files(command, cwd)
+        record.files, record.files_cwd = found, cwd
+    return found
 
 
-@Reading.files.reader
 def _command_files(command: str, cwd: str | None) -> Files:
     """Each reader follows ``cd`` through the lines it looks at (its gate's, and those
     that say ``cd ``), so each keeps its own working directory; no other line is
@@ -247,10 +258,13 @@ def is_read_only(command: str) -> bool:
     """Whether a shell command only reads: every step runs a reading program (``cat``,
     ``grep``, ``ls``, ``sed`` without ``-i``, ``git status`` ...) and nothing is
     redirected into a file. Remembered in the command's record."""
-    return reading(command).read_only
+    record = reading(command)
+    found = record.read_only
+    if found is UNREAD:
+        found = record.read_only = _is_read_only(command)
+    return found
 
 
-@Reading.read_only.reader
 def _is_read_only(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > SCAN_CHARS:
@@ -282,10 +296,13 @@ def is_bookkeeping(command: str) -> bool:
     (``bd show``, ``bd update X --status in_progress``, ``gh issue view``), a ``chmod``
     or ``mkdir``, or a reading step. Not a Done item: it shows no work done.
     Remembered, as :func:`is_read_only`."""
-    return reading(command).book_keeping
+    record = reading(command)
+    found = record.book_keeping
+    if found is UNREAD:
+        found = record.book_keeping = _is_bookkeeping(command)
+    return found
 
 
-@Reading.book_keeping.reader
 def _is_bookkeeping(command: str) -> bool:
     lines, bodies = lines_of(command)
     if bodies or not lines or len(command) > SCAN_CHARS:
@@ -303,10 +320,13 @@ def _is_bookkeeping(command: str) -> bool:
 def _book_step(tokens: tuple[str, ...]) -> bool | None:
     """``True`` for a bookkeeping step, ``False`` for a reading one, ``None`` for work;
     remembered in the step's record."""
-    return reading(tokens).book
+    record = reading(tokens)
+    found = record.book
+    if found is UNREAD:
+        found = record.book = _book_kind(tokens)
+    return found
 
 
-@Reading.book.reader
 def _book_kind(tokens: tuple[str, ...]) -> bool | None:
     _, _, words, head = step_program(tokens)
     if head in _HOUSEKEEPING:
@@ -320,10 +340,13 @@ def _book_kind(tokens: tuple[str, ...]) -> bool | None:
 
 def _reads_only(tokens: tuple[str, ...]) -> bool:
     """Whether a step only reads; remembered in the step's record."""
-    return reading(tokens).reads_only
+    record = reading(tokens)
+    found = record.reads_only
+    if found is UNREAD:
+        found = record.reads_only = _step_reads_only(tokens)
+    return found
 
 
-@Reading.reads_only.reader
 def _step_reads_only(tokens: tuple[str, ...]) -> bool:
     _, _, words, head = step_program(tokens)
     if not words:
@@ -350,10 +373,13 @@ def short_command(command: str, limit: int = 160) -> str:
 def program_of(command: str) -> str:
     """The program a command line runs (past ``cd ... &&``, assignments and runners such
     as ``sudo`` or ``timeout 60``); remembered in the command's record."""
-    return reading(command).program
+    record = reading(command)
+    found = record.program
+    if found is UNREAD:
+        found = record.program = _program_of(command)
+    return found
 
 
-@Reading.program.reader
 def _program_of(command: str) -> str:
     for line in lines_of(command)[0]:
         for tokens in steps_of(line):

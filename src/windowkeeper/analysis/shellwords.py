@@ -14,7 +14,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Sequence
 
-from .readings import Reading, reading
+from .readings import UNREAD, reading
 
 SCAN_CHARS = 20_000
 
@@ -30,10 +30,14 @@ def lines_of(command: str) -> tuple[Lines, Lines]:
     Remembered in the command's record: every reader of a command (files touched and
     read, read-only, steps, program) starts here, and agents re-run the same commands.
     """
-    return reading(command).split
+    record = reading(command)
+    lines = record.lines
+    if lines is UNREAD:
+        lines, record.bodies = split_lines(command)
+        record.lines = lines
+    return lines, record.bodies
 
 
-@Reading.split.reader
 def split_lines(command: str) -> tuple[Lines, Lines]:
     """:func:`lines_of`, not remembered."""
     text = command[:SCAN_CHARS]
@@ -113,10 +117,13 @@ def _unquoted(word: str) -> str:
 def steps_of(line: str) -> Steps:
     """The steps of one command line, each as its words (quotes removed); remembered in
     the line's record (:func:`tokenized` reads them)."""
-    return reading(line).steps
+    record = reading(line)
+    found = record.steps
+    if found is UNREAD:
+        found = record.steps = tokenized(line)
+    return found
 
 
-@Reading.steps.reader
 def tokenized(line: str) -> Steps:
     """The steps of one command line, each as its words (quotes removed).
 
@@ -155,10 +162,13 @@ _STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 def segment_texts(command: str) -> tuple[str, ...]:
     """:func:`segments` as a tuple, remembered in the command's record."""
-    return reading(command).segments
+    record = reading(command)
+    found = record.segments
+    if found is UNREAD:
+        found = record.segments = split_segments(command)
+    return found
 
 
-@Reading.segments.reader
 def split_segments(command: str) -> tuple[str, ...]:
     """:func:`segments`, not remembered."""
     lines = lines_of(command)[0] if "<<" in command else [command]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from .readings import Reading, StepProgram, reading
+from .readings import UNREAD, StepProgram, reading
 from .writers import copied, in_place, in_place_files, program_writes, until_redirect, unwrapped
 
 READ, MODIFIED, DELETED = "read", "modified", "deleted"
@@ -29,10 +29,13 @@ _PATHY = re.compile(r"(?! )[\w.~+@()\[\],% -]*[./][\w./~+@()\[\],% -]*(?<! )")
 def step_program(tokens: tuple[str, ...]) -> StepProgram:
     """(program words, program name, program words without redirects, their program name)
     of a step; tuples, as every value the shared record holds is immutable."""
-    return reading(tokens).step_program
+    record = reading(tokens)
+    found = record.step_program
+    if found is UNREAD:
+        found = record.step_program = _program(tokens)
+    return found
 
 
-@Reading.step_program.reader
 def _program(tokens: tuple[str, ...]) -> StepProgram:
     words = tuple(program_words(tokens))  # the same tuple: the tokens are one
     plain = tuple(unredirected(words))
@@ -46,10 +49,13 @@ def _program(tokens: tuple[str, ...]) -> StepProgram:
 
 def step_reads(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """The files a viewing or searching step reads."""
-    return reading(tokens).reads
+    record = reading(tokens)
+    found = record.reads
+    if found is UNREAD:
+        found = record.reads = _reads_of(tokens)
+    return found
 
 
-@Reading.reads.reader
 def _reads_of(tokens: tuple[str, ...]) -> tuple[str, ...]:
     words, head, _, _ = step_program(tokens)
     if head not in VIEWERS and head not in SCRIPT_FIRST:
@@ -64,12 +70,11 @@ def _reads_of(tokens: tuple[str, ...]) -> tuple[str, ...]:
 
 def step_touches(tokens: tuple[str, ...]) -> tuple[Touch, ...]:
     """(path, MODIFIED or DELETED) of each file a step writes or removes, in order."""
-    return reading(tokens).touches
-
-
-@Reading.touches.reader
-def _touches(tokens: tuple[str, ...]) -> tuple[Touch, ...]:
-    return tuple(_touches_of(tokens))
+    record = reading(tokens)
+    found = record.touches
+    if found is UNREAD:
+        found = record.touches = tuple(_touches_of(tokens))
+    return found
 
 
 def _touches_of(tokens: tuple[str, ...]) -> Iterator[Touch]:
