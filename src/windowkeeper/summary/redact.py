@@ -5,7 +5,7 @@ and masks whole messages (what the summarizer and the handoff's extraction read)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Container, Sequence
 from operator import is_not
 from typing import Any, overload
 
@@ -144,52 +144,40 @@ def redact_message(
     ``keep_calls``: positions of tool calls left as they are (what a caller knows it
     takes nothing from but a path). ``seen``: texts masked before and their results,
     looked up first and filled in (see :func:`masked_analysis`)."""
-    mask = redact if seen is None else _remembered(seen)
     changes: dict[str, Any] = {}
     content = message.get("content")
     if isinstance(content, str):
-        masked = mask(content)
+        masked = redact(content, seen)
         if masked != content:
             changes["content"] = masked
     elif isinstance(content, list):
-        parts = [_redact_part(part, mask) for part in content]
+        parts = [_redact_part(part, seen) for part in content]
         if any(map(is_not, parts, content)):
             changes["content"] = parts
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         masked_calls = [
-            c if i in keep_calls else _redact_call(c, mask) for i, c in enumerate(calls)
+            c if i in keep_calls else _redact_call(c, seen) for i, c in enumerate(calls)
         ]
         if any(map(is_not, masked_calls, calls)):
             changes["tool_calls"] = masked_calls
     return {**message, **changes} if changes else message
 
 
-def _remembered(seen: Masks) -> Callable[[str], str]:
-    """:func:`redact` with ``seen`` (a text the gate cannot rule out looked up there
-    first). Only equality is relied on: a text equal to one seen gets that one's result
-    (callers compare the result with ``==``, never by identity)."""
-
-    def mask(text: str) -> str:
-        return redact(text, seen)
-
-    return mask
-
-
-def _redact_part(part: object, mask: Callable[[str], str] = redact) -> object:
+def _redact_part(part: object, seen: Masks | None) -> object:
     if isinstance(part, dict) and isinstance(part.get("text"), str):
-        masked = mask(part["text"])
+        masked = redact(part["text"], seen)
         if masked != part["text"]:
             return {**part, "text": masked}
     return part
 
 
-def _redact_call(call: object, mask: Callable[[str], str] = redact) -> object:
+def _redact_call(call: object, seen: Masks | None) -> object:
     function = call.get("function") if isinstance(call, dict) else None
     arguments = function.get("arguments") if isinstance(function, dict) else None
     if not isinstance(arguments, str):
         return call
-    masked = mask(arguments)
+    masked = redact(arguments, seen)
     if masked == arguments:
         return call
     assert isinstance(call, dict) and isinstance(function, dict)
