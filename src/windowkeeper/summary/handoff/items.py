@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...analysis.checks import check_result, check_target, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
@@ -50,26 +50,50 @@ def evidence_key(entry: str) -> str:
     return _COUNT.sub("", entry)
 
 
-def with_evidence(evidence: Sequence[str], entry: str) -> tuple[str, ...]:
-    """``evidence`` with ``entry`` added last (a file changed again counted in its
-    verb's entry, a command run again counted, a newer check result in place of the
-    older one)."""
+Entry = tuple[str, str | dict[str, int]]
+"""An evidence entry as :class:`ItemTracker` keeps it: its key (:func:`evidence_key`)
+and its text, or for a file verb's entry the times each file was changed, by path in the
+order of their newest change (rendered once, when the items are asked)."""
+
+
+def noted(entries: list[Entry], entry: str) -> list[Entry]:
+    """``entries`` with ``entry`` added last (a file changed again counted in its verb's
+    entry, a command run again counted, a newer check result in place of the older one).
+    A file verb's counts are updated in place: the caller drops ``entries``."""
     key = evidence_key(entry)
-    kept = [e for e in evidence if evidence_key(e) != key]
-    old = next((e for e in evidence if evidence_key(e) == key), None)
+    old = next((value for k, value in entries if k == key), None)
+    value: str | dict[str, int] = entry
     if old is not None and entry.startswith(_FILE_VERBS):
-        entry = _with_file(old, entry.split(" ", 1)[1])
-    elif old is not None and entry.startswith("ran "):
+        value = _counted(key, old, entry.split(" ", 1)[1])
+    elif isinstance(old, str) and entry.startswith("ran "):
         match = _COUNT.search(old)
-        entry = f"{key} ×{int(match.group(1)) + 1 if match else 2}"
-    return (*kept, entry)[-MAX_EVIDENCE:]
+        value = f"{key} ×{int(match.group(1)) + 1 if match else 2}"
+    kept = [e for e in entries if e[0] != key]
+    kept.append((key, value))
+    return kept[-MAX_EVIDENCE:]
 
 
-def _with_file(entry: str, path: str) -> str:
-    """A file verb's entry (``edited a.ex ×2, b.ex``) with ``path`` changed once more."""
-    verb, counts = _file_counts(entry)
+def _counted(verb: str, old: str | dict[str, int], path: str) -> str | dict[str, int]:
+    """A file verb's entry (``edited a.ex ×2, b.ex``) with ``path`` changed once more.
+
+    The entry's text is a list that is read back (:func:`_file_counts`) at the next
+    change; the counts stand for that text while reading it back gives the same counts:
+    no path ends as a count does (`` ×3``) and no count is below one (read from a text
+    such as ``a ×0``). Otherwise the entry stays text, and is read back as before."""
+    if isinstance(old, str):
+        counts = _file_counts(old)[1]
+        clean = all(n > 0 and _COUNT.search(p) is None for p, n in counts.items())
+    else:
+        counts, clean = old, True
     counts[path] = counts.pop(path, 0) + 1
+    if clean and _COUNT.search(path) is None:
+        return counts
     return _file_entry(verb, counts)
+
+
+def rendered(entries: list[Entry]) -> tuple[str, ...]:
+    """The texts of the entries (:data:`Entry`)."""
+    return tuple(v if isinstance(v, str) else _file_entry(k, v) for k, v in entries)
 
 
 def merged_files_entry(entry: str, base_names: bool = False, counted: bool = False) -> str:
@@ -118,6 +142,8 @@ class ItemTracker:
     _unpushed: list[str] = field(default_factory=list)
     _untitled: set[str] = field(default_factory=set)
     _sources: list[ToolEvent] | None = None
+    _evidence: dict[str, list[Entry]] = field(default_factory=dict)
+    """The evidence of each item noted (see :data:`Entry`); ``_items`` holds the rest."""
 
     def __post_init__(self) -> None:
         self._items = {item.id: item for item in self.previous}
@@ -125,7 +151,12 @@ class ItemTracker:
         self.active = open_items[-1] if open_items else None
 
     def items(self) -> tuple[WorkItem, ...]:
-        return tuple(self._items.values())[-MAX_ITEMS:]
+        found = tuple(self._items.values())[-MAX_ITEMS:]
+        evidence = self._evidence
+        return tuple(
+            WorkItem(i.id, i.title, rendered(evidence[i.id])) if i.id in evidence else i
+            for i in found
+        )
 
     def note(self, item: str, entry: str) -> None:
         current = self._items.pop(item, None) or WorkItem(item)
@@ -135,8 +166,14 @@ class ItemTracker:
                 self._sources = title_sources(self.events)
             title = titled(item, self._sources)
             self._untitled.add(item)
-        evidence = with_evidence(current.evidence, entry)
-        self._items[item] = WorkItem(current.id, title, evidence)
+        entries = self._evidence.get(item)
+        if entries is None:  # an item of the previous handoff, or a new one
+            entries = [(evidence_key(e), e) for e in current.evidence]
+        # Kept as entries, rendered once by items(): an item's file entry grows with
+        # every file it changes, and reading and writing it at each change cost the
+        # square of them.
+        self._evidence[item] = noted(entries, entry)
+        self._items[item] = WorkItem(current.id, title)
 
     def add(self, index: int) -> bool:
         """Record the event at ``index``; whether it was attributed to a work item."""
@@ -219,7 +256,7 @@ class ItemTracker:
         words = re.sub(rf"\s*[(\[]?{re.escape(item)}[)\]]?", "", words).strip(" :-")
         if words:
             current = self._items[item]
-            self._items[item] = WorkItem(item, collapse(words, 120), current.evidence)
+            self._items[item] = replace(current, title=collapse(words, 120))
 
     def _push(self) -> bool:
         """Mark the committed items pushed; whether there were any."""

@@ -83,17 +83,22 @@ def _evidence(event: ToolEvent) -> str | None:
         return f"{verb} {_target(action)} ({action.name} ok)"
     if action.kind is not ToolKind.SHELL or not action.command:
         return None
-    command = short_command(action.command, 120)
     if is_test_command(action.command[:2_000]):
         if not check_passed(event):
             return None  # its exit code was piped away and its output says it failed
         summary = test_summary(event.result)
+        command = short_command(action.command, 120)
         return f"Tests passed: `{command}`" + (f" ({summary})" if summary else "")
     commit = commit_made(event)
     if commit:
         return f"Committed {commit[0]}: {collapse(commit[1], 80)}"
-    if is_read_only(action.command) or is_bookkeeping(action.command) or _staging(command):
+    # The short form only once the command may be work (most are looks: it was made for
+    # every call and dropped).
+    if is_read_only(action.command) or is_bookkeeping(action.command):
         return None  # looks and bookkeeping (tracker reads and updates, chmod) are no work
+    command = short_command(action.command, 120)
+    if _staging(command):
+        return None  # staging files only: the commit that follows is the work
     if is_probe(action.command):
         return None  # inline code that only looked
     if hidden_failure(event):
