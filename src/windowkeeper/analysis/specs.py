@@ -39,13 +39,17 @@ LINE_JOIN = " ⏎ "
 """How a stub's one line joins the excerpt's lines (split back by :func:`spec_text`)."""
 
 _VERBS = frozenset({"show", "view", "get", "describe", "info", "read", "display", "details"})
-_GATE_WORDS = tuple(f" {verb}" for verb in _VERBS)
+# Any of the verbs anywhere, in one scan (one regex search, not a substring search and a
+# generator step per verb): the verbs are plain words, so the alternation of them escaped
+# matches wherever one of them occurs.
+_ANY_VERB = re.compile("|".join(map(re.escape, sorted(_VERBS))))
+_GATE_WORD = re.compile(f" (?:{_ANY_VERB.pattern})")
 
 
 def _may_look_up(command: str) -> bool:
     """A cheap gate: a look-up needs one of the verbs after a space, or a URL."""
     text = command.lower()
-    return "://" in text or any(word in text for word in _GATE_WORDS)
+    return "://" in text or _GATE_WORD.search(text) is not None
 
 
 _NOUNS = frozenset({
@@ -136,7 +140,7 @@ def _may_hold_verb(line: str) -> bool:
     in the line once those are taken out (a script's lines mostly hold none: only those
     that do are split into words)."""
     text = line.lower().translate(_UNQUOTE)
-    return any(verb in text for verb in _VERBS)
+    return _ANY_VERB.search(text) is not None
 
 
 _SEPARATOR = re.compile(r"\n[ \t]*(?:={3,}|-{3,}|\*{3,}|#{3,})[ \t]*(?:\n|$)")

@@ -154,11 +154,19 @@ def _line(args: Mapping[str, Any]) -> int | None:
     return None
 
 
+_PATH_SET = frozenset(PATH_KEYS)
+_COMMAND_SET = frozenset(_COMMAND_KEYS)
+
+
 def classify_call(name: str, args: Mapping[str, Any]) -> ToolAction:
     """Recognize a tool call from its name and parsed arguments."""
     key = tool_key(name)
-    path = _first_str(args, PATH_KEYS)
-    command = _first_str(args, _COMMAND_KEYS)
+    # Most calls name a few keys and none of the path keys (a shell's command), many none
+    # of the command keys: one C test over the call's own keys tells that, instead of a
+    # look-up per key asked about (a dict only: another mapping's ``get`` is its own).
+    plain = type(args) is dict
+    path = None if plain and _PATH_SET.isdisjoint(args) else _first_str(args, PATH_KEYS)
+    command = None if plain and _COMMAND_SET.isdisjoint(args) else _first_str(args, _COMMAND_KEYS)
     if key in _EDITORS or (key in _EDIT_OR_READ and command in _EDITOR_COMMANDS):
         kind = _EDITOR_COMMANDS.get(command or "", ToolKind.EDIT)
         return _action(name, kind, path or "?", path=path, line=_line(args))

@@ -235,8 +235,11 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             continue
         content = message.get("content")
         replacement: str | list[Any] | None = None
+        handle = ""
         if isinstance(content, list):
             replacement = _strip_images(content)
+            if replacement is not None:
+                handle = make_handle(dumps(content, ensure_ascii=False, default=str))
         elif isinstance(content, str) and len(content) > settings.min_chars:
             if is_stub(content):
                 continue
@@ -252,10 +255,6 @@ def summarize_tool_outputs(messages: list[Message], settings: PruneSettings) -> 
             continue
         out = out if out is not None else list(messages)
         out[index] = {**message, "content": replacement}
-        if isinstance(replacement, str):
-            handle = replacement.rsplit("(ref ", 1)[1].rstrip(")")
-        else:
-            handle = make_handle(dumps(content, ensure_ascii=False, default=str))
         archived.append(ArchivedItem(handle, "tool_output", index, message))
     if out is None:
         return PassResult(messages)

@@ -46,6 +46,7 @@ from .pipeline import (
     can_prune,
     cut_tail,
     fitted,
+    keep_replaced,
     make_job,
     over_window_warning,
     prune_head,
@@ -248,14 +249,16 @@ class ContextCompressor(Triggering):
             return None
         bounded = target is not None or job.plan.compressible
         reached = None
+        replaced: list[tuple[Message, int]] = []
         if target is None:
             target = tier1_target(job, self.config, self.threshold_tokens)
-            reached = job.extra + pruned_tokens(job, pruned.messages, self.analyzer)
+            reached = job.extra + pruned_tokens(job, pruned.messages, self.analyzer, replaced)
             if job.plan.compressible and reached > target:
                 return None  # fitting aims at the window, far above: tier 1 is not enough
         out, after, cuts = fitted(job, pruned.messages, self.analyzer, self.config, reached)
         if after >= job.base.before_tokens or (bounded and after > target):
             return None
+        keep_replaced(self.analyzer, replaced)
         report = evolve(
             job.base, outcome=Outcome.COMPRESSED, tier=Tier.PRUNE, after_tokens=after,
             after_messages=len(out), pruned=pruned.changed, warnings=cuts,

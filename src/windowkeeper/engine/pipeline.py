@@ -228,16 +228,37 @@ def tokens_of(messages: Sequence[Message], analyzer: Analyzer) -> int:
     return sum(facts(m).tokens for m in messages)
 
 
-def pruned_tokens(job: Job, messages: Sequence[Message], analyzer: Analyzer) -> int:
+def pruned_tokens(
+    job: Job,
+    messages: Sequence[Message],
+    analyzer: Analyzer,
+    replaced: list[tuple[Message, int]] | None = None,
+) -> int:
     """:func:`tokens_of` a pruned copy of the job's messages (the same length, some
     replaced): a message the passes left as it was is the job's, and so is its record
-    (only the replaced ones are looked up: most of a pruned list is the input's)."""
+    (only the replaced ones are looked up: most of a pruned list is the input's).
+    ``replaced`` gets each replaced message with its tokens (see :func:`keep_replaced`)."""
     if len(messages) != len(job.messages):
         return tokens_of(messages, analyzer)
     total = 0
     for old, new, record in zip(job.messages, messages, job.facts, strict=True):
-        total += record.tokens if new is old else _replaced_tokens(record, new, analyzer)
+        if new is old:
+            total += record.tokens
+            continue
+        tokens = _replaced_tokens(record, new, analyzer)
+        total += tokens
+        if replaced is not None:
+            replaced.append((new, tokens))
     return total
+
+
+def keep_replaced(analyzer: Analyzer, replaced: Sequence[tuple[Message, int]]) -> None:
+    """Make the records of the replaced messages of a result that stands (the stubs) with
+    the tokens :func:`pruned_tokens` worked out: the estimate after the compaction asks the
+    records, and would count each stub again. Only for a result that stands: a prune tier
+    that is not enough leaves no record of its stubs behind (they are never sent). A stub
+    is its original (checked) with another text, so it is a message the check takes."""
+    analyzer.seed(replaced, analyzer.image_tokens, analyzer.count)
 
 
 def _replaced_tokens(record: MessageFacts, new: Message, analyzer: Analyzer) -> int:
