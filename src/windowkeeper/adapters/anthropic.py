@@ -75,8 +75,13 @@ def system_content(system: object) -> str | list[Block]:
 
 
 def _checked_blocks(blocks: list[Any], where: str) -> list[Mapping[str, Any]]:
+    # ``type(block) is dict`` first: a parsed body's blocks are plain dicts, and the ABC
+    # check behind ``isinstance(block, Mapping)`` is the dearest step of converting a
+    # text block (every block of every new request).
     for number, block in enumerate(blocks):
-        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+        if not (type(block) is dict or isinstance(block, Mapping)) or not isinstance(
+            block.get("type"), str
+        ):
             raise InvalidMessagesError(where, f"block {number} must be an object with a 'type'")
     return blocks
 
@@ -106,12 +111,15 @@ def from_anthropic(
 
 def message_from_anthropic(message: object, where: str) -> list[Message]:
     """The canonical messages for one Anthropic message (validated)."""
-    if not isinstance(message, Mapping):
+    if not (type(message) is dict or isinstance(message, Mapping)):
         raise InvalidMessagesError(where, "expected a message object")
     content = message.get("content")
-    if not isinstance(content, str | list):
+    if type(content) is str or isinstance(content, str):
+        blocks: str | list[Mapping[str, Any]] = content
+    elif isinstance(content, list):
+        blocks = _checked_blocks(content, where)
+    else:
         raise InvalidMessagesError(where, "content must be a string or a list of blocks")
-    blocks = content if isinstance(content, str) else _checked_blocks(content, where)
     role = message.get("role")
     if role == "user":
         return _user_from(blocks, where)

@@ -48,9 +48,20 @@ def to_anthropic(
     systems: list[Mapping[str, Any]] = []
     out: list[Block] = []
     pristine = Made(made, SOURCE_KEY)
+    records = pristine.index()
     index = 0
     while index < len(messages):
         message = messages[index]
+        at = records.get(id(message.get(SOURCE_KEY)), -1)
+        span = _made_run(messages, index, pristine, at) if at >= 0 else 0
+        if span:  # sent as made: the original itself (most of every request)
+            original = message[SOURCE_KEY]["message"]
+            if out and out[-1]["role"] == original["role"]:
+                _append(out, str(original["role"]), original["content"], original)
+            else:
+                out.append(original)
+            index += span
+            continue
         role = message.get("role")
         if role in ("system", "developer") and not out and not is_in_place_instruction(message):
             systems.append(message)
@@ -79,11 +90,27 @@ def _wire_role(message: Mapping[str, Any]) -> str:
     return "system" if is_in_place_instruction(message) else "user"
 
 
+def _made_run(messages: Sequence[Mapping[str, Any]], index: int, made: Made, at: int) -> int:
+    """The span of the original whose made messages start at ``index`` when they are the
+    very objects ``made`` holds from ``at`` (where the record ``messages[index]`` carries
+    was made), else 0."""
+    message = messages[index]
+    if made.made[at] is not message:
+        return 0
+    source = message[SOURCE_KEY]
+    if not (type(source) is dict or isinstance(source, Mapping)) or "message" not in source:
+        return 0
+    span = source.get("span")
+    if type(span) is not int or index + span > len(messages) or at + span > len(made.made):
+        return 0
+    return span if span == 1 or _same_run(messages, index, made, at, span) else 0
+
+
 def _original(messages: Sequence[Mapping[str, Any]], index: int, made: Made) -> tuple[Any, int]:
     """The kept original at ``index`` and its span, when the messages made from it are
     still exactly what it converts to; ``(None, 0)`` otherwise. What the conversion made
-    from it, when ``made`` holds that, is what it converts to (then the very same objects
-    need no comparison at all); else it is converted again."""
+    from it, when ``made`` holds that, is what it converts to; else it is converted again.
+    (The very same objects need no comparison at all: :func:`_made_run`, asked first.)"""
     message = messages[index]
     source = message.get(SOURCE_KEY)
     if not (type(source) is dict or isinstance(source, Mapping)) or "message" not in source:
@@ -92,18 +119,12 @@ def _original(messages: Sequence[Mapping[str, Any]], index: int, made: Made) -> 
     if not isinstance(span, int) or index + span > len(messages):
         return None, 0
     at = made.at(source, span)
-    # The common run, one message made from its original and sent as made: one identity
-    # check, no slices (this loop runs for every message of every Messages request).
-    if (
-        at >= 0
-        and made.made[at] is message
-        and (span == 1 or (span > 1 and _same_run(messages, index, made, at, span)))
-    ):
-        return original, span
     current = messages[index : index + span]
     derived = (made.made[at : at + span] if at >= 0 else ()) or message_from_anthropic(
         original, "source"
     )
+    if derived and current[0].get("content") != derived[0].get("content"):
+        return None, 0  # the common change (a pruned output), told without copying both
     same = [_without_source(m) for m in current] == [_without_source(m) for m in derived]
     return (original, span) if same else (None, 0)
 

@@ -33,11 +33,13 @@ class Made:
     def at(self, record: object, span: int = 1) -> int:
         """Where in ``made`` the ``span`` messages made from ``record``'s original start
         (-1: not made there, or fewer than ``span`` of them)."""
-        made = self.made
-        if not made:
-            return -1
+        at = self.index().get(id(record), -1)
+        return at if at + span <= len(self.made) else -1
+
+    def index(self) -> dict[int, int]:
+        """Where in ``made`` the messages made from each original start, by the id of the
+        record they carry (built on first use)."""
         if self._at is None:  # ids of live objects (``made`` holds them) are theirs alone
             key = self.key
-            self._at = {id(m[key]): at for at, m in enumerate(made) if key in m}
-        at = self._at.get(id(record), -1)
-        return at if at + span <= len(made) else -1
+            self._at = {id(m[key]): at for at, m in enumerate(self.made) if key in m}
+        return self._at

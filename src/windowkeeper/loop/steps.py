@@ -64,7 +64,9 @@ class _Done:
 def wire(messages: list[Message]) -> list[Message]:
     """What goes to the provider: ``_`` metadata keys stripped (design §1), copies only
     where a message has them."""
-    if not any(key.startswith("_") for m in messages for key in m):
+    # The keys of all messages gathered in C first: a request's few distinct keys are
+    # looked at, not every key of every message (each request of a long history).
+    if not any(key.startswith("_") for key in set().union(*messages)):
         return messages
     return [strip_private_keys(m) if any(k.startswith("_") for k in m) else m for m in messages]
 
