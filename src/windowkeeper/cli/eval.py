@@ -41,7 +41,6 @@ from ..core.messages import Conversation
 from ..core.settings import Settings, load_settings
 from ..evaluation import CachePrices, EvalReport, EvalTotals, evaluate
 from ..evaluation.html import render_html
-from ..evaluation.plot import plot_writer
 from ..summary.protocol import Summarizer
 from .common import ConfigOpt, ContextLengthOpt, MaxTokensOpt, ThresholdOpt, fail, resolve_window
 from .eval_progress import EvalProgress, eval_progress
@@ -182,6 +181,9 @@ def _outputs(
 
 def _plots(paths: list[tuple[EvalReport, Path]], quiet: bool) -> None:
     """One reused figure for every PNG (see ``evaluation.plot``), a line or bar per file."""
+    # imported here: Pillow's import is ~70 ms of every CLI start, and only --plot uses it
+    from ..evaluation.plot import plot_writer
+
     with eval_progress(quiet, len(paths)) as bar, plot_writer() as writer:
         bar.plots()
         for number, (report, path) in enumerate(paths, 1):

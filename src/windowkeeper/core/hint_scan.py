@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 from typing import Any, cast
 
+from . import scan_cache
 from .secret_hints import TOKEN_GROUPS, word_start_of
 
 try:
@@ -68,15 +69,22 @@ class HintPositions:
         return sorted({at for found in lists for at in found})
 
 
+def _compiled(expressions: list[bytes], flags: list[int]) -> Any:
+    """A new block-mode database of ``expressions`` (id = position) with ``flags``."""
+    assert hyperscan is not None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=list(range(len(expressions))), flags=flags)
+    return database
+
+
 class Compiled:
     """A compiled Hyperscan database and a scratch space per thread (a scratch serves one
     scan at a time)."""
 
     def __init__(self, expressions: list[bytes], flags: list[int]) -> None:
         assert hyperscan is not None
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self._database.compile(
-            expressions=expressions, ids=list(range(len(expressions))), flags=flags
+        self._database = scan_cache.database(
+            hyperscan, expressions, flags, lambda: _compiled(expressions, flags)
         )
         self._scratch = hyperscan.Scratch(self._database)
         self._local = threading.local()
