@@ -3,6 +3,7 @@ bad one compiled again, a cache that cannot be written only slower."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,21 @@ def test_a_cache_that_cannot_be_written_only_compiles(tmp_path: Path) -> None:
     found = scan_cache.database(hyperscan, EXPRESSIONS, FLAGS, _compiler(calls), blocker / "x")
     assert calls == [1, 1]
     assert _matches(found, TEXT) != []
+
+
+def test_the_folder_keeps_the_newest_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan_cache, "KEEP", 3)
+    version, block = hyperscan.__version__, hyperscan.HS_MODE_BLOCK
+    names = [scan_cache.cache_key(version, block, [f"w{n}".encode()], [0]) for n in range(5)]
+    for number in range(5):
+        expressions = [f"w{number}".encode()]
+        compile_database = lambda e=expressions: hint_scan._compiled(e, [0])  # noqa: E731
+        scan_cache.database(hyperscan, expressions, [0], compile_database, tmp_path)
+        # written in this order, whatever the file system's timestamp granularity
+        at = (number + 1) * 10**9
+        os.utime(tmp_path / f"{names[number]}.hsdb", ns=(at, at))
+        kept = {file.stem for file in _files(tmp_path)}
+        assert kept == set(names[max(0, number - 2) : number + 1])
 
 
 def test_turned_off_compiles_and_writes_nothing(

@@ -15,6 +15,9 @@ What must hold:
 - A file is written whole or not at all (a temporary file in the same directory, then
   ``os.replace``), so a process never reads another's half-written file.
 - Nothing is fetched: the cache holds only what this machine compiled.
+- The folder stays small: each version's patterns make new files, so a process that
+  stores one removes all but the :data:`KEEP` newest (a file removed while in use is only
+  compiled and stored again).
 
 Where: ``$WINDOWKEEPER_CACHE_DIR``, else ``$XDG_CACHE_HOME/windowkeeper``, else
 ``~/.cache/windowkeeper``; a ``hyperscan`` folder in it. ``WINDOWKEEPER_SCAN_CACHE=0``
@@ -32,6 +35,7 @@ from typing import Any
 
 CACHE_DIR_ENV = "WINDOWKEEPER_CACHE_DIR"
 SCAN_CACHE_ENV = "WINDOWKEEPER_SCAN_CACHE"
+KEEP = 64  # files; one version uses ~10 (~50 KB each)
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
@@ -101,8 +105,16 @@ def _store(hyperscan: Any, path: Path, compiled: Any) -> None:
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
             os.replace(temporary, path)
+            _trim(path.parent)
         finally:
             if os.path.exists(temporary):  # not replaced: a failed write
                 os.unlink(temporary)
     except (OSError, hyperscan.error):  # a read-only home, a full disk: only slower
         return
+
+
+def _trim(folder: Path) -> None:
+    """Remove all but the :data:`KEEP` most recently written databases."""
+    stored = sorted(folder.glob("*.hsdb"), key=lambda file: file.stat().st_mtime_ns)
+    for stale in stored[:-KEEP]:
+        stale.unlink(missing_ok=True)
