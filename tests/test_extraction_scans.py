@@ -1,8 +1,9 @@
 """The extraction's cheaper scans (issue 27): each gives what the scan it replaced gave,
-compared on generated input — the shell tokenizer's plain-line path and its faster word
-pattern against the pattern alone, the gates in front of the django test, redirect and
-environment-prefix patterns, and the word clues in front of the claim and telling-line
-patterns (with the characters case-insensitive matching folds to ASCII letters)."""
+compared on generated input — the shell tokenizer's plain-line path, its faster word
+pattern and its one-pass form (and the quotes dropped without a substitution) against the
+pattern alone, the gates in front of the django test, redirect and environment-prefix
+patterns, and the word clues in front of the claim and telling-line patterns (with the
+characters case-insensitive matching folds to ASCII letters)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,54 @@ def test_a_plain_line_is_its_words_up_to_a_comment() -> None:
     assert steps_of("echo a>b > out.txt") == (("echo", "a>b", ">", "out.txt"),)
     assert steps_of("# only a comment") == ()
     assert steps_of("cd /r && ls") == (("cd", "/r"), ("ls",))  # not plain: the pattern
+
+
+# The one-pass pattern (blanks consumed in front of each token, an unmatched character
+# consumed alone, trailing blanks cut but for one after a backslash, possessive pieces,
+# words tried before operators) on hostile text: quotes, escapes, heredoc openers,
+# substitutions, comments, operators glued to words and to each other, Unicode blanks.
+_PIECES = st.sampled_from([
+    "a", "x.py", "-n", "2>&1", ">&", "&>", "|&", ">", ">>", "<", "&&", "||", ";", "|", "&",
+    ";&", ";;", "'", '"', "\\", "\\\\", "\\ ", '\\"', "\\'", "'a b'", '"a b"', '"a\\"b"',
+    "'a\"b'", "\"a'b\"", "$(cat f)", "`pwd`", "${X}", "#", " #c", "<<EOF", "<<-'E'", " ",
+    "  ", "\t", "\u3000", "\x0b", "\x1c", "\r", "\n", "é", "ß", "世", "=", "cd /r",
+    "python -c \"print('x')\"", "sed -n '1,2p' f", "grep -e \"a\\|b\" f", "echo \"$(ls)\"",
+])  # fmt: skip
+_LINES = st.one_of(
+    st.lists(_PIECES, max_size=14).map("".join),
+    st.text(alphabet=st.sampled_from(list(" \t\\'\";|&><#a\u3000é\n")), max_size=30),
+    st.text(max_size=30),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_LINES)
+def test_the_one_pass_tokenizer_on_hostile_lines(line: str) -> None:
+    assert shellwords.tokenized(line) == _old_steps(line)
+
+
+@given(_LINES)
+def test_unquoted_fast_forms_equal_the_substitution(line: str) -> None:
+    # every word the tokenizer can hand it, quotes and escapes still in (one kind of
+    # quote and no backslash: dropped without the substitution)
+    for word in (w for w, _ in shellwords._WORD.findall(line) if w):
+        assert shellwords._unquoted(word) == _old_unquoted(word)
+
+
+def test_cases_the_one_pass_tokenizer_must_get_right() -> None:
+    cases = {
+        "a \\ ": (("a", " "),),  # the blank after a backslash is escaped, not trailing
+        "a\\\\ ": (("a\\",),),  # ... unless the backslash is itself escaped
+        "ls ;& x": (("ls",), ("x",)),  # ``;&`` is no operator: ``;`` skipped alone
+        'echo "it\'s" \'say "hi"\'': (("echo", "it's", 'say "hi"'),),
+        "a|&b &>log c>&2": (("a|&b", "&>log", "c>&2"),),
+        "x &&y||z;w|v & u": (("x",), ("y",), ("z",), ("w",), ("v",), ("u",)),
+        "cat f # 'unclosed": (("cat", "f"),),
+        "   ": (),
+    }
+    for line, expected in cases.items():
+        assert shellwords.tokenized(line) == expected, line
+        assert _old_steps(line) == expected, line
 
 
 def _old_segments(command: str) -> tuple[str, ...]:

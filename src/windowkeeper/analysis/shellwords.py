@@ -85,13 +85,25 @@ def _index(rows: list[str], word: str, start: int) -> int:
         return len(rows)
 
 
-# A shell word (quoted parts, escapes and plain characters glued together) or an operator.
-# A run of plain characters other than ``>`` is taken at once (the first alternative):
-# one at a time, the engine tried every other alternative before each character; ``>``
-# is left to them, so ``>&`` is still read as one piece.
+# A shell word (quoted parts, escapes and plain characters glued together) or an operator,
+# each after the whitespace in front of it. ``sre`` costs per character of the line
+# (~600 instructions a character before these forms were chosen), so:
+# - a run of plain characters other than ``>`` is taken at once (the first piece): one at
+#   a time, the engine tried every other alternative before each character; ``>`` is
+#   left to the others, so ``>&`` is still read as one piece;
+# - the whitespace is consumed in front of the match (``\s*+``): without it every blank
+#   was a failed attempt at every alternative. A character that starts neither (an
+#   unbalanced quote, ``;&``) is consumed alone as an empty pair the reader skips (the
+#   old search skipped it the same way); the line's trailing blanks are cut first, or
+#   the run would be retried from each of its blanks (the square of its length);
+# - a word is tried before an operator: no operator starts where a word does (``&>``,
+#   ``|&`` are words, ``&&``, ``||``, ``;``, ``|``, ``&`` are not), and words are most;
+# - the quantifiers are possessive and a double-quoted string is unrolled: nothing
+#   follows a word inside the pattern, so the engine never comes back into one and
+#   saves no state to do so.
 _WORD = re.compile(
-    r"""(&&|\|\||[;|](?!&)|&(?!>))"""
-    r"""|((?:[^\s'"\\;|&>]+|'[^']*'|"(?:\\.|[^"\\])*"|\\.|>&|&>|\|&|[^\s'"\\;|&])+)"""
+    r"""\s*+(?:((?:[^\s'"\\;|&>]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.|>&|&>|\|&|>)++)"""
+    r"""|(&&|\|\||[;|](?!&)|&(?!>))|\S)"""
 )
 _SPECIAL = re.compile(r"""['"\\;|&]""")
 """A line holding none of these is its whitespace-separated words, one step."""
@@ -100,18 +112,29 @@ _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
 def _unquoted(word: str) -> str:
-    if "'" not in word and '"' not in word and "\\" not in word:
-        return word
+    """``word`` (as ``_WORD`` reads it) without its quotes and escapes.
 
-    def plain(match: re.Match[str]) -> str:
-        if match.group(1) is not None:
-            return match.group(1)
-        inner = match.group(2)
-        if inner is not None:  # a template substitution costs microseconds: only escapes
-            return _ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
-        return match.group(3)
+    With no backslash and one kind of quote, every quote in the word is a delimiter (the
+    other kind, which may hold it, is absent), so dropping them all is the same text as
+    the pieces' substitution, which calls back into Python for each piece."""
+    single = "'" in word
+    double = '"' in word
+    if "\\" not in word:
+        if not double:
+            return word.replace("'", "") if single else word
+        if not single:
+            return word.replace('"', "")
+    return _QUOTED.sub(_plain, word)
 
-    return _QUOTED.sub(plain, word)
+
+def _plain(match: re.Match[str]) -> str:
+    """One quoted piece or escape of a word, as its text."""
+    if match.group(1) is not None:
+        return match.group(1)
+    inner = match.group(2)
+    if inner is not None:  # a template substitution costs microseconds: only escapes
+        return _ESCAPE.sub(r"\1", inner) if "\\" in inner else inner
+    return match.group(3)
 
 
 def steps_of(line: str) -> Steps:
@@ -132,14 +155,19 @@ def tokenized(line: str) -> Steps:
     """
     if _SPECIAL.search(line) is None:
         return _plain_step(line.split())
-    steps: list[list[str]] = [[]]
-    for operator, word in _WORD.findall(line):
-        if operator:
-            steps.append([])
-        elif word.startswith("#"):
-            break
-        else:
-            steps[-1].append(_unquoted(word))
+    text = line.rstrip()  # trailing blanks make no token (see ``_WORD``) ...
+    if text[-1:] == "\\":  # ... but the first one after a backslash may be escaped
+        text = line[: len(text) + 1]
+    step: list[str] = []
+    steps = [step]
+    for word, operator in _WORD.findall(text):
+        if word:
+            if word[0] == "#":
+                break
+            step.append(_unquoted(word))
+        elif operator:
+            step = []
+            steps.append(step)
     return tuple(tuple(step) for step in steps if step)
 
 
