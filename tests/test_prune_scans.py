@@ -223,29 +223,6 @@ def test_the_last_exit_code_of_an_ascii_text_is_the_last_any_pattern_finds(text:
     assert _last_exit(text) == _every_pattern_on_the_text(text)
 
 
-@settings(max_examples=1_500, deadline=None)
-@given(
-    st.lists(_ASCII_EXIT_PIECES, max_size=40).map("".join),
-    st.integers(0, 1_200),
-    st.sampled_from([" ", "a\n", "x", "Exi"]),
-    st.booleans(),
-)
-def test_the_last_exit_code_of_a_long_ascii_text_is_the_last_any_pattern_finds(
-    text: str, pad: int, filler: str, before: bool
-) -> None:
-    # long enough for the one-pass "exit" scan (shorter texts are lowered)
-    padding = filler * pad
-    text = padding + text if before else text + padding
-    assert _last_exit(text) == _every_pattern_on_the_text(text)
-
-
-def test_the_exit_starts_are_every_exit_in_any_case_from_the_end() -> None:
-    for size in (10, toolshapes._SCANNED_FROM + 10):
-        text = ("eXit exitexit EXIT " + "y" * size)[: size + 19]
-        assert toolshapes._exit_starts(text) == [14, 9, 5, 0]
-        assert toolshapes._exit_starts("y" * size) == []
-
-
 def _every_line_split(command: str) -> tuple[str, ...]:
     """shell_items as it was: every line of a command that passes the gate split into
     words."""

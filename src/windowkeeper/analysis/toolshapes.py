@@ -16,7 +16,6 @@ from types import EllipsisType
 from typing import Any
 
 from ..core.frozen import slot_setters
-from ..core.hint_scan import literal_scanner
 from ..core.secrets import redact
 
 
@@ -274,46 +273,27 @@ def _last_ascii_exit(text: str) -> int | None:
     finds is the rightmost. The rightmost "exit" any shape matches at is therefore the
     last shape mentioned (a later "exit" lies past the start of every shape matching at an
     earlier one); shapes matching there start at it (the two never both match), one
-    before it (JSON) or ``_STATUS_EXIT`` before it, the latest start winning. In an ASCII
-    text the case-insensitive ``_WORDS`` matches where its lower-case twin matches the
-    text lowered."""
+    before it (JSON) or ``_STATUS_EXIT`` before it, the latest start winning. A text with
+    no "x" in either case holds no "exit" in any: it is not lowered (a copy of up to
+    2,000 characters, ~8 instructions each) to find none."""
     best: re.Match[str] | None = None
-    for at in _exit_starts(text):
+    if "x" in text or "X" in text:  # a memchr each
+        lowered = text.lower()
+        at = lowered.rfind("exit")
+    else:
+        lowered, at = "", -1
+    while at >= 0 and best is None:
         best = (
-            _WORDS.match(text, at)
+            _WORDS_LOWER.match(lowered, at)
             or _BARE.match(text, at)
             or (_JSON.match(text, at - _JSON_EXIT) if at >= _JSON_EXIT else None)
             or (_STATUS.match(text, at - _STATUS_EXIT) if at >= _STATUS_EXIT else None)
         )
-        if best is not None:
-            break
+        at = lowered.rfind("exit", 0, at + 3)
     tagged = _rightmost(_RETURNCODE, text, "<returncode>")
     if tagged is not None and (best is None or tagged.start() >= best.start()):
         best = tagged
     return None if best is None else int(best.group(1))
-
-
-# "exit" in any case, found in one Hyperscan pass over a long ASCII window (one byte a
-# character) rather than in a lower-cased copy of it (~8 instructions a character, the
-# scan's fixed cost is about a thousand characters' lowering: shorter ones are lowered).
-_EXIT_SCAN = literal_scanner(("exit",))
-_SCANNED_FROM = 1_000
-
-
-def _exit_starts(text: str) -> list[int]:
-    """Where "exit" starts in ``text`` (ASCII) in any case, the last first (occurrences
-    never overlap: "exit" has no border). A text with no "x" in either case has none."""
-    if "x" not in text and "X" not in text:  # a memchr each
-        return []
-    if _EXIT_SCAN is not None and len(text) >= _SCANNED_FROM:
-        return sorted(_EXIT_SCAN.starts(text), reverse=True)
-    lowered = text.lower()
-    found: list[int] = []
-    at = lowered.rfind("exit")
-    while at >= 0:
-        found.append(at)
-        at = lowered.rfind("exit", 0, at)
-    return found
 
 
 def _rightmost(pattern: re.Pattern[str], text: str, lead: str) -> re.Match[str] | None:
