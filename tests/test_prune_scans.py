@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from windowkeeper.analysis import identifiers, record, specs, toolshapes
 from windowkeeper.analysis.events import ToolEvent, failed, result_exit_code, tool_event
-from windowkeeper.analysis.facts import dedupe, hinted_matches, window
+from windowkeeper.analysis.facts import URL, dedupe, hinted_matches, window
 from windowkeeper.analysis.identifiers import (
     MAX_UUIDS,
     OUTPUT_SCAN_CHARS,
@@ -120,6 +120,32 @@ def test_the_output_gate_stops_a_text_with_neither_shape() -> None:
     else:
         assert not identifiers._output_scans("ran 1234567 tests # done; id 12ab")
         assert identifiers._output_scans("commit: 1a2b3c4d") == {identifiers._LABELLED}
+
+
+# URLs and near-URLs: the output gate's URL condition must pass every text URL matches in.
+_URL_TEXTS = st.lists(
+    st.sampled_from(["http://", "https://", "HTTP://", "Https://", "http:/", "://", "ftp://",
+                     "file:///", "h", "ttp", "s", "x.io", "/a-1", "é", "İ", " ", "\n", "<",
+                     "#7", "commit 1a2b3c4"]),
+    max_size=30,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(_URL_TEXTS)
+def test_the_output_gate_passes_every_text_a_url_is_in(text: str) -> None:
+    if URL.search(text):
+        assert identifiers._URLS in identifiers._output_scans(text)
+    _assert_output_identifiers_ungated(text)
+
+
+def test_the_output_gate_stops_a_text_with_no_url_start() -> None:
+    if identifiers._OUTPUT_GATE is None:  # the pure-Python path: every scan runs
+        assert identifiers._URLS in identifiers._output_scans("file:///tmp/x")
+    else:
+        assert identifiers._URLS not in identifiers._output_scans("file:///tmp/x HTTP://x")
+        assert identifiers._URLS in identifiers._output_scans("see http://x.io/a")
+        assert identifiers._URLS in identifiers._output_scans("see https://x.io/a")
 
 
 # Hyphenated runs in the forms the hints' gate must let through: Unicode digits and

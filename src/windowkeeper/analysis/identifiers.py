@@ -90,12 +90,14 @@ _GIT_COMMAND = re.compile(r"g(?<![^\s;&|(]g)(?:it|h)\s")
 
 Found = list[tuple[int, str]]
 
-# Necessary conditions of two scans of a tool output, in one Hyperscan pass over its
-# window (nearly every output holds neither, and the labelled SHAs' scan encodes and
+# Necessary conditions of the scans of a tool output, in one Hyperscan pass over its
+# window (nearly every output holds none, and the labelled SHAs' scan encodes and
 # masks the whole window): each matches wherever its scan can find something. Python's
 # ``\d`` takes Unicode digits and ``\s`` Unicode white space too: in UTF-8 every byte
-# of a non-ASCII character is 0x80 or above (as in secret_gate).
-_LABELLED, _ISSUES, _HYPHENS = 0, 1, 2
+# of a non-ASCII character is 0x80 or above (as in secret_gate). The URLs' condition is
+# the literal every URL match starts with: the pass reads the window anyway, where a
+# substring test for it read the window again (~5 instructions a character).
+_LABELLED, _ISSUES, _HYPHENS, _URLS = 0, 1, 2, 3
 _OUTPUT_CONDITIONS = (
     # _SHA_LABEL's word ending, one to three separators (up to three bytes each), the
     # hex run's first seven characters; caseless (texts with a letter IGNORECASE folds
@@ -119,14 +121,17 @@ _OUTPUT_CONDITIONS = (
         r"|-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-",  # _UUID_HINT
         False,
     ),
+    (r"https?://", False),  # URL's start (case-sensitive, as URL is)
 )
+assert URL.pattern.startswith("https?://")
 _OUTPUT_GATE = condition_scanner(_OUTPUT_CONDITIONS)
-_EVERY_SCAN = frozenset((_LABELLED, _ISSUES, _HYPHENS))
+_EVERY_SCAN = frozenset((_LABELLED, _ISSUES, _HYPHENS, _URLS))
 
 
 def _output_scans(text: str) -> Collection[int]:
-    """Which of the gated scans may find something in ``text`` (both on the pure-Python
-    path, and for a text holding a letter ``IGNORECASE`` folds onto an ASCII one)."""
+    """Which of the gated scans may find something in ``text`` (every one on the
+    pure-Python path, and for a text holding a letter ``IGNORECASE`` folds onto an ASCII
+    one)."""
     if _OUTPUT_GATE is None or has_folded_letters(text):
         return _EVERY_SCAN
     return _OUTPUT_GATE.matching(text)
@@ -207,9 +212,10 @@ def _identifiers(
     found = _shas(text) if shas else _labelled_shas(text) if labelled else []
     if hinted:  # cheap checks skip most scans
         found.extend(_hyphenated(text, uuids=uuids))
-    if "#" in text and _ISSUES in scans:
+    # The gate's answer first: each of its conditions implies the substring tested after it.
+    if _ISSUES in scans and "#" in text:
         found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
-    for match in URL.finditer(text) if "://" in text else ():
+    for match in URL.finditer(text) if _URLS in scans and "://" in text else ():
         found.append((match.start(), shorten(match.group(0).rstrip(".,;:!?*`"), 200)))
     if not found:
         return []
