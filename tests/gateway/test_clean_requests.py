@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from windowkeeper.compaction.sanitize import sanitize_tool_pairs
 from windowkeeper.core.messages import Message
-from windowkeeper.gateway.pairs import CleanRequests
+from windowkeeper.gateway.pairs import CleanRequests, needs_no_repair
 from windowkeeper.testing.histories import random_history
 
 _STEPS = ("grow", "grow", "cut", "drop_result", "orphan", "repeat_turn", "front", "same")
@@ -77,3 +77,68 @@ def test_a_clean_history_that_grows_is_remembered_and_a_broken_one_is_not() -> N
     assert clean.last == []  # a repaired request is never the starting point
     in_flight = [*grown, {"role": "user", "content": "go"}, round_(51)[1]]  # no result yet
     assert clean.sanitized(in_flight) == sanitize_tool_pairs(in_flight, sent=True).messages
+
+
+# --- the one-walk check against the library's -------------------------------------------
+
+_IDS = st.sampled_from(["a", "b", "a", "b", "", "None"])
+_CALL = st.one_of(
+    st.fixed_dictionaries({"id": _IDS, "type": st.just("function")}),
+    st.fixed_dictionaries({"id": st.sampled_from([None, 7])}),  # an id that is no string
+    st.just({}),
+    st.just("not a call"),
+)
+_CALLS = st.fixed_dictionaries({"role": st.just("assistant"), "tool_calls": st.lists(_CALL)})
+_HEAD = st.one_of(
+    _CALLS,
+    _CALLS,
+    st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant"])}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "tool_calls": st.just("calls")}),
+    st.fixed_dictionaries({"role": st.just("user"), "tool_calls": st.lists(_CALL, max_size=2)}),
+)
+_RESULT = st.one_of(
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": _IDS}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": st.none()}),
+    st.just({"role": "tool"}),
+)
+
+
+def _answered(ids: list[str]) -> list[Message]:
+    calls = [{"id": i, "type": "function"} for i in ids]
+    return [
+        {"role": "assistant", "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": i} for i in ids),
+    ]
+
+
+_GROUP = st.one_of(
+    st.tuples(_HEAD, st.lists(_RESULT, max_size=3)).map(lambda g: [g[0], *g[1]]),
+    st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True).map(_answered),
+    st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=3).map(_answered),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(groups=st.lists(_GROUP, max_size=6))
+def test_the_one_walk_check_answers_what_the_library_does(groups: list[list[Message]]) -> None:
+    """Orphan, duplicate and missing results, calls whose ids repeat or are no strings,
+    calls that are no objects, adjacent turns, the newest calls unanswered: the walk finds
+    a list clean exactly when the library returns it unrepaired."""
+    messages = [message for group in groups for message in group]
+    expected = sanitize_tool_pairs(messages, sent=True).messages is messages
+    assert needs_no_repair(messages) is expected
+
+
+def test_the_one_walk_check_refuses_each_defect() -> None:
+    call = {"id": "a", "type": "function"}
+    ask: Message = {"role": "user"}
+    calls: Message = {"role": "assistant", "tool_calls": [call]}
+    result: Message = {"role": "tool", "tool_call_id": "a"}
+    assert needs_no_repair([ask, calls, result, {"role": "assistant"}])
+    assert needs_no_repair([ask, {"role": "assistant", "tool_calls": [call, call]}, result])
+    assert not needs_no_repair([ask, calls])  # the newest call unanswered (sent)
+    assert not needs_no_repair([ask, calls, result, result])  # answered twice
+    assert not needs_no_repair([ask, result])  # an orphan
+    assert not needs_no_repair([ask, calls, {**result, "tool_call_id": "b"}])
+    assert not needs_no_repair([ask, calls, result, {"role": "user"}, {"role": "user"}])
+    assert not needs_no_repair([ask, calls, {"role": "assistant"}, result])

@@ -15,15 +15,20 @@ at that index (or where the remembered request ended), so the groups before it a
 same groups, complete and found clean before; what is left is the pair across the cut
 and the rest, checked as a list of its own. Anything else takes the whole check, whose
 repair is the library's.
+
+Most requests need no repair, so the check itself is one walk that only answers whether
+the list is clean (:func:`needs_no_repair`, what ``sanitize_tool_pairs(..., sent=True)``
+decides without its lists of readable defects); a list it does not find clean goes to
+the library, which repairs it (or finds it clean after all: the answer is the same).
 """
 
 from __future__ import annotations
 
 from ..compaction.sanitize import sanitize_tool_pairs
-from ..core.messages import Message
+from ..core.messages import Message, call_id
 from .history import common_prefix
 
-__all__ = ["CleanRequests"]
+__all__ = ["CleanRequests", "needs_no_repair"]
 
 _TURNS = frozenset({"user", "assistant"})
 
@@ -38,7 +43,7 @@ class CleanRequests:
         """``sanitize_tool_pairs(request, sent=True).messages``: ``request`` itself when it
         needs no repair."""
         cut = _cut(request, self.last)
-        if cut and _clean_from(request, cut):
+        if _clean_from(request, cut) if cut else needs_no_repair(request):
             self.last = request
             return request
         repaired = sanitize_tool_pairs(request, sent=True).messages
@@ -64,5 +69,36 @@ def _clean_from(request: list[Message], cut: int) -> bool:
     before, after = request[cut - 1].get("role"), request[cut].get("role")
     if before == after and before in _TURNS:
         return False
-    rest = request[cut:]
-    return sanitize_tool_pairs(rest, sent=True).messages is rest
+    return needs_no_repair(request[cut:])
+
+
+def needs_no_repair(messages: list[Message]) -> bool:
+    """Whether ``sanitize_tool_pairs(messages, sent=True).messages is messages``: one walk
+    that stops at the first defect. What the library's checks ask, group by group: no tool
+    result outside the results right after a message with calls (an assistant's
+    ``tool_calls``, objects among them); those results answer exactly the calls' ids, each
+    once (on a sent request the newest calls need their results too); no two adjacent
+    user or assistant turns."""
+    index, count = 0, len(messages)
+    previous: object = None
+    while index < count:
+        message = messages[index]
+        role = message.get("role")
+        if role == "tool" or (role == previous and role in _TURNS):
+            return False
+        index += 1
+        previous = role
+        calls = message.get("tool_calls") if role == "assistant" else None
+        if not calls or not isinstance(calls, list):
+            continue
+        wanted = {call_id(call) for call in calls if isinstance(call, dict)}
+        if not wanted:
+            continue
+        start = index
+        while index < count and messages[index].get("role") == "tool":
+            index += 1
+        answered = {str(result.get("tool_call_id")) for result in messages[start:index]}
+        if answered != wanted or len(answered) != index - start:
+            return False
+        previous = "tool"  # the group's results (a group without any returned above)
+    return True
