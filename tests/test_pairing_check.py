@@ -23,7 +23,10 @@ def _call() -> st.SearchStrategy[Any]:
 MESSAGE = st.one_of(
     st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"])}),
     st.fixed_dictionaries(
-        {"role": st.sampled_from(["assistant", "user"]), "tool_calls": st.lists(_call(), max_size=3)}
+        {
+            "role": st.sampled_from(["assistant", "user"]),
+            "tool_calls": st.lists(_call(), max_size=3),
+        }
     ),
     st.fixed_dictionaries(
         {"role": st.just("assistant"), "tool_calls": st.sampled_from([None, (), "x", {}])}
