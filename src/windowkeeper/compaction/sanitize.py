@@ -20,7 +20,7 @@ from ..core.invariants import (
     alternation_violations,
     group_end,
     in_flight_index,
-    pairing_violations,
+    is_paired,
 )
 from ..core.messages import Message, call_id, content_text, image_count, tool_calls
 from ..core.turns import merge_adjacent
@@ -62,7 +62,7 @@ def sanitize_tool_pairs(messages: list[Message], *, sent: bool = False) -> Sanit
     providers refuse a call without its result)."""
     if sent and _unanswered_in_flight(messages):
         return _repaired(messages, None)
-    if not pairing_violations(messages):
+    if is_paired(messages):
         if not alternation_violations(messages):
             return SanitizeResult(messages, Repairs())
         merged = merge_adjacent(messages)
@@ -166,4 +166,4 @@ def system_first(messages: list[Message]) -> tuple[list[Message], int]:
 
 
 def has_valid_pairing(messages: Sequence[Message]) -> bool:
-    return not pairing_violations(messages)
+    return is_paired(messages)

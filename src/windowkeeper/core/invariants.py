@@ -77,6 +77,41 @@ def pairing_violations(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return problems
 
 
+def is_paired(messages: Sequence[Mapping[str, Any]]) -> bool:
+    """``not pairing_violations(messages)`` in one walk that stops at the first defect and
+    builds no defect text, no list of calls and no list of results: a clean history (the
+    usual case) is checked whole on every compaction's output and every gateway request.
+
+    What must hold to agree with :func:`pairing_violations`: a group is an assistant
+    message with dict calls and the tool results right after it; each result's id is one
+    of the calls' (as ``str``), none twice; every call has its result unless the group
+    ends the list (the calls in flight). Ids compare as the full check compares them
+    (:func:`call_id`, ``str`` of ``tool_call_id``); a repeated call id needs one result."""
+    count = len(messages)
+    index = 0
+    while index < count:
+        message = messages[index]
+        role = message.get("role")
+        if role == "tool":
+            return False  # a result without a preceding call
+        index += 1
+        calls = message.get("tool_calls") if role == "assistant" else None
+        if not calls or not isinstance(calls, list):
+            continue
+        wanted = {call_id(call) for call in calls if isinstance(call, dict)}
+        if not wanted:
+            continue  # no call to answer: a result after it is an orphan, found above
+        start = index
+        while index < count and messages[index].get("role") == "tool":
+            index += 1
+        seen = {str(result.get("tool_call_id")) for result in messages[start:index]}
+        if len(seen) != index - start or not seen <= wanted:
+            return False  # a duplicate result, or one whose call is not here
+        if len(seen) != len(wanted) and index < count:
+            return False  # a call without its result, and not in flight
+    return True
+
+
 def alternation_violations(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     problems = []
     for index in range(1, len(messages)):
