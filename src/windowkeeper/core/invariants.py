@@ -77,10 +77,12 @@ def pairing_violations(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return problems
 
 
-def is_paired(messages: Sequence[Mapping[str, Any]]) -> bool:
+def is_paired(messages: Sequence[Mapping[str, Any]], *, in_flight: bool = True) -> bool:
     """``not pairing_violations(messages)`` in one walk that stops at the first defect and
     builds no defect text, no list of calls and no list of results: a clean history (the
     usual case) is checked whole on every compaction's output and every gateway request.
+    ``in_flight=False``: the newest calls need their results too (a request about to be
+    sent, where ``sanitize_tool_pairs(..., sent=True)`` repairs calls still in flight).
 
     What must hold to agree with :func:`pairing_violations`: a group is an assistant
     message with dict calls and the tool results right after it; each result's id is one
@@ -107,7 +109,7 @@ def is_paired(messages: Sequence[Mapping[str, Any]]) -> bool:
         seen = {str(result.get("tool_call_id")) for result in messages[start:index]}
         if len(seen) != index - start or not seen <= wanted:
             return False  # a duplicate result, or one whose call is not here
-        if len(seen) != len(wanted) and index < count:
+        if len(seen) != len(wanted) and (index < count or not in_flight):
             return False  # a call without its result, and not in flight
     return True
 

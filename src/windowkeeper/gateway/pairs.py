@@ -16,16 +16,18 @@ same groups, complete and found clean before; what is left is the pair across th
 and the rest, checked as a list of its own. Anything else takes the whole check, whose
 repair is the library's.
 
-Most requests need no repair, so the check itself is one walk that only answers whether
-the list is clean (:func:`needs_no_repair`, what ``sanitize_tool_pairs(..., sent=True)``
-decides without its lists of readable defects); a list it does not find clean goes to
+Most requests need no repair, so the check itself only answers whether the list is
+clean (:func:`needs_no_repair`: ``core.invariants.is_paired``'s walk that stops at the
+first defect, and the turns' alternation), what ``sanitize_tool_pairs(..., sent=True)``
+decides without its lists of readable defects; a list it does not find clean goes to
 the library, which repairs it (or finds it clean after all: the answer is the same).
 """
 
 from __future__ import annotations
 
 from ..compaction.sanitize import sanitize_tool_pairs
-from ..core.messages import Message, call_id
+from ..core.invariants import alternation_violations, is_paired
+from ..core.messages import Message
 from .history import common_prefix
 
 __all__ = ["CleanRequests", "needs_no_repair"]
@@ -73,32 +75,7 @@ def _clean_from(request: list[Message], cut: int) -> bool:
 
 
 def needs_no_repair(messages: list[Message]) -> bool:
-    """Whether ``sanitize_tool_pairs(messages, sent=True).messages is messages``: one walk
-    that stops at the first defect. What the library's checks ask, group by group: no tool
-    result outside the results right after a message with calls (an assistant's
-    ``tool_calls``, objects among them); those results answer exactly the calls' ids, each
-    once (on a sent request the newest calls need their results too); no two adjacent
-    user or assistant turns."""
-    index, count = 0, len(messages)
-    previous: object = None
-    while index < count:
-        message = messages[index]
-        role = message.get("role")
-        if role == "tool" or (role == previous and role in _TURNS):
-            return False
-        index += 1
-        previous = role
-        calls = message.get("tool_calls") if role == "assistant" else None
-        if not calls or not isinstance(calls, list):
-            continue
-        wanted = {call_id(call) for call in calls if isinstance(call, dict)}
-        if not wanted:
-            continue
-        start = index
-        while index < count and messages[index].get("role") == "tool":
-            index += 1
-        answered = {str(result.get("tool_call_id")) for result in messages[start:index]}
-        if answered != wanted or len(answered) != index - start:
-            return False
-        previous = "tool"  # the group's results (a group without any returned above)
-    return True
+    """Whether ``sanitize_tool_pairs(messages, sent=True).messages is messages``: every
+    call answered exactly once (the newest calls too, on a sent request) and no two
+    adjacent user or assistant turns, found without the library's readable defects."""
+    return is_paired(messages, in_flight=False) and not alternation_violations(messages)
