@@ -119,9 +119,27 @@ def test_the_folder_follows_the_environment(tmp_path: Path) -> None:
     xdg = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
     assert scan_cache.cache_dir(xdg) == tmp_path / "xdg" / "windowkeeper" / "hyperscan"
     assert scan_cache.cache_dir({}) == Path.home() / ".cache" / "windowkeeper" / "hyperscan"
+    relative = {"XDG_CACHE_HOME": "relative"}  # ignored, as the XDG spec says
+    assert scan_cache.cache_dir(relative) == Path.home() / ".cache" / "windowkeeper" / "hyperscan"
     for off in ("0", "false", "OFF", "no"):
         assert scan_cache.cache_dir({**named, scan_cache.SCAN_CACHE_ENV: off}) is None
     assert scan_cache.cache_dir({**named, scan_cache.SCAN_CACHE_ENV: "1"}) is not None
+
+
+def test_no_home_means_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    def homeless() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    def unexpandable(self: Path) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(homeless))
+    monkeypatch.setattr(Path, "expanduser", unexpandable)
+    assert scan_cache.cache_dir({}) is None
+    assert scan_cache.cache_dir({"XDG_CACHE_HOME": "relative/dir"}) is None  # ignored
+    assert scan_cache.cache_dir({"XDG_CACHE_HOME": "/abs"}) == Path("/abs/windowkeeper/hyperscan")
+    assert scan_cache.cache_dir({scan_cache.CACHE_DIR_ENV: "~/mine"}) is None
+    assert scan_cache.cache_dir({scan_cache.CACHE_DIR_ENV: "mine"}) is None  # relative
 
 
 def test_the_key_changes_with_anything_the_database_depends_on() -> None:

@@ -39,16 +39,23 @@ KEEP = 64  # files; one version uses ~10 (~50 KB each)
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path | None:
-    """Where compiled databases are kept; ``None`` when the cache is turned off."""
+    """Where compiled databases are kept; ``None`` when the cache is turned off or there
+    is no home to put it in (never a folder under the working directory)."""
     env = os.environ if env is None else env
     if env.get(SCAN_CACHE_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return None
     named = env.get(CACHE_DIR_ENV, "").strip()
-    if named:
-        return Path(named).expanduser() / "hyperscan"
     xdg = env.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "windowkeeper" / "hyperscan"
+    try:  # expanding "~" raises where there is no $HOME and no user entry
+        if named:
+            base = Path(named).expanduser()
+        elif xdg and Path(xdg).is_absolute():  # a relative one is ignored (the XDG spec)
+            base = Path(xdg) / "windowkeeper"
+        else:
+            base = Path.home() / ".cache" / "windowkeeper"
+    except (RuntimeError, KeyError):
+        return None
+    return base / "hyperscan" if base.is_absolute() else None
 
 
 def cache_key(version: str, mode: int, expressions: list[bytes], flags: list[int]) -> str:
