@@ -1,7 +1,8 @@
 """Compress CPU time of every real session vs the floor: ``json.loads`` + ``json.dumps``.
 
 Run: ``.venv/bin/python benchmarks/bench_compress.py [--repeat N] [--window N]
-[--against DIR] [--reference]`` with ``--scaling`` or ``--stages`` for the series below.
+[--against DIR] [--reference]`` with ``--scaling``, ``--stages`` or ``--warmed`` for the
+series below.
 
 ``--against DIR`` measures the checkout in ``DIR/src`` too and ``--reference`` the
 reference agent (``reference_agent.py``: PyPI ``hermes-agent`` 0.19.0, installed on first
@@ -21,6 +22,14 @@ peak during one compaction.
 pruning, masking secrets, extracting the handoff's state, the rest), each as a ratio to
 the floor: CPU timers around four functions, each stage's time without the stages it
 calls, so the stages add up to the cold figure.
+
+``--warmed`` separates what a first compaction costs because the process has not run the
+code yet from what this input costs: each session's cold figure in a fresh process,
+alternated with its first compaction in a fresh process that has already compacted the
+embedded synthetic demo session (``windowkeeper/data/demo_session.jsonl``, at 32K, 8K and
+4K: no text of a real session, so no cache of ours holds this session's texts), and the
+warm figure; plus a two-message compaction's cold and warm time (the fixed cost). A
+long-running agent or the gateway pays the first-run cost once per process.
 
 ``--scaling`` builds inputs of 1×, 2×, 4×, 8× and 16× the largest session's size (the
 largest session, then the other real sessions in turn, cycling; tool-call ids made
@@ -87,6 +96,16 @@ def peak_bytes(run: Callable[[], object], collector: bool = True) -> int:
     finally:
         gc.enable()
     return peak
+
+
+def warm_up() -> None:
+    """Run the code once on the embedded synthetic demo session (see ``--warmed``)."""
+    from importlib.resources import files
+
+    text = files("windowkeeper").joinpath("data/demo_session.jsonl").read_text("utf-8")
+    demo = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for window in (32_000, 8_000, 4_000):
+        ContextCompressor(context_length=window).compress(demo, force=True)
 
 
 def measure_lines(
@@ -276,6 +295,37 @@ def stages(window: int, repeat: int) -> None:
     print("\nmedian: " + ", ".join(f"{n} {statistics.median(ratios[n]):.2f}x" for n in names))
 
 
+TINY = [{"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing test in tests/test_app.py."}]  # fmt: skip
+
+
+def warmed(window: int, repeat: int) -> None:
+    """Cold in a fresh process, cold after ``warm_up``, warm: each session, alternated."""
+    paths = sorted(session_paths(), key=lambda p: p.stat().st_size, reverse=True)
+    columns: dict[str, list[float]] = {"cold": [], "warmed cold": [], "warm": []}
+    rows = []
+    for path in paths:
+        args = ["--one", str(path), "--window", str(window), "--repeat", str(repeat)]
+        fresh = in_fresh_process(args)
+        after = in_fresh_process([*args, "--warm-up"])
+        ratios = (fresh["cold"] / fresh["floor"], after["cold"] / after["floor"],
+                  fresh["warm"] / fresh["floor"])  # fmt: skip
+        for column, ratio in zip(columns.values(), ratios, strict=True):
+            column.append(ratio)
+        rows.append([path.stem, f"{fresh['floor'] * 1e3:.2f}", *(f"{r:.2f}x" for r in ratios)])
+    print(markdown_table(["session", "floor ms", *columns], rows))
+    print()
+    summary = [[name, f"{statistics.median(found):.2f}x",
+                f"{statistics.quantiles(found, n=4)[2]:.2f}x", f"{max(found):.2f}x"]
+               for name, found in columns.items()]  # fmt: skip
+    print(markdown_table(["figure", "median", "p75", "max"], summary))
+    tiny = [in_fresh_process(["--tiny", "--repeat", str(repeat)]) for _ in range(repeat)]
+    cold = statistics.median(t["cold"] for t in tiny) * 1e3
+    warm = statistics.median(t["warm"] for t in tiny) * 1e3
+    print(f"\na two-message compaction (median of {repeat} fresh processes): "
+          f"cold {cold:.3f} ms, warm {warm:.3f} ms")  # fmt: skip
+
+
 def scaling(window: int, repeat: int) -> None:
     alone: dict[Path, dict[str, Any]] = {}
     rows = []
@@ -306,6 +356,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=32_000)
     parser.add_argument("--scaling", action="store_true")
     parser.add_argument("--stages", action="store_true")
+    parser.add_argument("--warmed", action="store_true")
     parser.add_argument("--against", help="a checkout to alternate with, session by session")
     parser.add_argument(
         "--reference",
@@ -315,8 +366,16 @@ def main() -> None:
     parser.add_argument("--by-stage", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--concat", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--warm-up", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:
+    if args.tiny:
+        run = compress_runner([dict(m) for m in TINY], args.window)
+        cold = cpu(run)
+        print(json.dumps({"cold": cold, "warm": statistics.median(cpu(run) for _ in range(9))}))
+    elif args.one:
+        if args.warm_up:
+            warm_up()
         lines = read_lines(Path(args.one))
         if args.by_stage:
             figures: dict[str, Any] = measure_stages(lines, args.window, args.repeat)
@@ -334,6 +393,8 @@ def main() -> None:
         scaling(args.window, args.repeat)
     elif args.stages:
         stages(args.window, args.repeat)
+    elif args.warmed:
+        warmed(args.window, args.repeat)
     else:
         per_session(args.window, args.repeat, args.against, args.reference)
 
