@@ -118,6 +118,21 @@ def test_each_thread_scans_with_its_own_scratch_space() -> None:
     assert results == [expected] * 80
 
 
+def test_the_compiling_thread_keeps_the_scratch_other_threads_allocate_their_own() -> None:
+    import threading
+
+    scanner = hint_scan.HintScanner(exact=["password"], caseless=["token"])
+    own = scanner._scratch_here()
+    assert own is scanner._scratch and scanner._scratch_here() is own
+    others: list[object] = []
+    thread = threading.Thread(target=lambda: others.extend([scanner._scratch_here()] * 2))
+    thread.start()
+    thread.join()
+    assert others[0] is others[1] and others[0] is not own
+    found = scanner.scan("a token and a password")
+    assert found.lowered == {"token": [2]} and found.exact(["password"]) == [14]
+
+
 _WIDE = st.lists(
     st.sampled_from(["a", "é", "ÿ", "→", "😀", "\ud800", "\udfff", "?", " key=", "PASS", "--"])
 ).map("".join)

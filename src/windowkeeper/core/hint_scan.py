@@ -88,6 +88,11 @@ class Compiled:
         )
         self._scratch = hyperscan.Scratch(self._database)
         self._local = threading.local()
+        # The thread that compiles (the importing one, usually the only one) scans with
+        # this scratch itself: cloning it for that thread too cost a clone per database
+        # in a process's first compaction. Another thread allocates its own from the
+        # database (a clone would copy this one's struct while a scan may be writing it).
+        self._local.scratch = self._scratch
 
     def _found(self, text: str) -> tuple[bytes | bytearray, list[tuple[int, int]]]:
         """``text`` as scanned (ASCII or UTF-8) and each match's (expression, start byte)."""
@@ -108,7 +113,8 @@ class Compiled:
     def _scratch_here(self) -> Any:
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:  # a scratch serves one scan at a time: one per thread
-            scratch = self._local.scratch = self._scratch.clone()
+            assert hyperscan is not None
+            scratch = self._local.scratch = hyperscan.Scratch(self._database)
         return scratch
 
     def scan_with(
