@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 
 from factories import long_session
 from windowkeeper.analysis.record import Analyzer
+from windowkeeper.core import hint_scan
 from windowkeeper.core.errors import InvalidMessagesError
 from windowkeeper.core.messages import Message, check_input, check_message
 from windowkeeper.core.tokens import message_tokens
+from windowkeeper.gateway import bodytext
 from windowkeeper.loop.estimates import EstimateCache
 
 
@@ -196,3 +198,28 @@ def test_seed_of_a_long_session_keeps_the_given_tokens() -> None:
     old_seed(old, pairs, 1_500, None)
     assert _records(new) == _records(old)
     assert [new.facts(m).tokens for m in messages] == list(range(len(messages)))
+
+
+# --- a request body's long-number scan, on its own bytes -------------------------------
+
+_CONDITIONS = [("[0-9]{19}", False), (r"\xc3\xa9[a-z]", False), ("ab", True)]
+_NUMBERY = st.text(alphabet="0123456789 abAB-é\ud800日", max_size=60)
+
+
+@pytest.mark.skipif(hint_scan.hyperscan is None, reason="no hyperscan wheel")
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_NUMBERY, st.text(max_size=40)))
+def test_matching_utf8_is_matching_of_the_decoded_text(text: str) -> None:
+    """The bytes a body holds, scanned as they are, match the conditions its text does
+    (non-ASCII characters and lone surrogates included)."""
+    scanner = hint_scan.ConditionScanner(_CONDITIONS)
+    data = text.encode("utf-8", "surrogatepass")
+    assert scanner.matching_utf8(data) == scanner.matching(text)
+
+
+@pytest.mark.skipif(bodytext._LONG_NUMBERS is None, reason="needs orjson and Hyperscan")
+def test_a_body_with_a_long_integer_is_scanned_not_parsed_by_orjson() -> None:
+    raw = b'{"model": "m", "messages": [{"role": "user", "n": 12345678901234567890123}]}'
+    known = bodytext.parse_whole(raw, "messages")
+    assert isinstance(known, bodytext.Known)
+    assert known.units[0]["n"] == 12345678901234567890123  # orjson would read a float
