@@ -318,9 +318,12 @@ class Analyzer:
         checked (``check_message``), without counting them again."""
         if image_tokens != self.image_tokens or count is not self.count:
             return
+        # A session's first estimate seeds a whole history no record holds yet: a message
+        # without a record under its id needs no ``_current`` (a call per message).
+        records, get, analyze = self._records, self._records.get, self._analyze
         for message, tokens in counted:
-            if self._current(message) is None:
-                self._keep(message, self._analyze(message, tokens))
+            if get(id(message)) is None or self._current(message) is None:
+                records[id(message)] = analyze(message, tokens)
 
     def counted(self, message: Message, image_tokens: int, count: TextCounter | None) -> int | None:
         """The tokens of ``message``'s record at these prices, when it has one (its message

@@ -268,6 +268,14 @@ class ConditionScanner(Compiled):
         self.scan_with(text, _add, found)
         return found or _NONE
 
+    def matching_utf8(self, data: bytes) -> frozenset[int] | set[int]:
+        """:meth:`matching` of the text whose UTF-8 (``surrogatepass``) is ``data``: those
+        are the bytes :meth:`scan_with` makes of the text, so a caller holding them (a
+        request body) has them scanned as they are, not encoded again from the text."""
+        found: set[int] = set()
+        self._database.scan(data, _add, 0, found, self._scratch_here())
+        return found or _NONE
+
 
 _NONE: frozenset[int] = frozenset()
 

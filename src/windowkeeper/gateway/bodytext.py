@@ -237,7 +237,7 @@ def parse_whole(raw: bytes, key: str) -> Known | Any:
     except orjson.JSONDecodeError:
         return scan_whole(raw, key)  # its error, or its reading of what orjson refuses
     text = raw.decode("utf-8", "surrogatepass")
-    if _LONG_NUMBERS.matching(text):
+    if _LONG_NUMBERS.matching_utf8(raw):  # ``raw`` is the text's UTF-8: it decoded
         return scan_whole(raw, key)
     if not isinstance(value, dict) or not isinstance(value.get(key), list):
         return value

@@ -8,6 +8,8 @@ its index.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -61,6 +63,8 @@ class EstimateCache:
         (``validate_messages`` refuses whatever the check does, ``test_validation_agrees``)."""
         if not isinstance(messages, list | tuple):
             check_input(messages)  # raises: not a list
+        if not self._messages:
+            return self._first(messages, checked)
         known, tokens, sums = self._messages, self._tokens, self._sums
         same = min(len(messages), len(known))
         if list(messages[:same]) != known[:same]:
@@ -98,6 +102,20 @@ class EstimateCache:
             sums.append(sums[-1] + tokens[index])
         del known[len(messages) :], tokens[len(messages) :]
         return sums[-1]
+
+    def _first(self, messages: Sequence[Message], checked: Sequence[Message]) -> int:
+        """:meth:`total` when no list was estimated yet (a session's first request: every
+        message new, nothing moved, no other stage's count to ask), without the per-index
+        book-keeping: the same checks in the same order, then the counts."""
+        if len(checked) < len(messages) or not all(map(operator.is_, messages, checked)):
+            for index, message in enumerate(messages):
+                if index >= len(checked) or checked[index] is not message:
+                    check_message(message, f"message {index}")
+        image_tokens, count = self.image_tokens, self.count
+        tokens = [message_tokens(m, image_tokens=image_tokens, count=count) for m in messages]
+        self._messages, self._tokens = list(messages), tokens
+        self._sums = [0, *itertools.accumulate(tokens)]
+        return self._sums[-1]
 
 
 def _gate_chars(text: str) -> int:
