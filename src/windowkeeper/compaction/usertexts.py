@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 from ..analysis.instructions import excerpt
@@ -48,6 +50,18 @@ def user_budget(config: CompressionConfig, context_length: int) -> UserBudget:
     total = int(context_length * config.user_messages_ratio)
     per = max(config.user_message_min_tokens, int(context_length * config.user_message_ratio))
     return UserBudget(min(per, total), total)
+
+
+_ROLE = attrgetter("role")
+_TOKENS = attrgetter("tokens")
+
+
+def within_budgets(facts: Sequence[MessageFacts], budget: UserBudget) -> bool:
+    """Whether no user message is over the per-message budget and all of them together
+    fit the total: then :func:`over_budget` chooses none, whatever it is asked about
+    (told in C, without reading any message's text)."""
+    sizes = list(compress(map(_TOKENS, facts), map("user".__eq__, map(_ROLE, facts))))
+    return not sizes or (max(sizes) <= budget.message_tokens and sum(sizes) <= budget.total_tokens)
 
 
 def _shortenable(record: MessageFacts) -> bool:

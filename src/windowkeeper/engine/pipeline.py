@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from itertools import compress, count
+from operator import attrgetter, is_not
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -25,6 +26,7 @@ from ..compaction.usertexts import (
     over_budget,
     shorten_users,
     user_budget,
+    within_budgets,
 )
 from ..core.cache import prices_for, receipt
 from ..core.config import CompressionConfig
@@ -96,6 +98,8 @@ def _long_users(
 ) -> tuple[int, ...]:
     """The user messages to shorten: those over the budgets, never the newest one (what
     the agent must answer) unless it alone would not fit a compaction that must fit."""
+    if within_budgets(facts, users):
+        return ()  # what is spared does not matter: no user message is over a budget
     newest = newest_real_user(messages, 0, facts)
     request = newest_request(messages, 0, newest, facts) if newest is not None else None
     spared = {newest, request} - {None}
@@ -188,6 +192,11 @@ def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> b
             floor -= facts[index].tokens - min(facts[index].tokens, short)
     if floor > target:
         return True
+    # Each message of the range adds at most its tokens (a stub, an excerpt or shortened
+    # arguments never more): when the whole range fits, so does the floor (a small
+    # session's usual case), without the walk.
+    if floor + sum(map(TOKENS, facts[start:end])) <= target:
+        return False
     for index in range(start, end):
         record = facts[index]
         role = record.role
@@ -240,13 +249,14 @@ def pruned_tokens(
     ``replaced`` gets each replaced message with its tokens (see :func:`keep_replaced`)."""
     if len(messages) != len(job.messages):
         return tokens_of(messages, analyzer)
-    total = 0
-    for old, new, record in zip(job.messages, messages, job.facts, strict=True):
-        if new is old:
-            total += record.tokens
-            continue
+    facts = job.facts
+    total: int = sum(map(TOKENS, facts))
+    # The replaced indices, found in C (an identity test per message): only they are
+    # walked here, each changing the total by its new tokens less its record's.
+    for index in compress(count(), map(is_not, job.messages, messages)):
+        record, new = facts[index], messages[index]
         tokens = _replaced_tokens(record, new, analyzer)
-        total += tokens
+        total += tokens - record.tokens
         if replaced is not None:
             replaced.append((new, tokens))
     return total

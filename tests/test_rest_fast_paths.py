@@ -1,0 +1,160 @@
+"""The rest stage's fast paths (issue 27, session 24): each gives the answer of the walk it
+skips, checked against that walk (kept here as the oracle) on generated input."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.analysis.record import Analyzer, MessageFacts
+from windowkeeper.compaction.boundaries import newest_real_user, newest_request
+from windowkeeper.compaction.plan import make_plan
+from windowkeeper.compaction.usertexts import UserBudget, over_budget, within_budgets
+from windowkeeper.core.config import DEFAULT_CONFIG
+from windowkeeper.core.messages import Message
+from windowkeeper.engine.pipeline import (
+    _long_users,
+    _replaced_tokens,
+    floor_breakdown,
+    make_job,
+    pruned_tokens,
+)
+
+
+def _old_long_users(
+    messages: list[Message],
+    facts: Sequence[MessageFacts],
+    users: UserBudget,
+    extra: int,
+    room: int,
+    force: bool,
+) -> tuple[int, ...]:
+    """``_long_users`` before its fast path (b4fd527)."""
+    newest = newest_real_user(messages, 0, facts)
+    request = newest_request(messages, 0, newest, facts) if newest is not None else None
+    spared = {newest, request} - {None}
+    if force and newest is not None:
+        system, _, size, handoff = floor_breakdown(messages, facts, extra)
+        if system + size + handoff > room:
+            spared = set()
+    indices = [i for i, f in enumerate(facts) if f.role == "user" and i not in spared]
+    return tuple(over_budget(facts, users, indices, None))
+
+
+def _old_retain(records: dict[int, MessageFacts], messages: Sequence[Message]) -> dict[int, Any]:
+    kept = records.keys() & set(map(id, messages))
+    return dict(zip(kept, map(records.__getitem__, kept), strict=True))
+
+
+def _old_pruned(
+    job: Any, messages: list[Message], analyzer: Analyzer, replaced: list[tuple[Message, int]]
+) -> int:
+    """``pruned_tokens``' walk over every message (b4fd527), for lists of the same length."""
+    total = 0
+    for old, new, record in zip(job.messages, messages, job.facts, strict=True):
+        if new is old:
+            total += record.tokens
+            continue
+        tokens = _replaced_tokens(record, new, analyzer)
+        total += tokens
+        replaced.append((new, tokens))
+    return total
+
+
+# Texts from a few characters to a few thousand tokens, some with a harness block (a user
+# message that is not what the user wrote) or an interrupt marker.
+_TEXT = st.one_of(
+    st.text(alphabet="ab yz\n", max_size=40),
+    st.builds(lambda n, c: c * n, st.integers(0, 9_000), st.sampled_from(["x", "é ", "字"])),
+    st.sampled_from(
+        ["<system-reminder>note</system-reminder>", "[Request interrupted by user]", ""]
+    ),
+)
+_ROLES = st.sampled_from(["system", "user", "user", "assistant", "tool"])
+
+
+def _message(role: str, text: str) -> Message:
+    if role == "tool":
+        return {"role": "tool", "tool_call_id": "c1", "content": text}
+    return {"role": role, "content": text}
+
+
+_MESSAGES = st.lists(st.builds(_message, _ROLES, _TEXT), min_size=0, max_size=10)
+_BUDGETS = st.builds(UserBudget, st.integers(0, 3_000), st.integers(0, 6_000))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MESSAGES, _BUDGETS, st.integers(0, 200), st.integers(0, 8_000), st.booleans())
+def test_long_users_as_before(
+    messages: list[Message], users: UserBudget, extra: int, room: int, force: bool
+) -> None:
+    facts = Analyzer().analyze(messages)
+    assert _long_users(messages, facts, users, extra, room, force) == _old_long_users(
+        messages, facts, users, extra, room, force
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MESSAGES, _BUDGETS)
+def test_within_budgets_means_none_is_chosen(messages: list[Message], users: UserBudget) -> None:
+    facts = Analyzer().analyze(messages)
+    every = [i for i, f in enumerate(facts) if f.role == "user"]
+    if within_budgets(facts, users):
+        assert over_budget(facts, users, every, None) == []
+    # The converse where the test is exact: a user message over the per-message budget,
+    # or the total over its own, with no text to shorten (blank) left aside.
+    sizes = [f.tokens for f in facts if f.role == "user"]
+    if sizes and (max(sizes) > users.message_tokens or sum(sizes) > users.total_tokens):
+        assert not within_budgets(facts, users)
+
+
+def test_a_real_looking_session_skips_nothing_it_must_shorten() -> None:
+    pasted = "line of a pasted log\n" * 3_000  # ~15,000 tokens: over 6,400
+    messages: list[Message] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": f"fix the build, here is the log:\n{pasted}"},
+        {"role": "assistant", "content": "Looking."},
+        {"role": "user", "content": "and keep the tests green"},
+    ]
+    facts = Analyzer().analyze(messages)
+    users = UserBudget(6_400, 12_800)
+    assert not within_budgets(facts, users)
+    assert _long_users(messages, facts, users, 0, 20_000, False) == (1,)
+    assert within_budgets(facts[:1] + facts[2:], users)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MESSAGES, st.data())
+def test_retain_keeps_the_records_of_the_messages(
+    messages: list[Message], data: st.DataObject
+) -> None:
+    analyzer = Analyzer()
+    analyzer.analyze(messages)
+    others: list[Message] = [{"role": "user", "content": "elsewhere"} for _ in range(3)]
+    analyzer.analyze(others)
+    # The kept list: some of the messages (repeated, in another order) and messages
+    # without a record.
+    kept = data.draw(st.lists(st.sampled_from(messages + others + [{"role": "user"}])))
+    before = dict(analyzer._records)
+    analyzer.retain(kept)
+    assert analyzer._records == _old_retain(before, kept)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MESSAGES.filter(bool), st.data())
+def test_pruned_tokens_replaced_as_before(messages: list[Message], data: st.DataObject) -> None:
+    analyzer = Analyzer()
+    facts = analyzer.analyze(messages)
+    plan = make_plan(messages, [f.tokens for f in facts], DEFAULT_CONFIG, 32_000, 1_000, facts)
+    job = make_job(messages, facts, plan, 0, 32_000, DEFAULT_CONFIG, 32_000, force=False,
+                   focus=None)  # fmt: skip
+    pruned = list(messages)
+    for index in data.draw(st.sets(st.integers(0, len(messages) - 1))):
+        pruned[index] = {**messages[index], "content": data.draw(_TEXT)}
+    got: list[tuple[Message, int]] = []
+    want: list[tuple[Message, int]] = []
+    assert pruned_tokens(job, pruned, analyzer, got) == _old_pruned(job, pruned, analyzer, want)
+    assert got == want
