@@ -9,12 +9,18 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from windowkeeper import ContextCompressor
 from windowkeeper.analysis.record import Analyzer, MessageFacts
 from windowkeeper.compaction.boundaries import newest_real_user, newest_request
+from windowkeeper.compaction.handoff import render_handoff
 from windowkeeper.compaction.plan import make_plan
 from windowkeeper.compaction.usertexts import UserBudget, over_budget, within_budgets
 from windowkeeper.core.config import DEFAULT_CONFIG
+from windowkeeper.core.frozen import evolve
 from windowkeeper.core.messages import Message
+from windowkeeper.core.report import Tier
+from windowkeeper.core.tokens import estimate_tokens, retexted_tokens
+from windowkeeper.engine.guard import NEW_GUARD, GuardState, on_force
 from windowkeeper.engine.pipeline import (
     _long_users,
     _replaced_tokens,
@@ -158,3 +164,126 @@ def test_pruned_tokens_replaced_as_before(messages: list[Message], data: st.Data
     want: list[tuple[Message, int]] = []
     assert pruned_tokens(job, pruned, analyzer, got) == _old_pruned(job, pruned, analyzer, want)
     assert got == want
+
+
+def _old_retexted(
+    tokens: int, message: dict[str, Any], copy: dict[str, Any], count: Any = None
+) -> int | None:
+    """``retexted_tokens`` with its loop over the keys (b4fd527)."""
+    text, content = message.get("content"), copy.get("content")
+    if (
+        (count is not None and count is not estimate_tokens)
+        or type(text) is not str
+        or type(content) is not str
+        or not text.isascii()
+        or len(copy) != len(message)
+    ):
+        return None
+    for key, value in message.items():
+        if key != "content" and copy.get(key, _ABSENT) is not value:
+            return None
+    return tokens - estimate_tokens(text) + estimate_tokens(content)
+
+
+_ABSENT = object()
+_SHARED = ["a", "b", None, 1]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["role", "content", "name", "x", "y"]), st.sampled_from(_SHARED)
+    ),
+    st.data(),
+)
+def test_retexted_tokens_as_before(message: dict[str, Any], data: st.DataObject) -> None:
+    message = {**message, "content": data.draw(st.sampled_from(["abc " * 9, "é", "", None]))}
+    copy = dict(message)
+    for key in data.draw(st.sets(st.sampled_from(["content", "name", "x", "y", "z"]))):
+        # the same object, an equal copy, another value, or the key dropped
+        change = data.draw(st.sampled_from(["same", "equal", "other", "drop"]))
+        if change == "drop":
+            copy.pop(key, None)
+        elif change == "other":
+            copy[key] = data.draw(st.sampled_from(["stub", "x", 2, None]))
+        elif change == "equal" and isinstance(copy.get(key), str):
+            copy[key] = "".join(list(copy[key]))  # equal, not the same object
+    tokens = data.draw(st.integers(0, 99))
+    assert retexted_tokens(tokens, message, copy) == _old_retexted(tokens, message, copy)
+
+
+def _old_prunable(messages: list[Message], head: int, start: int, limit: int) -> tuple[int, ...]:
+    return tuple(
+        i
+        for i in range(head, start)
+        if messages[i].get("role") == "tool" and len(str(messages[i].get("content") or "")) > limit
+    )
+
+
+class _Role(str):
+    """A role of a str subclass (a caller's enum, say)."""
+
+
+_PARTS = st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT}), max_size=2)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.builds(
+            lambda role, content: {"role": role, "content": content, "tool_call_id": "c"},
+            st.sampled_from(["tool", _Role("tool"), "user", "assistant", "system"]),
+            _TEXT | st.none() | _PARTS,
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 3_000),
+    st.integers(0, 40),
+)
+def test_plan_prunable_as_before(messages: list[Message], tail: int, limit: int) -> None:
+    facts = Analyzer().analyze(messages)
+    config = evolve(DEFAULT_CONFIG, prune_min_chars=limit)
+    plan = make_plan(messages, [f.tokens for f in facts], config, 32_000, tail, facts)
+    assert plan.prune_indices == _old_prunable(messages, plan.head_end, plan.tail_start, limit)
+
+
+@given(
+    st.sampled_from([0.0, -0.0, 0, 5.0]),
+    st.sampled_from([0.0, -0.0, 0, 7.5]),
+    st.integers(0, 3),
+)
+def test_on_force_clears_as_before(cooldown: float, structural: float, count: int) -> None:
+    state = GuardState(cooldown_until=cooldown, structural_until=structural,
+                       compression_count=count)  # fmt: skip
+    cleared = evolve(state, cooldown_until=0.0, structural_until=0.0)
+    assert on_force(state) == cleared
+    assert on_force(state).to_json() == cleared.to_json()  # 0.0, never 0 or -0.0
+    assert on_force(NEW_GUARD) is NEW_GUARD
+
+
+def test_a_prune_result_as_before() -> None:
+    """The prune tier's result: no summary, the transcript's handoff kept as the previous
+    one, the receipt's wait the report's time, the warnings kept."""
+    tool_output = "output line\n" * 400
+    messages: list[Message] = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": render_handoff("## Goal\nfix the build")},
+    ]
+    for turn in range(6):
+        call = {"id": f"c{turn}", "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "make"}'}}  # fmt: skip
+        messages += [
+            {"role": "user", "content": f"step {turn}"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{turn}", "content": tool_output},
+        ]
+    compressor = ContextCompressor(context_length=32_000)
+    result = compressor.compress(messages, force=True)
+    report = result.report
+    assert report.tier is Tier.PRUNE and result.summary is None
+    assert compressor.previous_summary == "## Goal\nfix the build"
+    assert report.receipt is not None
+    assert report.receipt.waited_ms == report.elapsed_ms > 0
+    assert report.receipt.tokens_before == report.before_tokens
+    assert report.receipt.tokens_after == report.after_tokens
+    assert compressor.guard.compression_count == 1

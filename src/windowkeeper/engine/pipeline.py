@@ -411,13 +411,14 @@ def receipt_of(
     kept: int,
     *,
     background: bool = False,
+    waited_ms: float | None = None,
 ) -> Receipt:
     """The receipt of a completed compaction that kept ``kept`` tokens of the request as
     the cached prefix, at the ``cache_prices`` row of ``provider``; its wait is the
-    report's own time until the manager states the agent's."""
+    report's own time (``waited_ms`` when the report does not hold it yet) until the
+    manager states the agent's."""
     assert report.tier is not None
     row = prices_for(config.cache_prices, provider)
-    made = receipt(
-        report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
-    )
+    waited = report.elapsed_ms if waited_ms is None else waited_ms
+    made = receipt(report.tier, report.before_tokens, report.after_tokens, kept, waited, row)
     return evolve(made, background=True) if background else made
