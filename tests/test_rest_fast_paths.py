@@ -19,7 +19,6 @@ from windowkeeper.core.config import DEFAULT_CONFIG
 from windowkeeper.core.frozen import evolve
 from windowkeeper.core.messages import Message
 from windowkeeper.core.report import Tier
-from windowkeeper.core.tokens import estimate_tokens, retexted_tokens
 from windowkeeper.engine.guard import NEW_GUARD, GuardState, on_force
 from windowkeeper.engine.pipeline import (
     _long_users,
@@ -164,87 +163,6 @@ def test_pruned_tokens_replaced_as_before(messages: list[Message], data: st.Data
     want: list[tuple[Message, int]] = []
     assert pruned_tokens(job, pruned, analyzer, got) == _old_pruned(job, pruned, analyzer, want)
     assert got == want
-
-
-def _old_retexted(
-    tokens: int, message: dict[str, Any], copy: dict[str, Any], count: Any = None
-) -> int | None:
-    """``retexted_tokens`` with its loop over the keys (b4fd527)."""
-    text, content = message.get("content"), copy.get("content")
-    if (
-        (count is not None and count is not estimate_tokens)
-        or type(text) is not str
-        or type(content) is not str
-        or not text.isascii()
-        or len(copy) != len(message)
-    ):
-        return None
-    for key, value in message.items():
-        if key != "content" and copy.get(key, _ABSENT) is not value:
-            return None
-    return tokens - estimate_tokens(text) + estimate_tokens(content)
-
-
-_ABSENT = object()
-_SHARED = ["a", "b", None, 1]
-
-
-@settings(max_examples=500, deadline=None)
-@given(
-    st.dictionaries(
-        st.sampled_from(["role", "content", "name", "x", "y"]), st.sampled_from(_SHARED)
-    ),
-    st.data(),
-)
-def test_retexted_tokens_as_before(message: dict[str, Any], data: st.DataObject) -> None:
-    message = {**message, "content": data.draw(st.sampled_from(["abc " * 9, "é", "", None]))}
-    copy = dict(message)
-    for key in data.draw(st.sets(st.sampled_from(["content", "name", "x", "y", "z"]))):
-        # the same object, an equal copy, another value, or the key dropped
-        change = data.draw(st.sampled_from(["same", "equal", "other", "drop"]))
-        if change == "drop":
-            copy.pop(key, None)
-        elif change == "other":
-            copy[key] = data.draw(st.sampled_from(["stub", "x", 2, None]))
-        elif change == "equal" and isinstance(copy.get(key), str):
-            copy[key] = "".join(list(copy[key]))  # equal, not the same object
-    tokens = data.draw(st.integers(0, 99))
-    assert retexted_tokens(tokens, message, copy) == _old_retexted(tokens, message, copy)
-
-
-def _old_prunable(messages: list[Message], head: int, start: int, limit: int) -> tuple[int, ...]:
-    return tuple(
-        i
-        for i in range(head, start)
-        if messages[i].get("role") == "tool" and len(str(messages[i].get("content") or "")) > limit
-    )
-
-
-class _Role(str):
-    """A role of a str subclass (a caller's enum, say)."""
-
-
-_PARTS = st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT}), max_size=2)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(
-        st.builds(
-            lambda role, content: {"role": role, "content": content, "tool_call_id": "c"},
-            st.sampled_from(["tool", _Role("tool"), "user", "assistant", "system"]),
-            _TEXT | st.none() | _PARTS,
-        ),
-        max_size=12,
-    ),
-    st.integers(0, 3_000),
-    st.integers(0, 40),
-)
-def test_plan_prunable_as_before(messages: list[Message], tail: int, limit: int) -> None:
-    facts = Analyzer().analyze(messages)
-    config = evolve(DEFAULT_CONFIG, prune_min_chars=limit)
-    plan = make_plan(messages, [f.tokens for f in facts], config, 32_000, tail, facts)
-    assert plan.prune_indices == _old_prunable(messages, plan.head_end, plan.tail_start, limit)
 
 
 @given(

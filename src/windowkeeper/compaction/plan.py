@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from itertools import compress
 from operator import attrgetter
 
 from ..analysis.kinds import handoff_body, live_text
@@ -61,8 +60,6 @@ class CompactionPlan:
 
 
 _HANDOFF = attrgetter("handoff")
-_ROLE = attrgetter("role")
-_IS_TOOL = "tool".__eq__
 
 
 def work_spec_room(context_length: int) -> int:
@@ -101,11 +98,12 @@ def make_plan(
     # Without a handoff in the transcript there is none to skip or resume from.
     start = _skip_handoffs_in_tail(facts, cut.start) if decayed else cut.start
     middle = sum(costs[head:start])
-    # The middle's tool results, found in C by their records' roles (a record's role is
-    # its message's): only their texts are measured.
-    tools = compress(range(head, start), map(_IS_TOOL, map(_ROLE, facts[head:start])))
-    limit = config.prune_min_chars
-    prunable = tuple(i for i in tools if len(str(messages[i].get("content") or "")) > limit)
+    prunable = tuple(
+        i
+        for i in range(head, start)
+        if messages[i].get("role") == "tool"
+        and len(str(messages[i].get("content") or "")) > config.prune_min_chars
+    )
     budget = summary_budget_tokens(middle, context_length, config)
     previous = _newest_handoff_body(facts) if decayed else None
     return CompactionPlan(

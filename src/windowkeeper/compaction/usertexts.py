@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import attrgetter
 from typing import Any
 
 from ..analysis.instructions import excerpt
@@ -52,15 +50,11 @@ def user_budget(config: CompressionConfig, context_length: int) -> UserBudget:
     return UserBudget(min(per, total), total)
 
 
-_ROLE = attrgetter("role")
-_TOKENS = attrgetter("tokens")
-
-
 def within_budgets(facts: Sequence[MessageFacts], budget: UserBudget) -> bool:
     """Whether no user message is over the per-message budget and all of them together
     fit the total: then :func:`over_budget` chooses none, whatever it is asked about
-    (told in C, without reading any message's text)."""
-    sizes = list(compress(map(_TOKENS, facts), map("user".__eq__, map(_ROLE, facts))))
+    (told from the records' sizes, without reading any message's text)."""
+    sizes = [f.tokens for f in facts if f.role == "user"]
     return not sizes or (max(sizes) <= budget.message_tokens and sum(sizes) <= budget.total_tokens)
 
 

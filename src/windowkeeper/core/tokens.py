@@ -10,9 +10,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import repeat
 from json.encoder import encode_basestring as _encode_string
-from operator import is_not
 from typing import Any, TypeAlias, TypeGuard
 
 from .jsonsafe import dumps
@@ -144,11 +142,9 @@ def retexted_tokens(
         or len(copy) != len(message)
     ):
         return None
-    # Every key's value the very same object but the text's (when it is another), told in
-    # C: the keys and values of one dict come in the same order.
-    others = sum(map(is_not, map(copy.get, message, repeat(_ABSENT)), message.values()))
-    if others != (content is not text):
-        return None
+    for key, value in message.items():
+        if key != "content" and copy.get(key, _ABSENT) is not value:
+            return None
     return tokens - estimate_tokens(text) + estimate_tokens(content)
 
 

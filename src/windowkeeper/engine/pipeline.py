@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
-from operator import attrgetter, is_not
+from operator import is_not, itemgetter
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -56,8 +56,9 @@ class Job:
     each keeps its excerpt wherever the output keeps it."""
 
 
-TOKENS = attrgetter("tokens")
-"""A record's tokens (mapped over the records in C)."""
+TOKENS = itemgetter(MessageFacts._fields.index("tokens"))
+"""A record's tokens (mapped over the records in C; a record is a tuple: by position,
+without an attribute lookup)."""
 
 
 def make_job(
