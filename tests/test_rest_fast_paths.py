@@ -3,6 +3,7 @@ skips, checked against that walk (kept here as the oracle) on generated input.""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,10 +16,11 @@ from windowkeeper.compaction.boundaries import newest_real_user, newest_request
 from windowkeeper.compaction.handoff import render_handoff
 from windowkeeper.compaction.plan import make_plan
 from windowkeeper.compaction.usertexts import UserBudget, over_budget, within_budgets
+from windowkeeper.core.cache import CachePrices, cache_break, receipt
 from windowkeeper.core.config import DEFAULT_CONFIG
 from windowkeeper.core.frozen import evolve
 from windowkeeper.core.messages import Message
-from windowkeeper.core.report import Tier
+from windowkeeper.core.report import CompressionReport, Outcome, Receipt, Tier
 from windowkeeper.engine.guard import NEW_GUARD, GuardState, on_force
 from windowkeeper.engine.pipeline import (
     _long_users,
@@ -205,3 +207,55 @@ def test_a_prune_result_as_before() -> None:
     assert report.receipt.tokens_before == report.before_tokens
     assert report.receipt.tokens_after == report.after_tokens
     assert compressor.guard.compression_count == 1
+
+
+def _old_break_even(
+    previous: int, prefix: int, current: int, appended: int, prices: CachePrices
+) -> int | None:
+    """``cache_break``'s break-even before it had a function of its own (b4fd527)."""
+    first_extra = prices.request(prefix, current - prefix) - prices.request(previous, appended)
+    saving = prices.read * (previous + appended - current)
+    ratio = first_extra / saving if saving > 0 else math.inf
+    if first_extra <= 0:
+        return 1
+    if not math.isfinite(ratio):
+        return None
+    return 1 + math.ceil(ratio - 1e-9)
+
+
+_PRICES = st.builds(
+    CachePrices,
+    st.sampled_from([0.0, 1e-12, 0.1, 0.5, 1.0]),
+    st.sampled_from([0.0, 1.0, 1.25, 2.0]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 50_000), st.integers(0, 50_000), st.integers(0, 50_000), _PRICES,
+       st.sampled_from(list(Tier)), st.floats(0, 1e4))  # fmt: skip
+def test_receipt_as_before(
+    before: int, kept: int, after: int, prices: CachePrices, tier: Tier, waited: float
+) -> None:
+    made = receipt(tier, before, after, kept, waited, ("row", prices))
+    figures = cache_break(0, 1, before, kept, after, 0, prices)
+    old = Receipt(tier, before, after, kept, figures.invalidated_tokens,
+                  _old_break_even(before, kept, after, 0, prices), waited, "row")  # fmt: skip
+    assert made == old and repr(made) == repr(old)
+    assert figures.break_even_requests == old.break_even_requests
+
+
+@settings(max_examples=100, deadline=None)
+@given(_MESSAGES, st.booleans())
+def test_the_base_report_as_before(messages: list[Message], force: bool) -> None:
+    facts = Analyzer().analyze(messages)
+    costs = [f.tokens for f in facts]
+    plan = make_plan(messages, costs, DEFAULT_CONFIG, 32_000, 1_000, facts)
+    job = make_job(messages, facts, plan, 7, 20_000, DEFAULT_CONFIG, 32_000, force=force,
+                   focus=None)  # fmt: skip
+    before = sum(costs) + 7
+    old = CompressionReport(
+        Outcome.NOOP, before_tokens=before, after_tokens=before,
+        before_messages=len(messages), after_messages=len(messages),
+    )  # fmt: skip
+    assert job.base == old and repr(job.base) == repr(old)
+    assert job.base.to_dict() == old.to_dict()

@@ -61,6 +61,11 @@ TOKENS = itemgetter(MessageFacts._fields.index("tokens"))
 without an attribute lookup)."""
 
 
+_NOOP = CompressionReport(Outcome.NOOP)
+"""The report every job starts from (copied by :func:`evolve`: a frozen ``__init__`` sets
+each of its twenty fields through ``object.__setattr__``)."""
+
+
 def make_job(
     messages: list[Message],
     facts: Sequence[MessageFacts],
@@ -78,10 +83,9 @@ def make_job(
     (``costs``: the records' tokens, when the caller listed them already)."""
     costs = costs if costs is not None else list(map(TOKENS, facts))
     before = sum(costs) + extra
-    base = CompressionReport(
-        Outcome.NOOP, before_tokens=before, after_tokens=before,
-        before_messages=len(messages), after_messages=len(messages),
-    )  # fmt: skip
+    count = len(messages)
+    base = evolve(_NOOP, before_tokens=before, after_tokens=before, before_messages=count,
+                  after_messages=count)  # fmt: skip
     if force:
         plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
     users = user_budget(config, context_length)
