@@ -24,10 +24,8 @@ from windowkeeper.core.report import CompressionReport, Outcome, Receipt, Tier
 from windowkeeper.engine.guard import NEW_GUARD, GuardState, on_force
 from windowkeeper.engine.pipeline import (
     _long_users,
-    _replaced_tokens,
     floor_breakdown,
     make_job,
-    pruned_tokens,
 )
 
 
@@ -54,21 +52,6 @@ def _old_long_users(
 def _old_retain(records: dict[int, MessageFacts], messages: Sequence[Message]) -> dict[int, Any]:
     kept = records.keys() & set(map(id, messages))
     return dict(zip(kept, map(records.__getitem__, kept), strict=True))
-
-
-def _old_pruned(
-    job: Any, messages: list[Message], analyzer: Analyzer, replaced: list[tuple[Message, int]]
-) -> int:
-    """``pruned_tokens``' walk over every message (b4fd527), for lists of the same length."""
-    total = 0
-    for old, new, record in zip(job.messages, messages, job.facts, strict=True):
-        if new is old:
-            total += record.tokens
-            continue
-        tokens = _replaced_tokens(record, new, analyzer)
-        total += tokens
-        replaced.append((new, tokens))
-    return total
 
 
 # Texts from a few characters to a few thousand tokens, some with a harness block (a user
@@ -148,23 +131,6 @@ def test_retain_keeps_the_records_of_the_messages(
     before = dict(analyzer._records)
     analyzer.retain(kept)
     assert analyzer._records == _old_retain(before, kept)
-
-
-@settings(max_examples=300, deadline=None)
-@given(_MESSAGES.filter(bool), st.data())
-def test_pruned_tokens_replaced_as_before(messages: list[Message], data: st.DataObject) -> None:
-    analyzer = Analyzer()
-    facts = analyzer.analyze(messages)
-    plan = make_plan(messages, [f.tokens for f in facts], DEFAULT_CONFIG, 32_000, 1_000, facts)
-    job = make_job(messages, facts, plan, 0, 32_000, DEFAULT_CONFIG, 32_000, force=False,
-                   focus=None)  # fmt: skip
-    pruned = list(messages)
-    for index in data.draw(st.sets(st.integers(0, len(messages) - 1))):
-        pruned[index] = {**messages[index], "content": data.draw(_TEXT)}
-    got: list[tuple[Message, int]] = []
-    want: list[tuple[Message, int]] = []
-    assert pruned_tokens(job, pruned, analyzer, got) == _old_pruned(job, pruned, analyzer, want)
-    assert got == want
 
 
 @given(

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import compress, count
-from operator import is_not, itemgetter
+from operator import itemgetter
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -254,14 +253,13 @@ def pruned_tokens(
     ``replaced`` gets each replaced message with its tokens (see :func:`keep_replaced`)."""
     if len(messages) != len(job.messages):
         return tokens_of(messages, analyzer)
-    facts = job.facts
-    total: int = sum(map(TOKENS, facts))
-    # The replaced indices, found in C (an identity test per message): only they are
-    # walked here, each changing the total by its new tokens less its record's.
-    for index in compress(count(), map(is_not, job.messages, messages)):
-        record, new = facts[index], messages[index]
+    total = 0
+    for old, new, record in zip(job.messages, messages, job.facts, strict=True):
+        if new is old:
+            total += record.tokens
+            continue
         tokens = _replaced_tokens(record, new, analyzer)
-        total += tokens - record.tokens
+        total += tokens
         if replaced is not None:
             replaced.append((new, tokens))
     return total
