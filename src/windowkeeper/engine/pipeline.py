@@ -56,13 +56,9 @@ class Job:
 
 
 TOKENS = itemgetter(MessageFacts._fields.index("tokens"))
-"""A record's tokens (mapped over the records in C; a record is a tuple: by position,
-without an attribute lookup)."""
-
-
+"""A record's tokens (mapped over the records in C; a record is a tuple: by position)."""
+# The report every job starts from, copied (a frozen __init__ sets twenty fields one by one).
 _NOOP = CompressionReport(Outcome.NOOP)
-"""The report every job starts from (copied by :func:`evolve`: a frozen ``__init__`` sets
-each of its twenty fields through ``object.__setattr__``)."""
 
 
 def make_job(
@@ -82,9 +78,8 @@ def make_job(
     (``costs``: the records' tokens, when the caller listed them already)."""
     costs = costs if costs is not None else list(map(TOKENS, facts))
     before = sum(costs) + extra
-    count = len(messages)
-    base = evolve(_NOOP, before_tokens=before, after_tokens=before, before_messages=count,
-                  after_messages=count)  # fmt: skip
+    base = evolve(_NOOP, before_tokens=before, after_tokens=before,
+                  before_messages=len(messages), after_messages=len(messages))  # fmt: skip
     if force:
         plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
     users = user_budget(config, context_length)
@@ -196,9 +191,8 @@ def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> b
             floor -= facts[index].tokens - min(facts[index].tokens, short)
     if floor > target:
         return True
-    # Each message of the range adds at most its tokens (a stub, an excerpt or shortened
-    # arguments never more): when the whole range fits, so does the floor (a small
-    # session's usual case), without the walk.
+    # Each message of the range adds at most its tokens (a stub, an excerpt, shortened
+    # arguments never more): the whole range fits, so does the floor (a small session).
     if floor + sum(map(TOKENS, facts[start:end])) <= target:
         return False
     for index in range(start, end):
@@ -418,8 +412,7 @@ def receipt_of(
 ) -> Receipt:
     """The receipt of a completed compaction that kept ``kept`` tokens of the request as
     the cached prefix, at the ``cache_prices`` row of ``provider``; its wait is the
-    report's own time (``waited_ms`` when the report does not hold it yet) until the
-    manager states the agent's."""
+    report's own time (or ``waited_ms``) until the manager states the agent's."""
     assert report.tier is not None
     row = prices_for(config.cache_prices, provider)
     waited = report.elapsed_ms if waited_ms is None else waited_ms
