@@ -341,9 +341,10 @@ class Analyzer:
     def retain(self, messages: Sequence[Message]) -> None:
         """Forget every record but those of ``messages`` (the session's current list)."""
         records = self._records
-        kept = records.keys() & set(map(id, messages))
-        # Built in C (the two passes over ``kept`` meet its keys in the same order); the
-        # order of the records does not matter, they are only looked up by id.
+        # Built in C over ``messages`` (never over every record kept: a compaction adds
+        # the records of the copies its passes tried); the order of the records does not
+        # matter, they are only looked up by id.
+        kept = list(filter(records.__contains__, map(id, messages)))
         self._records = dict(zip(kept, map(records.__getitem__, kept), strict=True))
 
     def _analyze(self, message: Message, tokens: int | None = None) -> MessageFacts:

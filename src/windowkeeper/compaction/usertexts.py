@@ -50,6 +50,14 @@ def user_budget(config: CompressionConfig, context_length: int) -> UserBudget:
     return UserBudget(min(per, total), total)
 
 
+def within_budgets(facts: Sequence[MessageFacts], budget: UserBudget) -> bool:
+    """Whether no user message is over the per-message budget and all of them together
+    fit the total: then :func:`over_budget` chooses none, whatever it is asked about
+    (told from the records' sizes, without reading any message's text)."""
+    sizes = [f.tokens for f in facts if f.role == "user"]
+    return not sizes or (max(sizes) <= budget.message_tokens and sum(sizes) <= budget.total_tokens)
+
+
 def _shortenable(record: MessageFacts) -> bool:
     return record.role == "user" and not record.handoff and bool(record.text.strip())
 

@@ -72,18 +72,25 @@ def cache_break(
     prices: CachePrices,
 ) -> CacheBreak:
     """The figures of one break; ``paid_off`` is settled later by :func:`settle`."""
+    even = break_even(previous, prefix, current, appended, prices)
+    return CacheBreak(
+        request, compactions, previous, prefix, previous - prefix, current, appended, even, False
+    )
+
+
+def break_even(
+    previous: int, prefix: int, current: int, appended: int, prices: CachePrices
+) -> int | None:
+    """The break-even of a break (see the module docstring): 1 when the first request is
+    already cheaper, ``None`` when the compaction never pays."""
     first_extra = prices.request(prefix, current - prefix) - prices.request(previous, appended)
     saving = prices.read * (previous + appended - current)
     ratio = first_extra / saving if saving > 0 else math.inf
     if first_extra <= 0:
-        even: int | None = 1
-    elif not math.isfinite(ratio):
-        even = None  # no saving, or one so small (a near-zero read price) it never repays
-    else:
-        even = 1 + math.ceil(ratio - 1e-9)
-    return CacheBreak(
-        request, compactions, previous, prefix, previous - prefix, current, appended, even, False
-    )
+        return 1
+    if not math.isfinite(ratio):
+        return None  # no saving, or one so small (a near-zero read price) it never repays
+    return 1 + math.ceil(ratio - 1e-9)
 
 
 DEFAULT_ROW = "default"
@@ -128,8 +135,6 @@ def receipt(
     messages must be written either way): no appended tokens.
     """
     name, prices = row
-    figures = cache_break(0, 1, before, kept, after, 0, prices)
-    return Receipt(
-        tier, before, after, kept, figures.invalidated_tokens, figures.break_even_requests,
-        waited_ms, name,
-    )  # fmt: skip
+    # The figures of :func:`cache_break` (no appended tokens), without making the break.
+    even = break_even(before, kept, after, 0, prices)
+    return Receipt(tier, before, after, kept, before - kept, even, waited_ms, name)

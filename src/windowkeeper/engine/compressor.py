@@ -25,7 +25,7 @@ from ..core.cache import kept_prefix
 from ..core.config import DEFAULT_CONFIG, CompressionConfig, usable_window
 from ..core.frozen import evolve
 from ..core.messages import Message, ToolSchema
-from ..core.report import CompressionResult, Outcome, Reason, Tier
+from ..core.report import ArchivedItem, CompressionReport, CompressionResult, Outcome, Reason, Tier
 from ..core.tokens import TextCounter, estimate_tokens, tool_schema_tokens
 from ..summary.extractive.summarizer import ExtractiveSummarizer
 from ..summary.protocol import Summarizer
@@ -33,8 +33,8 @@ from ..summary.redact import redact
 from ..summary.request import compose, summary_request
 from .base import ToolProvider
 from .guard import (
+    NEW_GUARD,
     Block,
-    GuardState,
     blocked,
     on_compaction,
     on_force,
@@ -112,7 +112,7 @@ class ContextCompressor(Triggering):
         self.summary_context_length = summary_context_length
         self.warnings: tuple[str, ...] = ()
         self.threshold_tokens = self._derive_threshold()
-        self.guard = GuardState()
+        self.guard = NEW_GUARD
         self.previous_summary: str | None = None
         self.last_prompt_tokens = 0
         self.last_completion_tokens = 0
@@ -263,8 +263,7 @@ class ContextCompressor(Triggering):
             job.base, outcome=Outcome.COMPRESSED, tier=Tier.PRUNE, after_tokens=after,
             after_messages=len(out), pruned=pruned.changed, warnings=cuts,
         )  # fmt: skip
-        result = CompressionResult(out, report, pruned.archived, None)
-        return self._finish(job, result, started, job.plan.previous_summary)
+        return self._finish(job, out, report, pruned.archived, started, None)
 
     def _summary_tier(self, job: Job, pruned: PassResult, started: float) -> CompressionResult:
         messages, plan, pruned = job.messages, job.plan, cut_tail(job, pruned)
@@ -305,31 +304,33 @@ class ContextCompressor(Triggering):
             repairs=repairs, warnings=cuts,
         )  # fmt: skip
         archived = (*pruned.archived, *archive_turns(messages, plan, pruned.archived, job.facts))
-        result = CompressionResult(assembled, report, archived, body)
-        return self._finish(job, result, started, body)
+        return self._finish(job, assembled, report, archived, started, body)
 
     def _finish(
-        self, job: Job, result: CompressionResult, started: float, summary: str | None
-    ) -> CompressionResult:
-        """Book-keeping after a completed compaction: count, savings streak, warnings."""
-        ratio = result.report.savings_ratio
-        self.guard = on_compaction(self.guard, ratio, self.config.min_savings_ratio)
-        self.previous_summary = summary
-        self.analyzer.retain(result.messages)
+        self, job: Job, messages: list[Message], report: CompressionReport,
+        archived: tuple[ArchivedItem, ...], started: float, summary: str | None,
+    ) -> CompressionResult:  # fmt: skip
+        """Book-keeping after a completed compaction (count, savings streak, warnings) and
+        its result: ``report`` completed with the warnings, the time and the receipt.
+        ``summary``: the handoff written (``None`` for a prune-only result, which keeps the
+        transcript's own handoff, if any, as the previous one)."""
+        self.guard = on_compaction(self.guard, report.savings_ratio, self.config.min_savings_ratio)
+        self.previous_summary = job.plan.previous_summary if summary is None else summary
+        self.analyzer.retain(messages)
         # Sentinel until real usage of the compacted request arrives (treated as 0).
         self.last_prompt_tokens = -1
-        warnings = list(result.report.warnings)
+        warnings = list(report.warnings)
         if self.compression_count == 2:  # said once, when the session crosses it
             warnings.append("session compressed 2 times; accuracy may degrade")
-        over = self._over_window(job, result.messages, result.report.after_tokens)
+        over = self._over_window(job, messages, report.after_tokens)
         if over:
             warnings.append(over)
         elapsed = (time.perf_counter() - started) * 1000
-        report = evolve(result.report, warnings=tuple(warnings), elapsed_ms=elapsed)
         # The wait is the engine's own time here; the manager, which sees hooks and
         # background jobs, states the agent's wait.
-        kept = job.extra + kept_prefix(job.messages, result.messages, (f.tokens for f in job.facts))
-        report = evolve(report, receipt=receipt_of(self.config, self.provider, report, kept))
-        result = evolve(result, report=report)
+        kept = job.extra + kept_prefix(job.messages, messages, (f.tokens for f in job.facts))
+        made = receipt_of(self.config, self.provider, report, kept, waited_ms=elapsed)
+        report = evolve(report, warnings=tuple(warnings), elapsed_ms=elapsed, receipt=made)
+        result = CompressionResult(messages, report, archived, summary)
         self.completed(job.messages, result)
         return result

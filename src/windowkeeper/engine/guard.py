@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -69,6 +70,10 @@ class GuardState:
         data["cooldown_kind"] = FailureKind(kind) if kind else None
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+NEW_GUARD = GuardState()
+"""A new session's state, shared (a state is never changed, only replaced)."""
 
 
 def blocked(state: GuardState, now: float) -> tuple[Block | None, GuardState]:
@@ -166,14 +171,22 @@ def on_usage(state: GuardState, prompt_tokens: int, threshold: int) -> GuardStat
 
 
 def on_force(state: GuardState) -> GuardState:
-    """A manual compaction clears the cooldown and the structural backoff."""
+    """A manual compaction clears the cooldown and the structural backoff (the state
+    itself when both are cleared already: the same values, as floats, so its JSON too)."""
+    if _cleared(state.cooldown_until) and _cleared(state.structural_until):
+        return state
     return evolve(state, cooldown_until=0.0, structural_until=0.0)
+
+
+def _cleared(until: float) -> bool:
+    """Whether ``until`` is the float ``0.0`` itself (not ``0`` nor ``-0.0``)."""
+    return type(until) is float and until == 0.0 and math.copysign(1.0, until) > 0
 
 
 def on_reset(state: GuardState, *, new_session: bool) -> GuardState:
     """Model switch or new session: calibration and breakers start over."""
     if new_session:
-        return GuardState()
+        return NEW_GUARD
     return evolve(
         state,
         strikes=0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import itemgetter
 
 from ..analysis.gist import is_stub
 from ..analysis.record import Analyzer, MessageFacts
@@ -25,6 +25,7 @@ from ..compaction.usertexts import (
     over_budget,
     shorten_users,
     user_budget,
+    within_budgets,
 )
 from ..core.cache import prices_for, receipt
 from ..core.config import CompressionConfig
@@ -54,8 +55,10 @@ class Job:
     each keeps its excerpt wherever the output keeps it."""
 
 
-TOKENS = attrgetter("tokens")
-"""A record's tokens (mapped over the records in C)."""
+TOKENS = itemgetter(MessageFacts._fields.index("tokens"))
+"""A record's tokens (mapped over the records in C; a record is a tuple: by position)."""
+# The report every job starts from, copied (a frozen __init__ sets twenty fields one by one).
+_NOOP = CompressionReport(Outcome.NOOP)
 
 
 def make_job(
@@ -75,10 +78,8 @@ def make_job(
     (``costs``: the records' tokens, when the caller listed them already)."""
     costs = costs if costs is not None else list(map(TOKENS, facts))
     before = sum(costs) + extra
-    base = CompressionReport(
-        Outcome.NOOP, before_tokens=before, after_tokens=before,
-        before_messages=len(messages), after_messages=len(messages),
-    )  # fmt: skip
+    base = evolve(_NOOP, before_tokens=before, after_tokens=before,
+                  before_messages=len(messages), after_messages=len(messages))  # fmt: skip
     if force:
         plan = fitting_plan(messages, costs, plan, config, context_length, room, facts)
     users = user_budget(config, context_length)
@@ -96,6 +97,8 @@ def _long_users(
 ) -> tuple[int, ...]:
     """The user messages to shorten: those over the budgets, never the newest one (what
     the agent must answer) unless it alone would not fit a compaction that must fit."""
+    if within_budgets(facts, users):
+        return ()  # what is spared does not matter: no user message is over a budget
     newest = newest_real_user(messages, 0, facts)
     request = newest_request(messages, 0, newest, facts) if newest is not None else None
     spared = {newest, request} - {None}
@@ -188,6 +191,10 @@ def tier1_out_of_reach(job: Job, config: CompressionConfig, threshold: int) -> b
             floor -= facts[index].tokens - min(facts[index].tokens, short)
     if floor > target:
         return True
+    # Each message of the range adds at most its tokens (a stub, an excerpt, shortened
+    # arguments never more): the whole range fits, so does the floor (a small session).
+    if floor + sum(map(TOKENS, facts[start:end])) <= target:
+        return False
     for index in range(start, end):
         record = facts[index]
         role = record.role
@@ -401,13 +408,13 @@ def receipt_of(
     kept: int,
     *,
     background: bool = False,
+    waited_ms: float | None = None,
 ) -> Receipt:
     """The receipt of a completed compaction that kept ``kept`` tokens of the request as
     the cached prefix, at the ``cache_prices`` row of ``provider``; its wait is the
-    report's own time until the manager states the agent's."""
+    report's own time (or ``waited_ms``) until the manager states the agent's."""
     assert report.tier is not None
     row = prices_for(config.cache_prices, provider)
-    made = receipt(
-        report.tier, report.before_tokens, report.after_tokens, kept, report.elapsed_ms, row
-    )
+    waited = report.elapsed_ms if waited_ms is None else waited_ms
+    made = receipt(report.tier, report.before_tokens, report.after_tokens, kept, waited, row)
     return evolve(made, background=True) if background else made
