@@ -15,7 +15,7 @@ from ..core.hint_scan import condition_scanner
 from ..core.secret_hints import has_folded_letters
 from .events import ToolEvent, remembered
 from .facts import URL, dedupe, hinted_matches, window
-from .toolshapes import ToolKind, shorten
+from .toolshapes import FETCH_KIND, OTHER_KIND, SHELL_KIND, shorten
 
 SCAN_CHARS = 4_000
 """Head and tail characters of a prose text scanned for identifiers."""
@@ -241,14 +241,18 @@ def event_identifiers(event: ToolEvent) -> list[str]:
     """Identifiers of a tool call: its command, URL or (other tools) arguments, and its
     output unless it is a file's content."""
     action = event.action
-    if action.kind is ToolKind.SHELL:
+    if action.kind is SHELL_KIND:
         found = text_identifiers(action.command or "")
-    elif action.kind is ToolKind.OTHER:
+    elif action.kind is OTHER_KIND:
         found = text_identifiers(_arguments_text(event))
     else:
         found = text_identifiers(action.url or "")
     output = output_identifiers(event)
     return dedupe([*found, *output]) if output else found
+
+
+# The kinds whose output is scanned (a file's content is not); a tuple, as ``FILE_KINDS``.
+_SCANNED_KINDS = (SHELL_KIND, OTHER_KIND, FETCH_KIND)
 
 
 def output_identifiers(event: ToolEvent) -> tuple[str, ...]:
@@ -260,7 +264,7 @@ def output_identifiers(event: ToolEvent) -> tuple[str, ...]:
 
 def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
     action, result = event.action, event.result
-    if not result or action.kind not in (ToolKind.SHELL, ToolKind.OTHER, ToolKind.FETCH):
+    if not result or action.kind not in _SCANNED_KINDS:
         return ()
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).

@@ -19,7 +19,7 @@ from ..analysis.events import result_exit_code, tool_event
 from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts, memo_key
 from ..analysis.specs import NamedLater, is_spec, stub_spec
-from ..analysis.toolshapes import ToolKind, one_line
+from ..analysis.toolshapes import SHELL_KIND, one_line
 from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
@@ -197,7 +197,7 @@ def _describe(
     content = result.text
     if call is None:
         return f"[{name}] ({len(content):,} chars result)"
-    shell = call.action.kind is ToolKind.SHELL
+    shell = call.action.kind is SHELL_KIND
     line = one_line(call.action, content, result_exit_code(result) if shell else None)
     event = tool_event(call, result)
     # A spec output's stub keeps its excerpt: what the work must meet stays in sight.
