@@ -66,4 +66,6 @@ def _gist(event: ToolEvent) -> str:
     named = [value for value in output_identifiers(event) if value not in command]
     if named:
         parts.append("ids: " + ", ".join(named[:GIST_IDS]))
+    if not parts:
+        return ""  # most stubs' (no generator made to join nothing)
     return "".join(f"; {part}" for part in parts).replace("\n", " ")
