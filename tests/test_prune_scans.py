@@ -157,22 +157,35 @@ _HYPHEN_TEXTS = st.lists(
 ).map("".join) | _RUNS  # fmt: skip
 
 
+# Each hyphen hint with its own condition of the output gate (session 24: only the hints
+# whose condition matched are scanned for).
+_HINT_SCANS = (
+    (identifiers._SLUG_HINT, identifiers._SLUGS),
+    (identifiers._HASH_HINT, identifiers._HASHES),
+    (identifiers._TICKET_HINT, identifiers._TICKETS),
+    (identifiers._UUID_HINT, identifiers._UUIDS),
+)
+
+
 @settings(max_examples=3_000, deadline=None)
 @given(_HYPHEN_TEXTS)
 def test_the_output_gate_passes_every_text_a_hyphen_hint_is_in(text: str) -> None:
-    if identifiers._hyphen_hinted(text):
-        assert identifiers._HYPHENS in identifiers._output_scans(text)
+    scans = identifiers._output_scans(text)
+    for hint, scan in _HINT_SCANS:
+        if hint.search(text):
+            assert scan in scans
     _assert_output_identifiers_ungated(text)
 
 
 def test_the_output_gate_stops_hyphens_no_hint_follows() -> None:
     if identifiers._OUTPUT_GATE is None:  # the pure-Python path: every scan runs
-        assert identifiers._HYPHENS in identifiers._output_scans("-----")
+        assert identifiers._output_scans("-----") >= identifiers._HYPHEN_SCANS
     else:
         text = "------\n--no-cache -rf x-y -0.5 a--b -v2 ID-x\n------"
         assert not identifiers._hyphen_hinted(text)
-        assert identifiers._HYPHENS not in identifiers._output_scans(text)
-        assert identifiers._HYPHENS in identifiers._output_scans("see spotter-3r6")
+        assert identifiers._HYPHEN_SCANS.isdisjoint(identifiers._output_scans(text))
+        assert identifiers._output_scans("see spotter-3r6") == {identifiers._HASHES}
+        assert identifiers._output_scans("see ABC-12") == {identifiers._TICKETS}
 
 
 _EXIT_PIECES = st.sampled_from([

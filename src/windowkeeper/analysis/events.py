@@ -19,7 +19,7 @@ from ..core.frozen import slot_setters
 from ..core.messages import Message, image_count
 from .kinds import live_text
 from .record import Analyzer, CallFacts, MessageFacts
-from .toolshapes import ToolAction, ToolKind, exit_code
+from .toolshapes import OTHER_KIND, SHELL_KIND, ToolAction, exit_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ _TOOL_FAILURE = re.compile(
     r"\s*(?:\[tool error\]|<tool_use_error>|(?:error|fatal):|Traceback \(most recent call last\))",
     re.IGNORECASE,
 )
-_ORPHAN = ToolAction("tool", ToolKind.OTHER, "?")
+_ORPHAN = ToolAction("tool", OTHER_KIND, "?")
 
 
 def result_exit_code(result: MessageFacts) -> int | None:
@@ -143,7 +143,7 @@ def tool_event(call: CallFacts, result: MessageFacts | None, position: int = 0) 
     if result is None:
         return ToolEvent(position, call.action, call.args, None, None, False, call_id=call.id)
     text = result.text
-    code = result_exit_code(result) if call.action.kind is ToolKind.SHELL else None
+    code = result_exit_code(result) if call.action.kind is SHELL_KIND else None
     # The result's own memo holds the event's facts (a result answers one call; the
     # event keys never collide with the record's own).
     event: ToolEvent = _new(ToolEvent)

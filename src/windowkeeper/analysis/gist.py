@@ -14,7 +14,7 @@ from ..core.secrets import redact
 from .events import ToolEvent, remembered
 from .identifiers import output_identifiers
 from .outputs import event_errors, is_test_command, test_summary
-from .toolshapes import ToolKind, shorten
+from .toolshapes import SHELL_KIND, shorten
 
 GIST_ERRORS = 2
 """Error lines a stub keeps (the newest)."""
@@ -54,7 +54,7 @@ def _gist(event: ToolEvent) -> str:
         return ""
     parts = []
     command = event.action.command or ""
-    if event.action.kind is ToolKind.SHELL and command and is_test_command(command):
+    if event.action.kind is SHELL_KIND and command and is_test_command(command):
         summary = test_summary(event.result)
         if summary:
             parts.append(f"tests: {shorten(redact(summary), GIST_LINE_CHARS)}")
@@ -66,4 +66,6 @@ def _gist(event: ToolEvent) -> str:
     named = [value for value in output_identifiers(event) if value not in command]
     if named:
         parts.append("ids: " + ", ".join(named[:GIST_IDS]))
+    if not parts:
+        return ""  # most stubs' (no generator made to join nothing)
     return "".join(f"; {part}" for part in parts).replace("\n", " ")

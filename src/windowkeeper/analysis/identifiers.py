@@ -15,7 +15,7 @@ from ..core.hint_scan import condition_scanner
 from ..core.secret_hints import has_folded_letters
 from .events import ToolEvent, remembered
 from .facts import URL, dedupe, hinted_matches, window
-from .toolshapes import ToolKind, shorten
+from .toolshapes import FETCH_KIND, OTHER_KIND, SHELL_KIND, shorten
 
 SCAN_CHARS = 4_000
 """Head and tail characters of a prose text scanned for identifiers."""
@@ -97,7 +97,7 @@ Found = list[tuple[int, str]]
 # of a non-ASCII character is 0x80 or above (as in secret_gate). The URLs' condition is
 # the literal every URL match starts with: the pass reads the window anyway, where a
 # substring test for it read the window again (~5 instructions a character).
-_LABELLED, _ISSUES, _HYPHENS, _URLS = 0, 1, 2, 3
+_LABELLED, _ISSUES, _URLS, _SLUGS, _HASHES, _TICKETS, _UUIDS = range(7)
 _OUTPUT_CONDITIONS = (
     # _SHA_LABEL's word ending, one to three separators (up to three bytes each), the
     # hex run's first seven characters; caseless (texts with a letter IGNORECASE folds
@@ -108,24 +108,22 @@ _OUTPUT_CONDITIONS = (
         True,
     ),
     (r"#(?:[0-9]|[\x80-\xff])", False),
-    # _HYPHEN_HINTS, without its look-arounds: each branch matches wherever its hint
-    # does (a Unicode digit's UTF-8 starts with a byte over 0x7f; Hyperscan's ``\b`` is
-    # ASCII's, which holds wherever Python's does after an ASCII letter or digit), so
-    # the regex only confirms a hint in the few outputs this passes (it tries its
-    # alternation at every hyphen: separator lines hold dozens)
-    (
-        r"-[0-9]*[a-z][a-z0-9]*\.(?:[0-9]|[\x80-\xff])"  # _SLUG_HINT
-        # _HASH_HINT: three or more letters and digits, a letter and a digit among them
-        r"|-(?:[a-z]{2,}[0-9]|[a-z][0-9][a-z0-9]|[0-9]{2,}[a-z]|[0-9][a-z][a-z0-9])[a-z0-9]*\b"
-        r"|[A-Z][A-Z0-9]{1,9}-(?:[0-9]|[\x80-\xff])"  # _TICKET_HINT
-        r"|-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-",  # _UUID_HINT
-        False,
-    ),
     (r"https?://", False),  # URL's start (case-sensitive, as URL is)
+    # The four hyphen hints (_HYPHEN_HINTS' branches), each without its look-arounds: it
+    # matches wherever its hint does (a Unicode digit's UTF-8 starts with a byte over
+    # 0x7f; Hyperscan's ``\b`` is ASCII's, which holds wherever Python's does after an
+    # ASCII letter or digit), so only the hints whose condition matched are scanned for
+    # (each regex tries every hyphen: separator lines hold dozens)
+    (r"-[0-9]*[a-z][a-z0-9]*\.(?:[0-9]|[\x80-\xff])", False),  # _SLUG_HINT
+    # _HASH_HINT: three or more letters and digits, a letter and a digit among them
+    (r"-(?:[a-z]{2,}[0-9]|[a-z][0-9][a-z0-9]|[0-9]{2,}[a-z]|[0-9][a-z][a-z0-9])[a-z0-9]*\b", False),
+    (r"[A-Z][A-Z0-9]{1,9}-(?:[0-9]|[\x80-\xff])", False),  # _TICKET_HINT
+    (r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-", False),  # _UUID_HINT
 )
 assert URL.pattern.startswith("https?://")
 _OUTPUT_GATE = condition_scanner(_OUTPUT_CONDITIONS)
-_EVERY_SCAN = frozenset((_LABELLED, _ISSUES, _HYPHENS, _URLS))
+_EVERY_SCAN = frozenset(range(len(_OUTPUT_CONDITIONS)))
+_HYPHEN_SCANS = frozenset((_SLUGS, _HASHES, _TICKETS, _UUIDS))
 
 
 def _output_scans(text: str) -> Collection[int]:
@@ -206,12 +204,13 @@ def _hyphen_hinted(text: str) -> bool:
 def _identifiers(
     text: str, *, uuids: bool, shas: bool, hinted: bool, scans: Collection[int] = _EVERY_SCAN
 ) -> list[str]:
-    """:func:`text_identifiers` of a windowed ``text``; ``hinted``: its
-    :func:`_hyphen_hinted`; ``scans``: its :func:`_output_scans` (when known)."""
+    """:func:`text_identifiers` of a windowed ``text``; ``hinted``: whether a hyphen hint
+    may occur in it (its :func:`_hyphen_hinted`, or a hint's gate condition matched);
+    ``scans``: its :func:`_output_scans` (when known)."""
     labelled = _LABELLED in scans
     found = _shas(text) if shas else _labelled_shas(text) if labelled else []
     if hinted:  # cheap checks skip most scans
-        found.extend(_hyphenated(text, uuids=uuids))
+        found.extend(_hyphenated(text, uuids=uuids, scans=scans))
     # The gate's answer first: each of its conditions implies the substring tested after it.
     if _ISSUES in scans and "#" in text:
         found.extend((m.start(), m.group(0)) for m in _ISSUE.finditer(text))
@@ -222,17 +221,21 @@ def _identifiers(
     return dedupe(value for _, value in sorted(found))
 
 
-def _hyphenated(text: str, *, uuids: bool) -> Found:
-    """(start, value) of ticket ids, slug ids and (when asked) UUIDs."""
+def _hyphenated(text: str, *, uuids: bool, scans: Collection[int] = _EVERY_SCAN) -> Found:
+    """(start, value) of ticket ids, slug ids and (when asked) UUIDs; ``scans``: the
+    hints the output gate saw (only those can be in the text)."""
     found: Found = []
-    for match in hinted_matches(_TICKET, _TICKET_HINT, text):
-        if match.group(1) not in _NOT_TICKETS:
-            found.append((match.start(), match.group(0)))
-    slugs = hinted_matches(_SLUG_ID, _SLUG_HINT, text)
-    found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
-    hashed = hinted_matches(_HASH_ID, _HASH_HINT, text)
-    found.extend((m.start(), m.group(0)) for m in hashed if _hashed(m.group(0)))
-    if uuids:
+    if _TICKETS in scans:
+        for match in hinted_matches(_TICKET, _TICKET_HINT, text):
+            if match.group(1) not in _NOT_TICKETS:
+                found.append((match.start(), match.group(0)))
+    if _SLUGS in scans:
+        slugs = hinted_matches(_SLUG_ID, _SLUG_HINT, text)
+        found.extend((m.start(), m.group(0)) for m in slugs if _slug(m.group(0)))
+    if _HASHES in scans:
+        hashed = hinted_matches(_HASH_ID, _HASH_HINT, text)
+        found.extend((m.start(), m.group(0)) for m in hashed if _hashed(m.group(0)))
+    if uuids and _UUIDS in scans:
         found.extend((m.start(), m.group(0)) for m in hinted_matches(_UUID, _UUID_HINT, text))
     return found
 
@@ -241,14 +244,18 @@ def event_identifiers(event: ToolEvent) -> list[str]:
     """Identifiers of a tool call: its command, URL or (other tools) arguments, and its
     output unless it is a file's content."""
     action = event.action
-    if action.kind is ToolKind.SHELL:
+    if action.kind is SHELL_KIND:
         found = text_identifiers(action.command or "")
-    elif action.kind is ToolKind.OTHER:
+    elif action.kind is OTHER_KIND:
         found = text_identifiers(_arguments_text(event))
     else:
         found = text_identifiers(action.url or "")
     output = output_identifiers(event)
     return dedupe([*found, *output]) if output else found
+
+
+# The kinds whose output is scanned (a file's content is not); a tuple, as ``FILE_KINDS``.
+_SCANNED_KINDS = (SHELL_KIND, OTHER_KIND, FETCH_KIND)
 
 
 def output_identifiers(event: ToolEvent) -> tuple[str, ...]:
@@ -260,7 +267,7 @@ def output_identifiers(event: ToolEvent) -> tuple[str, ...]:
 
 def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
     action, result = event.action, event.result
-    if not result or action.kind not in (ToolKind.SHELL, ToolKind.OTHER, ToolKind.FETCH):
+    if not result or action.kind not in _SCANNED_KINDS:
         return ()
     # Output is noisy: only labelled SHAs count there (and git/gh lines, below), and
     # only its first few UUIDs (a log can print one per line).
@@ -268,9 +275,12 @@ def _output_identifiers(event: ToolEvent) -> tuple[str, ...]:
     # this is text_identifiers(output, shas=False, scan=OUTPUT_SCAN_CHARS), gated once.
     output = window(result, OUTPUT_SCAN_CHARS)
     scans = _output_scans(output)
-    hinted = _HYPHENS in scans and _hyphen_hinted(output)
+    # The gate tells which hints may occur; without it, one regex whether any does.
+    hinted = not _HYPHEN_SCANS.isdisjoint(scans) and (
+        scans is not _EVERY_SCAN or _hyphen_hinted(output)
+    )
     found = _identifiers(output, uuids=False, shas=False, hinted=hinted, scans=scans)
-    if hinted:
+    if hinted and _UUIDS in scans:
         uuids = hinted_matches(_UUID, _UUID_HINT, output)
         found.extend(dedupe(m.group(0) for m in uuids)[:MAX_UUIDS])
     if action.command and _GIT_COMMAND.search(action.command[:2_000]):

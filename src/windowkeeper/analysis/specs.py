@@ -28,7 +28,7 @@ from .events import ToolEvent, remembered
 from .gist import is_stub
 from .shellwords import lines_of, steps_of
 from .specexcerpt import spec_excerpt
-from .toolshapes import ToolKind
+from .toolshapes import FETCH_KIND, OTHER_KIND, READ_KIND, SHELL_KIND
 
 _FETCHER = re.compile(r"\b(?:curl|wget|http|xh)\b")
 
@@ -93,13 +93,13 @@ def _look_up_item(event: ToolEvent) -> str | None:
     if event.failed or not event.result or event.orphan:
         return None
     action = event.action
-    if action.kind is ToolKind.SHELL:
+    if action.kind is SHELL_KIND:
         return _shell_item(action.command or "")
-    if action.kind is ToolKind.FETCH:
+    if action.kind is FETCH_KIND:
         match = _ISSUE_URL.search(action.url or action.target)
         return match.group(0) if match else None
     name = action.name
-    if action.kind is ToolKind.OTHER and _TOOL_NOUN.search(name) and _TOOL_VERB.search(name):
+    if action.kind is OTHER_KIND and _TOOL_NOUN.search(name) and _TOOL_VERB.search(name):
         for key in ("issueId", "issue_id", "id", "key", "number", "issue", "ticket", "identifier"):
             value = event.args.get(key)
             if isinstance(value, str | int) and not isinstance(value, bool):
@@ -154,7 +154,7 @@ def look_up_parts(event: ToolEvent) -> list[tuple[str, str]]:
     result = event.result or ""
     if item is None:
         return []
-    items = shell_items(event.action.command or "") if event.action.kind is ToolKind.SHELL else ()
+    items = shell_items(event.action.command or "") if event.action.kind is SHELL_KIND else ()
     if len(items) > 1:
         parts = [p for p in _SEPARATOR.split(result) if p.strip()]
         if len(parts) == len(items):
@@ -227,7 +227,7 @@ class NamedLater(Collection[str]):
 
 def is_spec_read(event: ToolEvent, named: Collection[str] = ()) -> bool:
     """A prose document read that is named like a spec or a plan, or that the user named."""
-    if event.action.kind is not ToolKind.READ or event.failed or not event.result:
+    if event.action.kind is not READ_KIND or event.failed or not event.result:
         return False
     path = event.action.path or event.action.target
     base = posixpath.basename(path).lower()

@@ -15,11 +15,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.events import result_exit_code, tool_event
+from ..analysis.events import tool_event
 from ..analysis.gist import DUPLICATE_TAG, gist, is_stub
 from ..analysis.record import Analyzer, CallFacts, MessageFacts, memo_key
 from ..analysis.specs import NamedLater, is_spec, stub_spec
-from ..analysis.toolshapes import ToolKind, one_line
+from ..analysis.toolshapes import one_line
 from ..core.jsonsafe import dumps, loads_or_none
 from ..core.messages import (
     Message,
@@ -197,9 +197,8 @@ def _describe(
     content = result.text
     if call is None:
         return f"[{name}] ({len(content):,} chars result)"
-    shell = call.action.kind is ToolKind.SHELL
-    line = one_line(call.action, content, result_exit_code(result) if shell else None)
-    event = tool_event(call, result)
+    event = tool_event(call, result)  # its exit code: the result's (a shell's), else None
+    line = one_line(call.action, content, event.exit_code)
     # A spec output's stub keeps its excerpt: what the work must meet stays in sight.
     return line + (stub_spec(event) if is_spec(event, named) else gist(event))
 
