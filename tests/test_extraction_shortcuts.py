@@ -12,10 +12,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import checks, probes, resolution
+from windowkeeper.analysis import checks, probes, resolution, writers
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import collapse, dedupe
@@ -220,7 +221,7 @@ def test_is_probe_matches_the_plain_pattern_on_every_interpreter() -> None:
 _REFUSALS = [
     " ", "\n", "The ", "user", "USER", "uſer", "Uſer", "doesn't", "does not", "want to proceed",
     "rejected", "denied", "declined", "by", "the", "tool", "call", "request", "command", "x",
-    "İ", "\u212a", "ok",
+    "İ", "\u212a", "ok", "WANT", "wAnt", "denıed", "DENİED", "Declined", "reJected", "de\u0307nied",
 ]  # fmt: skip
 
 
@@ -231,3 +232,39 @@ def test_turned_down_matches_the_plain_pattern(result: str) -> None:
     event = ToolEvent(0, action, {"command": "ls"}, result, 1, True)
     first = result[:400].lstrip().split("\n", 1)[0]
     assert turned_down(event) == (resolution._REJECTED.search(first) is not None)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The user doesn't want to proceed with this tool use.", "USER DOES NOT WANT TO PROCEED",
+        "Rejected by the user", "denıed by user", "Declined by the user.", "user rejected tool",
+        "The uſer DENİED the request", "User declined this command", "user denied call",
+    ],
+)  # fmt: skip
+def test_each_refusal_is_turned_down(said: str) -> None:
+    """Each alternative of the pattern (the literal gate in front of it must pass each)."""
+    action = ToolAction("bash", ToolKind.SHELL, "ls", command="ls")
+    assert resolution._REJECTED.search(said) is not None
+    assert turned_down(ToolEvent(0, action, {"command": "ls"}, f"  {said}\nmore", 1, True))
+
+
+_SCRIPT_BITS = [
+    *writers.SCRIPT_HINTS, "open", "ope", "n(", "File", ".write(", "IO", "Bun", ".", "write",
+    "_", "shutil", "Stream", "(", "x", " ", "\n", "Write", "OPEN",
+]  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(st.sampled_from(_SCRIPT_BITS), max_size=8).map("".join))
+def test_the_script_gate_is_the_hints(text: str) -> None:
+    """``SCRIPT_GATE`` (fewer literals) passes exactly the texts ``SCRIPT_HINTS`` does."""
+    assert any(g in text for g in writers.SCRIPT_GATE) == any(
+        h in text for h in writers.SCRIPT_HINTS
+    )
+
+
+def test_the_script_gate_is_made_of_hints() -> None:
+    # each gate word is a hint, and each hint holds a gate word
+    assert set(writers.SCRIPT_GATE) <= set(writers.SCRIPT_HINTS)
+    assert all(any(g in h for g in writers.SCRIPT_GATE) for h in writers.SCRIPT_HINTS)
