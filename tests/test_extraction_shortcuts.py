@@ -9,6 +9,7 @@ straightforward computation on one copy each.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,12 +20,13 @@ from hypothesis import strategies as st
 from windowkeeper.analysis import checks, probes, resolution, writers
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
-from windowkeeper.analysis.facts import collapse, dedupe
+from windowkeeper.analysis.facts import caseless_search, collapse, dedupe
 from windowkeeper.analysis.outputs import is_test_command
 from windowkeeper.analysis.record import LazyArguments
 from windowkeeper.analysis.resolution import segments, turned_down
 from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
+from windowkeeper.summary.handoff import users
 from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
 
 _PATHS = ["/w/a.py", "/w/b.py", "src/c.py", "x" * 130]
@@ -268,3 +270,41 @@ def test_the_script_gate_is_made_of_hints() -> None:
     # each gate word is a hint, and each hint holds a gate word
     assert set(writers.SCRIPT_GATE) <= set(writers.SCRIPT_HINTS)
     assert all(any(g in h for g in writers.SCRIPT_GATE) for h in writers.SCRIPT_HINTS)
+
+
+# Words of the patterns searched with ``caseless_search``, in other cases, split, glued,
+# and next to characters that fold to ASCII ones ("ı", "İ", "ſ", the Kelvin sign).
+_CASELESS_PIECES = [
+    "must", "MUST", "Never", "don't", "Do Not", "always", "Ensure", "required", "minimal",
+    "I've decided", "i have decided", "keep", "rather than", "because", "only", "can't",
+    "Your task is to", "the job is specifically to", "THE ASSIGNMENT HERE IS ONLY TO",
+    "task", "is", "to", "your", "the", "port", "version", "=", ":", "uses", "value",
+    "No issues", "found 3", "2 Errors", "all checks passed", "Successfully", "compiled",
+    "everything is OK", "0 errors", "finished", "ı", "İ", "ſ", "\u212a", "é", " ", "-", "_",
+    "3", "\n", "x",
+]  # fmt: skip
+_CASELESS = [
+    (users._RULE, users._rule), (users._BAN, users._ban), (users._OBLIGATION, users._obligation),
+    (users._SCOPE, users._scope), (users._VALUE_RELATION, users._relates),
+    (checks._VERDICT, checks._says_verdict),
+]  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(st.sampled_from(_CASELESS_PIECES), max_size=8).map("".join) | st.text(max_size=30))
+def test_caseless_searches_answer_as_their_patterns(text: str) -> None:
+    for pattern, found in _CASELESS:
+        assert found(text) == (pattern.search(text) is not None), pattern.pattern
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\bmust\b", r"(?i)\bmust\b", r"\Smust", r"İ", r"\Wmust"],
+)
+def test_caseless_search_takes_only_patterns_it_answers_for(pattern: str) -> None:
+    """Not case-insensitive, inline flags, an upper-case escape, non-ASCII: refused."""
+    flags = 0 if pattern == r"\bmust\b" else re.IGNORECASE
+    if pattern.startswith("(?i)"):
+        flags = 0
+    with pytest.raises(AssertionError):
+        caseless_search(re.compile(pattern, flags))

@@ -157,6 +157,29 @@ def folded(text: str) -> str:
     return probe.replace("\u0131", "i").replace("\u017f", "s").replace("\u0307", "")
 
 
+_UPPER_ESCAPE = re.compile(r"\\[A-Z]")
+
+
+def caseless_search(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """Whether the case-insensitive ``pattern`` occurs in a text, ~3-10x faster in ASCII
+    text: there its lower-case twin (no ``IGNORECASE``: the engine skips ahead to a first
+    character) is searched in the lowered text. What must hold (asserted): ``pattern`` is
+    ASCII and ``IGNORECASE``, with no upper-case escape (``\\S``, ``\\W``: lowering one
+    would change it) and no inline flags; then in ASCII text, where letters fold only to
+    ASCII letters and lowering keeps every offset, both find the same matches."""
+    source = pattern.pattern
+    assert pattern.flags & re.IGNORECASE and source.isascii(), source
+    assert _UPPER_ESCAPE.search(source) is None and "(?i" not in source, source
+    lowered = re.compile(source.lower(), pattern.flags & ~re.IGNORECASE)
+
+    def found(text: str) -> bool:
+        if text.isascii():
+            return lowered.search(text.lower()) is not None
+        return pattern.search(text) is not None
+
+    return found
+
+
 Clues = Sequence[tuple[str, re.Pattern[str]]]
 """Loose stand-ins of a case-insensitive pattern, for its text :func:`folded`: each is a
 literal and a pattern that starts with it, and wherever the pattern matches, one of them
