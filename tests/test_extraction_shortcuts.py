@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import checks, probes, resolution, writers
+from windowkeeper.analysis import checks, probes, resolution, specexcerpt, writers
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
 from windowkeeper.analysis.facts import caseless_search, collapse, dedupe
@@ -26,7 +26,7 @@ from windowkeeper.analysis.record import LazyArguments
 from windowkeeper.analysis.resolution import segments, turned_down
 from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
-from windowkeeper.summary.handoff import users
+from windowkeeper.summary.handoff import decide, fixes, items, plans, progress, users, work
 from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
 
 _PATHS = ["/w/a.py", "/w/b.py", "src/c.py", "x" * 130]
@@ -281,12 +281,21 @@ _CASELESS_PIECES = [
     "task", "is", "to", "your", "the", "port", "version", "=", ":", "uses", "value",
     "No issues", "found 3", "2 Errors", "all checks passed", "Successfully", "compiled",
     "everything is OK", "0 errors", "finished", "ı", "İ", "ſ", "\u212a", "é", " ", "-", "_",
-    "3", "\n", "x",
+    "3", "\n", "x", "Goal", "Acceptance", "Do not add", "keep all", "not Replace", "Because",
+    "instead of", "the fix is", "I'll use", "Root cause", "doesn't support", "rather than",
+    "I've fixed", "is Done", "All tests pass", "close", "Resolved", "--status=closed", "DONE",
+    "Let me", "I'll", "Next step is", "Next steps:", "TODO", "plan", "I will add", ":", " :",
+    "cannot compile module", "FAILED (", "failed (", "npm ERR! code", "12 tests",
+    "Error: command failed",
 ]  # fmt: skip
 _CASELESS = [
     (users._RULE, users._rule), (users._BAN, users._ban), (users._OBLIGATION, users._obligation),
     (users._SCOPE, users._scope), (users._VALUE_RELATION, users._relates),
-    (checks._VERDICT, checks._says_verdict),
+    (checks._VERDICT, checks._says_verdict), (specexcerpt._RULE_LINE, specexcerpt._rule_line),
+    (specexcerpt._LIMIT_LINE, specexcerpt._limit_line), (decide._WHY, decide._why),
+    (decide._DECISION, decide._decision), (work._CLAIM, work._claim),
+    (items._CLOSE, items._closes), (progress._INTENT, progress._intent),
+    (plans._HEAD, plans._head), (fixes._WRAPPER, fixes._wraps),
 ]  # fmt: skip
 
 

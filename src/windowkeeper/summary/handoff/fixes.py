@@ -24,7 +24,7 @@ from itertools import pairwise
 from ...analysis.checks import check_result, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import clued_items, collapse, sentences, word_clues
+from ...analysis.facts import caseless_search, clued_items, collapse, sentences, word_clues
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import error_lines, event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
@@ -40,10 +40,12 @@ WORDS_CHARS = 220
 
 # Lines that only wrap the error that caused them (a compiler's or runner's footer).
 _WRAPPER = re.compile(
-    r"(?i)cannot compile module|errors? have been logged|compilation failed|"
+    r"cannot compile module|errors? have been logged|compilation failed|"
     r"^\d+ (?:tests?|examples?|doctests?)\b|process completed with exit code|"
-    r"^error: command failed|^npm err! (?:a complete log|code)|^FAILED \("
+    r"^error: command failed|^npm err! (?:a complete log|code)|^FAILED \(",
+    re.IGNORECASE,
 )
+_wraps = caseless_search(_WRAPPER)  # lowered in ASCII text: the same answer, faster
 
 
 _EXIT = re.compile(r"(?i)\[?(?:tool error\]\s*)?exit(?:ed)? (?:code|status):? -?\d+\]?")
@@ -81,7 +83,7 @@ def _first_error(event: ToolEvent) -> str:
         errors = error_lines(result, failed=event.failed)
     else:
         errors = event_errors(event)
-    causes = [e for e in errors if not _WRAPPER.search(e.lstrip("* ").lstrip("(").strip())]
+    causes = [e for e in errors if not _wraps(e.lstrip("* ").lstrip("(").strip())]
     chosen = (causes or errors)[-1] if errors else _telling_line(result)
     return collapse(chosen, 160)
 
