@@ -286,7 +286,8 @@ _CASELESS_PIECES = [
     "I've fixed", "is Done", "All tests pass", "close", "Resolved", "--status=closed", "DONE",
     "Let me", "I'll", "Next step is", "Next steps:", "TODO", "plan", "I will add", ":", " :",
     "cannot compile module", "FAILED (", "failed (", "npm ERR! code", "12 tests",
-    "Error: command failed",
+    "Error: command failed", "Let's", "OK", "Okay", "I apologise", "We Need", "This is because",
+    "That's ", "which Means", "so that", "django test", "Django  Test", "django-admin test",
 ]  # fmt: skip
 _CASELESS = [
     (users._RULE, users._rule), (users._BAN, users._ban), (users._OBLIGATION, users._obligation),
@@ -298,12 +299,22 @@ _CASELESS = [
     (plans._HEAD, plans._head), (fixes._WRAPPER, fixes._wraps),
 ]  # fmt: skip
 
+_CASELESS_AT_START = [
+    (fixes._ANNOUNCES, fixes._announces), (decide._REASON_NEXT, decide._reason_next),
+]  # fmt: skip
+
 
 @settings(max_examples=3_000, deadline=None)
 @given(st.lists(st.sampled_from(_CASELESS_PIECES), max_size=8).map("".join) | st.text(max_size=30))
 def test_caseless_searches_answer_as_their_patterns(text: str) -> None:
     for pattern, found in _CASELESS:
         assert found(text) == (pattern.search(text) is not None), pattern.pattern
+    for pattern, found in _CASELESS_AT_START:
+        assert found(text) == (pattern.match(text) is not None), pattern.pattern
+    # the literal gate in front of the Django pattern
+    assert ("django" in text and checks._DJANGO_TEST.search(text) is not None) == (
+        checks._DJANGO_TEST.search(text) is not None
+    )
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,9 @@ def check_kind(command: str) -> str | None:
 def _check_kind(head: str) -> str | None:
     if _runs_in_background(head):
         return None  # its output is not its result
-    if is_test_command(head) or (_DJANGO_TEST.search(head) and _MORE_TESTS.search(head)):
+    # every match of _DJANGO_TEST holds "django" (str.find scans it faster than the engine)
+    django = "django" in head and _DJANGO_TEST.search(head) is not None
+    if is_test_command(head) or (django and _MORE_TESTS.search(head)):
         return "tests"
     for step in reversed(segment_texts(head)):
         # A step with no pipe and no redirect is its own stripped form (segments are

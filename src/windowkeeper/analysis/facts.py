@@ -160,10 +160,11 @@ def folded(text: str) -> str:
 _UPPER_ESCAPE = re.compile(r"\\[A-Z]")
 
 
-def caseless_search(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    """Whether the case-insensitive ``pattern`` occurs in a text, ~3-10x faster in ASCII
-    text: there its lower-case twin (no ``IGNORECASE``: the engine skips ahead to a first
-    character) is searched in the lowered text. What must hold (asserted): ``pattern`` is
+def caseless_search(pattern: re.Pattern[str], *, at_start: bool = False) -> Callable[[str], bool]:
+    """Whether the case-insensitive ``pattern`` occurs in a text (``at_start``: matches at
+    its start, as ``re.match``), ~3-10x faster in ASCII text: there its lower-case twin (no
+    ``IGNORECASE``: the engine skips ahead to a first character and compares characters
+    as they are) is run on the lowered text. What must hold (asserted): ``pattern`` is
     ASCII and ``IGNORECASE``, with no upper-case escape (``\\S``, ``\\W``: lowering one
     would change it) and no inline flags; then in ASCII text, where letters fold only to
     ASCII letters and lowering keeps every offset, both find the same matches."""
@@ -171,11 +172,12 @@ def caseless_search(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     assert pattern.flags & re.IGNORECASE and source.isascii(), source
     assert _UPPER_ESCAPE.search(source) is None and "(?i" not in source, source
     lowered = re.compile(source.lower(), pattern.flags & ~re.IGNORECASE)
+    fast, plain = (lowered.match, pattern.match) if at_start else (lowered.search, pattern.search)
 
     def found(text: str) -> bool:
         if text.isascii():
-            return lowered.search(text.lower()) is not None
-        return pattern.search(text) is not None
+            return fast(text.lower()) is not None
+        return plain(text) is not None
 
     return found
 

@@ -250,10 +250,12 @@ class FixLog:
 # Nor does a plan ("I need to use `:auto` mode"): the fix itself may differ from it (the
 # agent then set another mode), and the fix is named by what it changed.
 _ANNOUNCES = re.compile(
-    r"(?i)(?:let me|let's|now\b|next\b|first\b|then\b|i'll|i will|i'm going to|i am going"
+    r"(?:let me|let's|now\b|next\b|first\b|then\b|i'll|i will|i'm going to|i am going"
     r"|time to|ok\b|okay|great|perfect|good|excellent|done\b|alright|i apologi[sz]e|sorry"
-    r"|apologies|(?:i|we) (?:need|should|must|have to|want|can|could|might|may)\b)"
+    r"|apologies|(?:i|we) (?:need|should|must|have to|want|can|could|might|may)\b)",
+    re.IGNORECASE,
 )
+_announces = caseless_search(_ANNOUNCES, at_start=True)  # lowered in ASCII text: faster
 _NAME = re.compile(r"[a-z0-9]{4,}")
 # Words of a failure or a fix that name no particular thing.
 _PLAIN = frozenset((
@@ -271,7 +273,7 @@ def _names(text: str) -> set[str]:
 def _statements(text: str) -> list[str]:
     return [
         s for s in sentences(text[:20_000])
-        if len(s) >= 16 and s[-1] not in "?:" and not _ANNOUNCES.match(s)
+        if len(s) >= 16 and s[-1] not in "?:" and not _announces(s)
     ]  # fmt: skip
 
 
