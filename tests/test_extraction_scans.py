@@ -120,9 +120,13 @@ def test_cases_the_one_pass_tokenizer_must_get_right() -> None:
         assert _old_steps(line) == expected, line
 
 
+_STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
+"""The separators of steps as a regex (``shellwords._separated`` splits at the same)."""
+
+
 def _old_segments(command: str) -> tuple[str, ...]:
     lines = lines_of(command)[0] if "<<" in command else [command]
-    split = shellwords._STEP_SEPARATORS.split
+    split = _STEP_SEPARATORS.split
     return tuple(
         shellwords._ENV_PREFIX.sub("", " ".join(part.split()))
         for line in lines
@@ -135,6 +139,7 @@ _STEPS = st.sampled_from([
     "X=1 ", "A_B=x y ", "=", "a=b", "python t.py", "PYTHONPATH=. pytest", " && ", ";", "\n",
     "||", " ", "cat <<EOF\nbody=1\nEOF\n", "1X=2 go", "django-admin test", "-m django test",
     "python -m  django\ttest", "django-admintest", "djangotest", "-m django testing", "é",
+    "&", "|", "|||", "&&&", "&|", "|&", ";;",
 ])  # fmt: skip
 
 
@@ -146,6 +151,12 @@ def test_segments_and_the_django_gate_are_the_patterns(pieces: list[str]) -> Non
     # Wherever the django test pattern matches, its gate does.
     if checks._MORE_TESTS.search(command):
         assert checks._DJANGO_TEST.search(command)
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.text(alphabet="&|;\n a\r", max_size=24) | st.text(max_size=24))
+def test_steps_are_separated_where_the_pattern_splits(line: str) -> None:
+    assert shellwords._separated(line) == _STEP_SEPARATORS.split(line)
 
 
 @settings(max_examples=1_000, deadline=None)

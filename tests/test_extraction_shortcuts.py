@@ -9,21 +9,24 @@ straightforward computation on one copy each.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.analysis import checks, probes, resolution
+from windowkeeper.analysis import checks, probes, resolution, specexcerpt, writers
 from windowkeeper.analysis.changes import edit_change
 from windowkeeper.analysis.events import ToolEvent
-from windowkeeper.analysis.facts import collapse, dedupe
+from windowkeeper.analysis.facts import caseless_search, collapse, dedupe
 from windowkeeper.analysis.outputs import is_test_command
 from windowkeeper.analysis.record import LazyArguments
 from windowkeeper.analysis.resolution import segments, turned_down
 from windowkeeper.analysis.todos import TodoItem, event_todos, todo_items
 from windowkeeper.analysis.toolshapes import ToolAction, ToolKind
+from windowkeeper.summary.handoff import decide, fixes, items, plans, progress, users, work
 from windowkeeper.summary.handoff.progress import MAX_CHANGES, newest_changes
 
 _PATHS = ["/w/a.py", "/w/b.py", "src/c.py", "x" * 130]
@@ -220,7 +223,7 @@ def test_is_probe_matches_the_plain_pattern_on_every_interpreter() -> None:
 _REFUSALS = [
     " ", "\n", "The ", "user", "USER", "uſer", "Uſer", "doesn't", "does not", "want to proceed",
     "rejected", "denied", "declined", "by", "the", "tool", "call", "request", "command", "x",
-    "İ", "\u212a", "ok",
+    "İ", "\u212a", "ok", "WANT", "wAnt", "denıed", "DENİED", "Declined", "reJected", "de\u0307nied",
 ]  # fmt: skip
 
 
@@ -231,3 +234,97 @@ def test_turned_down_matches_the_plain_pattern(result: str) -> None:
     event = ToolEvent(0, action, {"command": "ls"}, result, 1, True)
     first = result[:400].lstrip().split("\n", 1)[0]
     assert turned_down(event) == (resolution._REJECTED.search(first) is not None)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The user doesn't want to proceed with this tool use.", "USER DOES NOT WANT TO PROCEED",
+        "Rejected by the user", "denıed by user", "Declined by the user.", "user rejected tool",
+        "The uſer DENİED the request", "User declined this command", "user denied call",
+    ],
+)  # fmt: skip
+def test_each_refusal_is_turned_down(said: str) -> None:
+    """Each alternative of the pattern (the literal gate in front of it must pass each)."""
+    action = ToolAction("bash", ToolKind.SHELL, "ls", command="ls")
+    assert resolution._REJECTED.search(said) is not None
+    assert turned_down(ToolEvent(0, action, {"command": "ls"}, f"  {said}\nmore", 1, True))
+
+
+_SCRIPT_BITS = [
+    *writers.SCRIPT_HINTS, "open", "ope", "n(", "File", ".write(", "IO", "Bun", ".", "write",
+    "_", "shutil", "Stream", "(", "x", " ", "\n", "Write", "OPEN",
+]  # fmt: skip
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(st.lists(st.sampled_from(_SCRIPT_BITS), max_size=8).map("".join))
+def test_the_script_gate_is_the_hints(text: str) -> None:
+    """``SCRIPT_GATE`` (fewer literals) passes exactly the texts ``SCRIPT_HINTS`` does."""
+    assert any(g in text for g in writers.SCRIPT_GATE) == any(
+        h in text for h in writers.SCRIPT_HINTS
+    )
+
+
+def test_the_script_gate_is_made_of_hints() -> None:
+    # each gate word is a hint, and each hint holds a gate word
+    assert set(writers.SCRIPT_GATE) <= set(writers.SCRIPT_HINTS)
+    assert all(any(g in h for g in writers.SCRIPT_GATE) for h in writers.SCRIPT_HINTS)
+
+
+# Words of the patterns searched with ``caseless_search``, in other cases, split, glued,
+# and next to characters that fold to ASCII ones ("ı", "İ", "ſ", the Kelvin sign).
+_CASELESS_PIECES = [
+    "must", "MUST", "Never", "don't", "Do Not", "always", "Ensure", "required", "minimal",
+    "I've decided", "i have decided", "keep", "rather than", "because", "only", "can't",
+    "Your task is to", "the job is specifically to", "THE ASSIGNMENT HERE IS ONLY TO",
+    "task", "is", "to", "your", "the", "port", "version", "=", ":", "uses", "value",
+    "No issues", "found 3", "2 Errors", "all checks passed", "Successfully", "compiled",
+    "everything is OK", "0 errors", "finished", "ı", "İ", "ſ", "\u212a", "é", " ", "-", "_",
+    "3", "\n", "x", "Goal", "Acceptance", "Do not add", "keep all", "not Replace", "Because",
+    "instead of", "the fix is", "I'll use", "Root cause", "doesn't support", "rather than",
+    "I've fixed", "is Done", "All tests pass", "close", "Resolved", "--status=closed", "DONE",
+    "Let me", "I'll", "Next step is", "Next steps:", "TODO", "plan", "I will add", ":", " :",
+    "cannot compile module", "FAILED (", "failed (", "npm ERR! code", "12 tests",
+    "Error: command failed", "Let's", "OK", "Okay", "I apologise", "We Need", "This is because",
+    "That's ", "which Means", "so that", "django test", "Django  Test", "django-admin test",
+]  # fmt: skip
+_CASELESS = [
+    (users._RULE, users._rule), (users._BAN, users._ban), (users._OBLIGATION, users._obligation),
+    (users._SCOPE, users._scope), (users._VALUE_RELATION, users._relates),
+    (checks._VERDICT, checks._says_verdict), (specexcerpt._RULE_LINE, specexcerpt._rule_line),
+    (specexcerpt._LIMIT_LINE, specexcerpt._limit_line), (decide._WHY, decide._why),
+    (decide._DECISION, decide._decision), (work._CLAIM, work._claim),
+    (items._CLOSE, items._closes), (progress._INTENT, progress._intent),
+    (plans._HEAD, plans._head), (fixes._WRAPPER, fixes._wraps),
+]  # fmt: skip
+
+_CASELESS_AT_START = [
+    (fixes._ANNOUNCES, fixes._announces), (decide._REASON_NEXT, decide._reason_next),
+]  # fmt: skip
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(st.lists(st.sampled_from(_CASELESS_PIECES), max_size=8).map("".join) | st.text(max_size=30))
+def test_caseless_searches_answer_as_their_patterns(text: str) -> None:
+    for pattern, found in _CASELESS:
+        assert found(text) == (pattern.search(text) is not None), pattern.pattern
+    for pattern, found in _CASELESS_AT_START:
+        assert found(text) == (pattern.match(text) is not None), pattern.pattern
+    # the literal gate in front of the Django pattern
+    assert ("django" in text and checks._DJANGO_TEST.search(text) is not None) == (
+        checks._DJANGO_TEST.search(text) is not None
+    )
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\bmust\b", r"(?i)\bmust\b", r"\Smust", r"İ", r"\Wmust"],
+)
+def test_caseless_search_takes_only_patterns_it_answers_for(pattern: str) -> None:
+    """Not case-insensitive, inline flags, an upper-case escape, non-ASCII: refused."""
+    flags = 0 if pattern == r"\bmust\b" else re.IGNORECASE
+    if pattern.startswith("(?i)"):
+        flags = 0
+    with pytest.raises(AssertionError):
+        caseless_search(re.compile(pattern, flags))

@@ -49,7 +49,7 @@ from .steps import (
 from .writers import (
     INTERPRETERS,
     PROGRAMS,
-    SCRIPT_HINTS,
+    SCRIPT_GATE,
     in_place,
     script_writes,
 )
@@ -229,7 +229,7 @@ def _script_touches(
     files of a patch it applies, joined to the working directory its ``cd`` steps leave."""
     scripts = list(bodies)
     text = command[:SCAN_CHARS]
-    if any(w in text for w in SCRIPT_HINTS) and any(i in text for i in INTERPRETERS):
+    if any(w in text for w in SCRIPT_GATE) and any(i in text for i in INTERPRETERS):
         scripts.append("\n".join(lines))
     written = [path for body in scripts for path in script_writes(body)]
     if bodies and _applies_patch(lines):  # a patch's files come from the bodies

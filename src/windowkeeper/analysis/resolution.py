@@ -351,11 +351,23 @@ def operation_word(event: ToolEvent) -> str:
     return words[-1].lower() if words else ""
 
 
+# Every alternative of ``_REJECTED`` says one of these besides "user" (a result's first
+# line that says "user" does not call the pattern unless it says one of them too).
+_REFUSAL_WORDS = ("want", "rejected", "denied", "declined")
+
+
 def turned_down(event: ToolEvent) -> bool:
     """Whether the user turned the call down (its result's first line says so)."""
-    first = (event.result or "")[:400].lstrip().split("\n", 1)[0]
-    # Every alternative says "user" (case-insensitively, ``ſ`` for ``s`` too: folded).
-    return "user" in folded(first) and _REJECTED.search(first) is not None
+    head = (event.result or "")[:400].lstrip()
+    end = head.find("\n")
+    first = head if end < 0 else head[:end]
+    # The words case-insensitively (``ſ`` for ``s``, ``ı``/``İ`` for ``i`` too: folded).
+    said = folded(first)
+    return (
+        "user" in said
+        and any(word in said for word in _REFUSAL_WORDS)
+        and _REJECTED.search(first) is not None
+    )
 
 
 def counts_as_failure(event: ToolEvent) -> bool:

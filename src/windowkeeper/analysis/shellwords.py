@@ -185,7 +185,6 @@ def _plain_step(words: list[str]) -> Steps:
 # --- steps as strings (the failure tracker's and the checks' reading) ------------------
 
 _ENV_PREFIX = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)+(?=\S)")
-_STEP_SEPARATORS = re.compile(r"&&|\|\||;|\n")
 
 
 def segment_texts(command: str) -> tuple[str, ...]:
@@ -201,11 +200,19 @@ def split_segments(command: str) -> tuple[str, ...]:
     """:func:`segments`, not remembered."""
     lines = lines_of(command)[0] if "<<" in command else [command]
     # a part is blank exactly when its collapsed words are empty
-    collapsed = [" ".join(p.split()) for line in lines for p in _STEP_SEPARATORS.split(line)]
+    collapsed = [" ".join(p.split()) for line in lines for p in _separated(line)]
     steps = [step for step in collapsed if step]
     # an assignment holds "=": most steps have none and skip the pattern, which can only
     # match at the start (``sub`` would try it at every position of the step)
     return tuple([_unprefixed(s) if "=" in s else s for s in steps])
+
+
+def _separated(line: str) -> list[str]:
+    """``line`` split at ``&&``, ``||``, ``;`` and line breaks (the regex split
+    ``&&|\\|\\||;|\\n``, which the tests keep): each separator made a line break by str's
+    own scans, about twice as fast. What must hold: ``&&`` and ``||`` are replaced left to
+    right without overlaps as the engine finds them, and no replacement makes another."""
+    return line.replace("&&", "\n").replace("||", "\n").replace(";", "\n").split("\n")
 
 
 def _unprefixed(step: str) -> str:

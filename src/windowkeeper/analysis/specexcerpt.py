@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import re
 
-from .facts import collapse
+from .facts import caseless_search, collapse
 
 SPEC_CHARS = 1_400
 """An excerpt's size in a handoff at the smallest summary budget (see :func:`spec_chars`)."""
@@ -82,6 +82,8 @@ _LIMIT_LINE = re.compile(
     r"|create|replace|change|modify))\b",
     re.IGNORECASE,
 )
+# Both searched lowered in ASCII text (facts.caseless_search: the same answer, faster).
+_rule_line, _limit_line = caseless_search(_RULE_LINE), caseless_search(_LIMIT_LINE)
 _BULLET = re.compile(r"^(?:[-*+•]|\d{1,3}[.)]|\[[ xX]\])\s+")
 _RULER = re.compile(r"(?:-{3,}|\*{3,}|_{3,}|={3,})")
 _EXIT_LINE = re.compile(r"<returncode>-?\d+</returncode>|\[?exit code:? -?\d+\]?", re.I)
@@ -232,9 +234,9 @@ def _line_priority(index: int, line: str, kind: str, strength: int, depth: int) 
         return _GOAL_LINE if depth == 1 else _GOAL_REST
     if kind == "narrative":
         return _NARRATIVE_LINE if depth == 1 else _REST
-    if _LIMIT_LINE.search(line):
+    if _limit_line(line):
         return _SECTION  # with the rules sections: a limit outside them binds as much
-    if _RULE_LINE.search(line):
+    if _rule_line(line):
         return _RULE
     if kind == "intro" and len(line.split()) >= _PROSE_WORDS:
         return _GOAL_REST  # a spec without headings opens with what it asks for

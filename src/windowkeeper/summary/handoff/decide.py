@@ -19,6 +19,7 @@ from typing import NamedTuple
 from ...analysis.events import ToolEvent
 from ...analysis.facts import (
     Clues,
+    caseless_search,
     clued_items,
     collapse,
     dedupe,
@@ -163,6 +164,8 @@ _LIMITS = re.compile(rf"\b(?:{_LIMIT})\b", re.IGNORECASE)
 # What makes the text beside a change its reason. A text without one only announces the
 # step ("Now update x.py.", "I need to rename …") and is not a decision.
 _WHY = re.compile(rf"\b(?:{_LIMIT}|{_CAUSE})\b", re.IGNORECASE)
+# Searched lowered in ASCII text, as _DECISION (facts.caseless_search).
+_why, _decision = caseless_search(_WHY), caseless_search(_DECISION)
 # A word each alternative of _WHY holds (facts.Clues: "n't" and "not" stand for the
 # negations, "support" also for "unsupported").
 _WHY_CLUES = word_clues(
@@ -186,7 +189,7 @@ def weight(decision: str) -> int:
     limit = _LIMITS.search(decision) is not None
     if is_change_reason(decision):
         return 4 if limit else 3
-    return 2 if limit else 1 if _WHY.search(decision) else 0
+    return 2 if limit else 1 if _why(decision) else 0
 
 
 def _change_reasons(assistant: Sequence[tuple[int, str]], changes: Changes) -> dict[int, str]:
@@ -216,7 +219,7 @@ def _why_sentences(sentences: Sequence[str]) -> list[str]:
     picked: dict[int, None] = {}
     clued = set(clued_items(sentences, _WHY_CLUES))  # only these can hold a reason
     for k, sentence in enumerate(sentences):
-        if sentence in clued and _WHY.search(sentence) and sentence[-1] != "?":
+        if sentence in clued and _why(sentence) and sentence[-1] != "?":
             picked[k] = None
             if k + 1 < len(sentences) and sentences[k + 1][-1] != "?":
                 picked[k + 1] = None
@@ -246,6 +249,7 @@ _REASON_NEXT = re.compile(
     r"|this (?:will|would|should|lets|allows|way)|which (?:allows|lets|means|would))\b",
     re.IGNORECASE,
 )
+_reason_next = caseless_search(_REASON_NEXT, at_start=True)  # lowered in ASCII: faster
 REASON_CHARS = 200
 """The longest reason sentence joined to the decision it explains."""
 
@@ -261,13 +265,13 @@ def _decisions_in(text: str) -> list[str]:
         for k, sentence in enumerate(sentences):
             if k == joined or len(sentence) < 20 or sentence[-1] in "?:":
                 continue
-            if sentence not in clued or not _DECISION.search(sentence):
+            if sentence not in clued or not _decision(sentence):
                 continue
             # The agent's stated reason stays with its decision: a trimmed list that
             # keeps the choice must keep why it was made.
             after = sentences[k + 1] if k + 1 < len(sentences) else ""
             sentence = collapse(sentence, 300)
-            if after and len(after) <= REASON_CHARS and _REASON_NEXT.match(after):
+            if after and len(after) <= REASON_CHARS and _reason_next(after):
                 sentence, joined = f"{sentence} {after}", k + 1
             found.append(sentence)
     return found

@@ -24,7 +24,7 @@ from itertools import pairwise
 from ...analysis.checks import check_result, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent, remembered
-from ...analysis.facts import clued_items, collapse, sentences, word_clues
+from ...analysis.facts import caseless_search, clued_items, collapse, sentences, word_clues
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import error_lines, event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
@@ -40,10 +40,12 @@ WORDS_CHARS = 220
 
 # Lines that only wrap the error that caused them (a compiler's or runner's footer).
 _WRAPPER = re.compile(
-    r"(?i)cannot compile module|errors? have been logged|compilation failed|"
+    r"cannot compile module|errors? have been logged|compilation failed|"
     r"^\d+ (?:tests?|examples?|doctests?)\b|process completed with exit code|"
-    r"^error: command failed|^npm err! (?:a complete log|code)|^FAILED \("
+    r"^error: command failed|^npm err! (?:a complete log|code)|^FAILED \(",
+    re.IGNORECASE,
 )
+_wraps = caseless_search(_WRAPPER)  # lowered in ASCII text: the same answer, faster
 
 
 _EXIT = re.compile(r"(?i)\[?(?:tool error\]\s*)?exit(?:ed)? (?:code|status):? -?\d+\]?")
@@ -81,7 +83,7 @@ def _first_error(event: ToolEvent) -> str:
         errors = error_lines(result, failed=event.failed)
     else:
         errors = event_errors(event)
-    causes = [e for e in errors if not _WRAPPER.search(e.lstrip("* ").lstrip("(").strip())]
+    causes = [e for e in errors if not _wraps(e.lstrip("* ").lstrip("(").strip())]
     chosen = (causes or errors)[-1] if errors else _telling_line(result)
     return collapse(chosen, 160)
 
@@ -248,10 +250,12 @@ class FixLog:
 # Nor does a plan ("I need to use `:auto` mode"): the fix itself may differ from it (the
 # agent then set another mode), and the fix is named by what it changed.
 _ANNOUNCES = re.compile(
-    r"(?i)(?:let me|let's|now\b|next\b|first\b|then\b|i'll|i will|i'm going to|i am going"
+    r"(?:let me|let's|now\b|next\b|first\b|then\b|i'll|i will|i'm going to|i am going"
     r"|time to|ok\b|okay|great|perfect|good|excellent|done\b|alright|i apologi[sz]e|sorry"
-    r"|apologies|(?:i|we) (?:need|should|must|have to|want|can|could|might|may)\b)"
+    r"|apologies|(?:i|we) (?:need|should|must|have to|want|can|could|might|may)\b)",
+    re.IGNORECASE,
 )
+_announces = caseless_search(_ANNOUNCES, at_start=True)  # lowered in ASCII text: faster
 _NAME = re.compile(r"[a-z0-9]{4,}")
 # Words of a failure or a fix that name no particular thing.
 _PLAIN = frozenset((
@@ -269,7 +273,7 @@ def _names(text: str) -> set[str]:
 def _statements(text: str) -> list[str]:
     return [
         s for s in sentences(text[:20_000])
-        if len(s) >= 16 and s[-1] not in "?:" and not _ANNOUNCES.match(s)
+        if len(s) >= 16 and s[-1] not in "?:" and not _announces(s)
     ]  # fmt: skip
 
 

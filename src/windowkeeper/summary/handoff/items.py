@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from ...analysis.checks import check_result, check_target, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
-from ...analysis.facts import collapse
+from ...analysis.facts import caseless_search, collapse
 from ...analysis.resolution import segments
 from ...analysis.toolshapes import ToolKind, change_verb
 from .claims import title_sources, titled
@@ -30,6 +30,7 @@ _NUMBER = re.compile(r"(?<![\w.-])\d{1,6}(?![\w.-])")
 _CLAIM_WORDS = re.compile(r"\b(?:in[_-]progress|claim(?:ed)?|start(?:ed)?|assignee)\b", re.I)
 _TRACKER = re.compile(r"(?:bd|beads|gh|glab|jira|linear|tea|acli)\s")
 _CLOSE = re.compile(r"\b(?:close|done|resolve[ds]?)\b|--status[= ]?(?:closed|done)", re.I)
+_closes = caseless_search(_CLOSE)  # lowered in ASCII text: the same answer, faster
 _GH_NUMBERED = re.compile(r"(?:gh|glab)\s+(?:issue|pr|mr)\s+(\w+)\s+(?:[^|;&]*?\s)?#?(\d{1,6})\b")
 _PUSHED = re.compile(r"^\s+(?:[0-9a-f]{7,}\.\.\.?[0-9a-f]{7,}|\* \[new branch\])\s+\S+", re.M)
 _PR_URL = re.compile(r"https?://\S+/(?:pull|merge_requests)/(\d+)")
@@ -222,7 +223,7 @@ class ItemTracker:
         if not ids:
             return False
         head = command.split("--reason", 1)[0].split(" -m ", 1)[0]
-        if _CLAIM_WORDS.search(head) and not _CLOSE.search(head):
+        if _CLAIM_WORDS.search(head) and not _closes(head):
             for item in ids:
                 self.note(item, "claimed")
             self.active = ids[-1]
@@ -280,7 +281,7 @@ def check_evidence(kind: str, event: ToolEvent, command: str) -> str:
 
 def _verb(command: str) -> str | None:
     words = command.split()
-    if any(w in ("close", "done") for w in words) or _CLOSE.search(command):
+    if any(w in ("close", "done") for w in words) or _closes(command):
         return "closed"
     if "merge" in words:
         return "merged"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ...analysis.checks import is_check_run
 from ...analysis.events import ToolEvent
-from ...analysis.facts import collapse, prose
+from ...analysis.facts import caseless_search, collapse, prose
 from ...analysis.toolshapes import ToolKind
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
@@ -28,6 +28,7 @@ _HEAD = re.compile(
     r"|I will (?:update|change|do|implement|add)|steps?)\b.*:\s*$",
     re.IGNORECASE,
 )
+_head = caseless_search(_HEAD)  # lowered in ASCII text: the same answer, faster
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
 _NAME = re.compile(r"[A-Za-z_][\w.-]*[\w]")
 _IDENTIFIER = re.compile(r".[A-Z]|[_.]\w")
@@ -51,7 +52,7 @@ def _steps(text: str) -> tuple[str, ...]:
     for index, line in enumerate(lines):
         head = line.strip().strip("*#")
         # _HEAD ends in ":" and whitespace: a line that does not is not searched
-        if not head.rstrip().endswith(":") or not _HEAD.search(head):
+        if not head.rstrip().endswith(":") or not _head(head):
             continue
         items = []
         for following in lines[index + 1 : index + 1 + 3 * MAX_PLAN]:

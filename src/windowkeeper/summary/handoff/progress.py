@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from ...analysis.changes import edit_change
 from ...analysis.checks import check_result, check_target, is_check_run
 from ...analysis.events import ToolEvent
-from ...analysis.facts import collapse, dedupe, item_sentences, paragraphs, prose
+from ...analysis.facts import caseless_search, collapse, dedupe, item_sentences, paragraphs, prose
 from ...analysis.installs import missing_names
 from ...analysis.resolution import counts_as_failure
 from ...analysis.todos import TodoItem, event_todos
@@ -33,6 +33,7 @@ _INTENT = re.compile(
     r"|the next step|next step is)\b",
     re.IGNORECASE,
 )
+_intent = caseless_search(_INTENT)  # lowered in ASCII text: the same answer, faster
 # An intent that names its object only by referring back ("that function", "fix it").
 _REFERS = re.compile(r"\b(?:that|this|these|those|it|them)\b(?! (?:is|was|the|a|an)\b)", re.I)
 INTENT_LABEL = "the agent's newest stated intent; no call followed it yet"
@@ -185,7 +186,7 @@ def _newest_intent(
     said = list(_sentences_of(text))
     k = next(
         (k for k in reversed(range(len(said)))
-         if _INTENT.search(said[k]) and not said[k].endswith("?")),
+         if _intent(said[k]) and not said[k].endswith("?")),
         None,
     )  # fmt: skip
     if k is None:

@@ -21,7 +21,15 @@ from dataclasses import dataclass, field, replace
 from ...analysis.checks import check_passed, hidden_failure, is_check_run
 from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
-from ...analysis.facts import clued_items, collapse, dedupe, item_sentences, prose, word_clues
+from ...analysis.facts import (
+    caseless_search,
+    clued_items,
+    collapse,
+    dedupe,
+    item_sentences,
+    prose,
+    word_clues,
+)
 from ...analysis.outputs import is_test_command, test_summary
 from ...analysis.probes import is_probe
 from ...analysis.resolution import OpenFailures, segments
@@ -50,6 +58,7 @@ _CLAIM = re.compile(
     r"|all (?:the )?tests (?:now )?pass|works now|now works|successfully (?:fixed|implemented))",
     re.IGNORECASE,
 )
+_claim = caseless_search(_CLAIM)  # lowered in ASCII text: the same answer, faster
 # A word each alternative of _CLAIM holds (facts.Clues): a sentence none of them is in
 # is not searched (a case-insensitive alternation is tried at every character).
 _CLAIM_CLUES = word_clues(
@@ -266,7 +275,7 @@ def _unverified_claims(
             continue
         said = item_sentences(" ".join(prose(text[:4_000]).split()))
         for sentence in clued_items(said, _CLAIM_CLUES):
-            if _CLAIM.search(sentence) and not _TENTATIVE.search(sentence):
+            if _claim(sentence) and not _TENTATIVE.search(sentence):
                 found.append(collapse(sentence, 200))
         if len(found) >= 3:
             break
