@@ -19,6 +19,25 @@ def test_kind_constants_are_the_members() -> None:
     assert FILE_KINDS == (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT)
 
 
+def test_no_function_reads_a_kind_through_the_enum_class() -> None:
+    # On Python 3.11 ``ToolKind.SHELL`` costs a hook call (EnumType defines __getattr__)
+    # where ``SHELL_KIND`` is a global load: code that runs per message or per call reads
+    # the constants. Module-level tables, read once at import, may name the members.
+    import ast
+    from pathlib import Path
+
+    reads = []
+    for path in Path(toolshapes.__file__).parents[1].rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            for inner in ast.walk(node):
+                if (isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name)
+                        and inner.value.id == "ToolKind" and inner.attr.isupper()):  # fmt: skip
+                    reads.append(f"{path.name}:{inner.lineno}")
+    assert reads == []
+
+
 def _old_runs(runners: tuple[tuple[str, re.Pattern[str]], ...], command: str) -> bool:
     return any(word in command and p.search(command) for word, p in runners)
 

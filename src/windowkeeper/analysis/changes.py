@@ -23,7 +23,7 @@ from ..core.secrets import redact
 from .events import ToolEvent, remembered
 from .facts import collapse
 from .shellwords import lines_of, steps_of
-from .toolshapes import ToolKind
+from .toolshapes import EDIT_KIND, SHELL_KIND
 from .writers import in_place, in_place_files, unwrapped
 
 SIDE_CHARS = 70
@@ -60,9 +60,9 @@ def _edit_change(event: ToolEvent) -> tuple[str, str] | None:
     if event.result is None or event.failed:
         return None
     action = event.action
-    if action.kind is ToolKind.SHELL and action.command and "sed" in action.command:
+    if action.kind is SHELL_KIND and action.command and "sed" in action.command:
         return sed_change(action.command)
-    if action.kind is not ToolKind.EDIT:
+    if action.kind is not EDIT_KIND:
         return None
     pairs = _pairs(event.args)
     gists = [g for old, new in pairs if (g := text_gist(redact(old), redact(new)))]

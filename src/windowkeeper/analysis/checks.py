@@ -18,7 +18,7 @@ from .installs import missing_names
 from .outputs import error_lines, is_test_command, last_line, test_summary
 from .readings import UNREAD, reading
 from .shellwords import segment_texts, segments
-from .toolshapes import ToolKind
+from .toolshapes import SHELL_KIND
 
 # Linters and formatters in check mode, type checkers: the program (and subcommand).
 _LINT = re.compile(
@@ -152,7 +152,7 @@ def is_check_run(event: ToolEvent) -> str | None:
 
 
 def _check_run(event: ToolEvent) -> str | None:
-    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    command = event.action.command if event.action.kind is SHELL_KIND else None
     if not command or event.result is None or event.args.get("run_in_background") is True:
         return None
     if _STARTED.match(event.result[:200]):

@@ -11,7 +11,7 @@ import re
 from .commands import is_read_only
 from .events import ToolEvent
 from .outputs import is_test_command
-from .toolshapes import ToolKind
+from .toolshapes import EDIT_KIND, SHELL_KIND, WRITE_KIND
 
 # Inline code run by an interpreter (``python3 -c '…'``, ``node -e``, ``python3 - <<EOF``).
 _INLINE = re.compile(r"(?:^|[\s|;&(])(?:python[\d.]*|node|ruby|perl|php)\s+(?:-c|-e|-)(?:\s|$)")
@@ -54,7 +54,7 @@ def changes_something(event: ToolEvent) -> bool:
     if event.failed or event.result is None:
         return False
     kind = event.action.kind
-    if kind in (ToolKind.WRITE, ToolKind.EDIT):
+    if kind in (WRITE_KIND, EDIT_KIND):
         return True
-    command = event.action.command if kind is ToolKind.SHELL else None
+    command = event.action.command if kind is SHELL_KIND else None
     return bool(command) and not is_read_only(command or "") and not is_probe(command or "")

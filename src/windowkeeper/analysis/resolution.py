@@ -44,7 +44,7 @@ from .installs import covers, installed, missing_names
 from .outputs import error_lines, is_test_command
 from .probes import changes_something, is_probe
 from .shellwords import segments as segments  # the failure tracker's steps, also read from here
-from .toolshapes import ToolKind
+from .toolshapes import EDIT_KIND, OTHER_KIND, SHELL_KIND, WRITE_KIND, ToolKind
 
 Key = tuple[ToolKind, str]
 _SUBCOMMAND = re.compile(r"[A-Za-z][\w-]*")
@@ -85,9 +85,9 @@ class Reason(Enum):
 def kind_group(event: ToolEvent) -> str:
     """Calls whose later success shows the agent moved on past a failure of this one."""
     kind = event.action.kind
-    if kind in (ToolKind.WRITE, ToolKind.EDIT):
+    if kind in (WRITE_KIND, EDIT_KIND):
         return "change"
-    if kind is ToolKind.OTHER:
+    if kind is OTHER_KIND:
         return f"other:{event.action.name}"
     return kind.value
 
@@ -147,7 +147,7 @@ class OpenFailures:
             for probe_key, probe in self._probes:
                 self._close(probe_key, probe, resolved, Reason.MOVED_ON)
             self._probes = []
-        if event.action.kind is not ToolKind.SHELL:
+        if event.action.kind is not SHELL_KIND:
             for moved_key, moved in self._by_kind.pop(kind_group(event), ()):
                 self._close(moved_key, moved, resolved, Reason.MOVED_ON)
             return resolved
@@ -167,11 +167,11 @@ class OpenFailures:
     def _index(self, key: Key, event: ToolEvent) -> None:
         for name in missing_names(event.result or ""):
             self._by_missing.setdefault(name, []).append((key, event))
-        if event.action.kind is ToolKind.OTHER:
+        if event.action.kind is OTHER_KIND:
             word = operation_word(event)
             if word:
                 self._by_word.setdefault(word, []).append((key, event))
-        if event.action.kind is not ToolKind.SHELL:
+        if event.action.kind is not SHELL_KIND:
             # Other calls are resolved by running them again, or by a later success of
             # the same kind.
             self._by_kind.setdefault(kind_group(event), []).append((key, event))
@@ -199,7 +199,7 @@ class OpenFailures:
         current state (an older one under other options or in another chain is gone).
         Returns the failures it replaced."""
         replaced: list[ToolEvent] = []
-        if event.action.kind is not ToolKind.SHELL:
+        if event.action.kind is not SHELL_KIND:
             return replaced
         steps = segments(event.action.command or "")
         for key, older in self._by_command.pop(steps[-1], ()) if steps else ():
@@ -376,7 +376,7 @@ def counts_as_failure(event: ToolEvent) -> bool:
     call the user turned down."""
     if not event.failed or turned_down(event):
         return False
-    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    command = event.action.command if event.action.kind is SHELL_KIND else None
     if command and event.exit_code == 1 and is_read_only(command):
         return bool(error_lines(event.result or "", failed=False))
     # ``git commit`` with nothing to commit: the work is already committed.

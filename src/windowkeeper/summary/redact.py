@@ -12,7 +12,7 @@ from typing import Any, overload
 from ..analysis.events import Analysis, failed
 from ..analysis.record import Analyzer, CallFacts, MessageFacts, memo_key
 from ..analysis.todos import todo_items
-from ..analysis.toolshapes import ToolKind
+from ..analysis.toolshapes import EDIT_KIND, READ_KIND, WRITE_KIND
 from ..compaction.plan import archive_handle
 from ..core.messages import Message
 from ..core.secrets import REDACTED, redact
@@ -85,7 +85,7 @@ class MaskedTurns(Sequence[Message]):
 def _file_contents(facts: Sequence[MessageFacts]) -> set[int]:
     """Positions of tool results that are the content of a file read without failure."""
     reads = {call.id for record in facts for call in record.calls
-             if call.id and call.action.kind is ToolKind.READ}  # fmt: skip
+             if call.id and call.action.kind is READ_KIND}  # fmt: skip
     if not reads:
         return set()
     return {
@@ -109,7 +109,7 @@ def _extracted(record: MessageFacts, seen: Masks) -> MessageFacts:
 
 def _writes_content(call: CallFacts) -> bool:
     return (
-        call.action.kind in (ToolKind.WRITE, ToolKind.EDIT)
+        call.action.kind in (WRITE_KIND, EDIT_KIND)
         and bool(call.action.path)
         and todo_items(call.name, call.args) is None
     )

@@ -30,7 +30,7 @@ from ...analysis.facts import (
     sentences,
     word_clues,
 )
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import EDIT_KIND, WRITE_KIND
 from .trail import event_files
 
 MAX_DECISIONS = 16
@@ -128,7 +128,7 @@ class Changes(NamedTuple):
         return self.paths.get(position + 1)
 
 
-_EDITORS = (ToolKind.EDIT, ToolKind.WRITE)
+_EDITORS = (EDIT_KIND, WRITE_KIND)
 
 
 def changes_of(events: Sequence[ToolEvent], cwds: Sequence[str | None]) -> Changes:

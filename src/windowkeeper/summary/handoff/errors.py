@@ -11,7 +11,15 @@ from ...analysis.events import ToolEvent
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import event_errors, last_line
 from ...analysis.resolution import OpenFailures
-from ...analysis.toolshapes import ToolAction, ToolKind
+from ...analysis.toolshapes import (
+    EDIT_KIND,
+    OTHER_KIND,
+    READ_KIND,
+    SHELL_KIND,
+    WRITE_KIND,
+    ToolAction,
+    ToolKind,
+)
 from .fixes import FixLog, first_error, what_failed
 from .model import OpenError
 from .text import shown_command
@@ -35,7 +43,7 @@ def _open_error(event: ToolEvent, before: Sequence[ToolEvent] = ()) -> OpenError
     runs = 1 + sum(first_error(e) == error for e in before)
     if runs > 1:
         lines = [*lines, f"{_SAME} {runs} runs of this step)"]
-    if action.kind is ToolKind.SHELL and action.command:
+    if action.kind is SHELL_KIND and action.command:
         command = short_command(action.command, 200)
         return OpenError(shown_command(command), tuple(lines), event.exit_code, command)
     return OpenError(what_failed(event), tuple(lines), event.exit_code, None)
@@ -74,12 +82,12 @@ def still_open(
 
 def _pseudo(error: OpenError) -> ToolEvent:
     if error.command:
-        action = ToolAction("carried", ToolKind.SHELL, error.command, command=error.command)
+        action = ToolAction("carried", SHELL_KIND, error.command, command=error.command)
     else:
         word, _, target = error.what.partition(" ")
-        kind = ToolKind(word) if word in set(ToolKind) else ToolKind.OTHER
-        name = word if kind is ToolKind.OTHER else "carried"
-        path = target if kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT) else None
+        kind = ToolKind(word) if word in set(ToolKind) else OTHER_KIND
+        name = word if kind is OTHER_KIND else "carried"
+        path = target if kind in (READ_KIND, WRITE_KIND, EDIT_KIND) else None
         action = ToolAction(name, kind, target or error.what, path=path)
     lines = [line for line in error.lines if not line.startswith(_SAME)]
     return ToolEvent(-1, action, {}, "\n".join(lines), error.exit_code, True)

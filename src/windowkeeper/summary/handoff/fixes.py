@@ -28,7 +28,14 @@ from ...analysis.facts import caseless_search, clued_items, collapse, sentences,
 from ...analysis.gist import is_stub, stub_error
 from ...analysis.outputs import error_lines, event_errors, last_line
 from ...analysis.resolution import OpenFailures, Reason
-from ...analysis.toolshapes import ToolKind, change_verb
+from ...analysis.toolshapes import (
+    EDIT_KIND,
+    OTHER_KIND,
+    READ_KIND,
+    SHELL_KIND,
+    WRITE_KIND,
+    change_verb,
+)
 from .text import shown_command
 
 MAX_FIXED = 10
@@ -75,7 +82,7 @@ def first_error(event: ToolEvent) -> str:
 def _first_error(event: ToolEvent) -> str:
     result = event.result or ""
     echoed = [v for v in event.args.values() if isinstance(v, str) and "\n" in v and v in result]
-    if echoed and event.action.kind is not ToolKind.SHELL:
+    if echoed and event.action.kind is not SHELL_KIND:
         # A tool that quotes the call's own text back ("old_str `…` did not appear
         # verbatim"): the error is what it says about that text, not a line of it.
         for text in echoed:
@@ -105,9 +112,9 @@ def _telling_line(result: str) -> str:
 def what_failed(event: ToolEvent, limit: int = 120) -> str:
     """A failed call as the handoff names it: the command, or the tool and its target."""
     action = event.action
-    if action.kind is ToolKind.SHELL and action.command:
+    if action.kind is SHELL_KIND and action.command:
         return shown_command(short_command(action.command, limit))
-    label = action.name if action.kind is ToolKind.OTHER else action.kind.value
+    label = action.name if action.kind is OTHER_KIND else action.kind.value
     return f"{label} {collapse(action.path or action.target, limit)}"
 
 
@@ -122,9 +129,9 @@ def _change_of(event: ToolEvent) -> str | None:
     if event.result is None or event.failed:
         return None
     action = event.action
-    if action.kind in (ToolKind.WRITE, ToolKind.EDIT) and action.path:
+    if action.kind in (WRITE_KIND, EDIT_KIND) and action.path:
         return f"{change_verb(action.kind, event.result)} {collapse(action.path, 100)}"
-    command = action.command if action.kind is ToolKind.SHELL else None
+    command = action.command if action.kind is SHELL_KIND else None
     if not command or is_check_run(event) or is_read_only(command) or is_bookkeeping(command):
         return None
     return f"ran `{short_command(command, 60)}`"
@@ -186,7 +193,7 @@ class FixLog:
             target = collapse(success.action.path or success.action.target, 100)
             same = target == collapse(failure.action.path or failure.action.target, 100)
             return f"{by}a later call on it succeeded" if same else f"moved on: {_did(success)}"
-        if success.action.kind is not ToolKind.SHELL:
+        if success.action.kind is not SHELL_KIND:
             return f"{by}{_did(success)}"
         ran = shown_command(short_command(success.action.command or "", 70))
         if how is Reason.INSTALLED:
@@ -294,9 +301,9 @@ def _repeats(chain: Sequence[ToolEvent]) -> int:
 
 def _did(event: ToolEvent) -> str:
     action = event.action
-    changed = action.kind in (ToolKind.WRITE, ToolKind.EDIT)
+    changed = action.kind in (WRITE_KIND, EDIT_KIND)
     verb = change_verb(action.kind, event.result) if changed else action.name
-    verb = "read" if action.kind is ToolKind.READ else verb
+    verb = "read" if action.kind is READ_KIND else verb
     return f"{verb} {collapse(action.path or action.target, 100)} ok"
 
 

@@ -19,7 +19,7 @@ from ...analysis.commands import is_bookkeeping, is_read_only, short_command
 from ...analysis.events import ToolEvent
 from ...analysis.facts import caseless_search, collapse
 from ...analysis.resolution import segments
-from ...analysis.toolshapes import ToolKind, change_verb
+from ...analysis.toolshapes import EDIT_KIND, SHELL_KIND, WRITE_KIND, change_verb
 from .claims import title_sources, titled
 from .model import WorkItem
 from .quoting import inline_list, parse_list
@@ -182,14 +182,14 @@ class ItemTracker:
         if event.result is None:
             return False
         action = event.action
-        if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+        if action.kind in (WRITE_KIND, EDIT_KIND):
             if self.active is None or event.failed or not action.path:
                 return False
             # A write over a file that existed changed it, as an edit does.
             verb = "wrote" if change_verb(action.kind, event.result) == "wrote" else "edited"
             self.note(self.active, f"{verb} {collapse(action.path, 120)}")
             return True
-        command = action.command if action.kind is ToolKind.SHELL else None
+        command = action.command if action.kind is SHELL_KIND else None
         if not command or len(command) > 4_000:
             return False
         return self._shell(event, command)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from ...analysis.checks import is_check_run
 from ...analysis.events import ToolEvent
 from ...analysis.facts import caseless_search, collapse, prose
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import EDIT_KIND, SHELL_KIND, WRITE_KIND
 
 _NOT_ALNUM = re.compile(r"[^a-z0-9]")
 
@@ -73,7 +73,7 @@ def _touched_after(events: Sequence[ToolEvent], position: int) -> set[str]:
     found: set[str] = set()
     for event in events:
         action = event.action
-        changed = action.kind in (ToolKind.WRITE, ToolKind.EDIT) and action.path
+        changed = action.kind in (WRITE_KIND, EDIT_KIND) and action.path
         if event.position < position or not changed or event.failed or event.result is None:
             continue
         name = (action.path or "").rsplit("/", 1)[-1].lower()
@@ -87,7 +87,7 @@ def _ran_after(events: Sequence[ToolEvent], position: int) -> set[str]:
     ``:commit`` …), as :func:`_done` looks them up."""
     found: set[str] = set()
     for event in events:
-        command = event.action.command if event.action.kind is ToolKind.SHELL else None
+        command = event.action.command if event.action.kind is SHELL_KIND else None
         if event.position < position or not command or event.failed or event.result is None:
             continue
         kind = is_check_run(event)

@@ -19,7 +19,14 @@ from ...analysis.facts import caseless_search, collapse, dedupe, item_sentences,
 from ...analysis.installs import missing_names
 from ...analysis.resolution import counts_as_failure
 from ...analysis.todos import TodoItem, event_todos
-from ...analysis.toolshapes import ToolKind, change_verb
+from ...analysis.toolshapes import (
+    EDIT_KIND,
+    READ_KIND,
+    SEARCH_KIND,
+    SHELL_KIND,
+    WRITE_KIND,
+    change_verb,
+)
 from .fixes import what_failed
 from .items import evidence_key, item_status
 from .model import OpenError, WorkItem
@@ -106,7 +113,7 @@ def last_action(events: Sequence[ToolEvent], assistant: Sequence[tuple[int, str]
         words = " ".join(_sentences_of(said[-1]))
         if words:
             text += f"; the agent's words before it: {collapse(words, 220)}"
-    if event.action.kind in (ToolKind.READ, ToolKind.SEARCH):
+    if event.action.kind in (READ_KIND, SEARCH_KIND):
         change = next((e for e in reversed(events) if _changed(e)), None)
         if change is not None:
             text += f"; the last change before it: {_did(change)} ({_outcome(change)})"
@@ -115,17 +122,15 @@ def last_action(events: Sequence[ToolEvent], assistant: Sequence[tuple[int, str]
 
 def _changed(event: ToolEvent) -> bool:
     kind = event.action.kind
-    return kind in (ToolKind.WRITE, ToolKind.EDIT) and not event.failed and event.result is not None
+    return kind in (WRITE_KIND, EDIT_KIND) and not event.failed and event.result is not None
 
 
 def _did(event: ToolEvent) -> str:
     action = event.action
-    if action.kind is ToolKind.SHELL:
+    if action.kind is SHELL_KIND:
         return f"ran {what_failed(event)}"
-    verb = {ToolKind.READ: "read", ToolKind.SEARCH: "searched"}.get(
-        action.kind, f"called {action.name} on"
-    )
-    if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+    verb = {READ_KIND: "read", SEARCH_KIND: "searched"}.get(action.kind, f"called {action.name} on")
+    if action.kind in (WRITE_KIND, EDIT_KIND):
         verb = change_verb(action.kind, event.result)
     return f"{verb} {collapse(action.path or action.target, 120)}"
 

@@ -24,7 +24,7 @@ from ...analysis.facts import dedupe
 from ...analysis.gist import is_stub
 from ...analysis.specexcerpt import SPEC_CHARS, done_criteria, spec_excerpt
 from ...analysis.specs import is_spec, look_up_item, look_up_parts, spec_text
-from ...analysis.toolshapes import ToolKind
+from ...analysis.toolshapes import READ_KIND, SHELL_KIND
 from ...compaction.prune import make_handle
 from .model import Spec, SpecRole
 from .quoting import fence, quote, read_fence, unquote
@@ -153,7 +153,7 @@ def _mentioned(
     handoff, whose look-ups are read only as mentions."""
     wanted = [i for i in dict.fromkeys(items) if i]
     for index, event in enumerate(events):
-        command = event.action.command if event.action.kind is ToolKind.SHELL else None
+        command = event.action.command if event.action.kind is SHELL_KIND else None
         if not command or (look_up_item(event) is not None and not start):
             continue  # a look-up's own items were placed when it was read
         for item in wanted:
@@ -211,9 +211,9 @@ def _specs(event: ToolEvent) -> list[tuple[Spec, int]]:
 
 def _source(event: ToolEvent) -> str:
     action = event.action
-    if action.kind is ToolKind.SHELL:
+    if action.kind is SHELL_KIND:
         return short_command(action.command or "", 100)
-    if action.kind is ToolKind.READ:
+    if action.kind is READ_KIND:
         return action.path or action.target
     return f"{action.name} {action.target}".strip()[:100]
 

@@ -31,7 +31,15 @@ from ...analysis.record import memo_key
 from ...analysis.reported import patched_files, reported_touches
 from ...analysis.shellfacts import branch_hint, cwd_hint, is_background
 from ...analysis.shellwords import command_cwd, joined
-from ...analysis.toolshapes import ToolKind, overwrote
+from ...analysis.toolshapes import (
+    EDIT_KIND,
+    OTHER_KIND,
+    READ_KIND,
+    SEARCH_KIND,
+    SHELL_KIND,
+    WRITE_KIND,
+    overwrote,
+)
 from .model import Command
 
 COMMAND_CHARS = 160
@@ -50,7 +58,7 @@ def working_directories(events: Sequence[ToolEvent], start: str | None) -> list[
     found = []
     for event in events:
         found.append(cwd)
-        if event.action.kind is ToolKind.SHELL:
+        if event.action.kind is SHELL_KIND:
             cwd = cwd_hint(event, cwd) or cwd
     found.append(cwd)
     return found
@@ -63,7 +71,7 @@ def environment_of(
     found = dict(previous)
     if cwd:
         found["Working directory"] = cwd
-    shell = [e for e in events if e.action.kind is ToolKind.SHELL and e.action.command]
+    shell = [e for e in events if e.action.kind is SHELL_KIND and e.action.command]
     branch = next((b for e in reversed(shell) if (b := branch_hint(e))), None)
     if branch:
         found["Git branch"] = branch
@@ -85,17 +93,17 @@ def event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ...
 
 def _event_files(event: ToolEvent, cwd: str | None) -> tuple[tuple[str, str], ...]:
     action = event.action
-    if event.failed and action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+    if event.failed and action.kind in (WRITE_KIND, EDIT_KIND):
         return ((action.path, "read"),) if action.path else ()
-    if action.kind is ToolKind.READ and action.path:
+    if action.kind is READ_KIND and action.path:
         return ((action.path, "read"),)
-    if action.kind is ToolKind.WRITE and action.path:
+    if action.kind is WRITE_KIND and action.path:
         return ((action.path, "modified" if overwrote(event.result) else "created"),)
-    if action.kind is ToolKind.EDIT and action.path:
+    if action.kind is EDIT_KIND and action.path:
         return ((action.path, "modified"),)
-    if action.kind is ToolKind.SEARCH and action.path and _is_file(action.path):
+    if action.kind is SEARCH_KIND and action.path and _is_file(action.path):
         return ((action.path, "read"),)
-    if action.kind is not ToolKind.SHELL or not action.command:
+    if action.kind is not SHELL_KIND or not action.command:
         return ()
     found = list(command_touches(action.command, cwd))
     if not event.result:
@@ -130,10 +138,10 @@ def session_touches(
         if not event.failed:
             found.extend(_patched(event, cwd, patches))
         action = event.action
-        if action.kind in (ToolKind.READ, ToolKind.WRITE) and action.path:
+        if action.kind in (READ_KIND, WRITE_KIND) and action.path:
             current = action.path
             continue
-        command = (action.command or "").lstrip() if action.kind is ToolKind.SHELL else ""
+        command = (action.command or "").lstrip() if action.kind is SHELL_KIND else ""
         verb, _, rest = command.partition(" ")
         if verb in ("open", "create") and rest.split():
             current = rest.split()[0].strip("'\"")
@@ -143,7 +151,7 @@ def session_touches(
             current
             and not event.failed
             and not touches
-            and ((action.kind is ToolKind.EDIT and not action.path) or verb == "edit")
+            and ((action.kind is EDIT_KIND and not action.path) or verb == "edit")
         ):
             found.append((current, "modified"))
     return found
@@ -155,12 +163,12 @@ def _patched(
     """Remember the patch files ``event`` writes (into ``patches``); the files changed by
     those it applies (analysis/patches.py)."""
     action = event.action
-    if action.kind is ToolKind.WRITE and action.path:
+    if action.kind is WRITE_KIND and action.path:
         targets = written_by_tool(event.args)
         if targets:
             patches[posixpath.normpath(joined(action.path, cwd))] = targets
         return []
-    if action.kind is not ToolKind.SHELL or not action.command:
+    if action.kind is not SHELL_KIND or not action.command:
         return []
     patches.update(written_patches(action.command, cwd))
     if not patches:
@@ -305,7 +313,7 @@ def commands_of(events: Sequence[ToolEvent]) -> tuple[list[Command], dict[str, i
     counts: dict[str, int] = {}
     listed: list[Command] = []
     for event in events:
-        command = event.action.command if event.action.kind is ToolKind.SHELL else None
+        command = event.action.command if event.action.kind is SHELL_KIND else None
         if not command:
             continue
         if is_read_only(command):
@@ -339,7 +347,7 @@ def error_lines_of(events: Sequence[ToolEvent], user_texts: Sequence[str]) -> li
 
     def newest_first() -> Iterator[str]:
         for event in reversed(events):
-            shell_like = event.action.kind in (ToolKind.SHELL, ToolKind.OTHER)
+            shell_like = event.action.kind in (SHELL_KIND, OTHER_KIND)
             if event.result and (event.failed or shell_like):
                 yield from reversed(event_errors(event))
         for text in reversed(user_texts):
@@ -358,7 +366,7 @@ _COMMIT = re.compile(r"^\[[^\]\s]+ ([0-9a-f]{7,40})\] (.+)$", re.M)
 def commit_made(event: ToolEvent) -> tuple[str, str] | None:
     """(SHA, message) of the commit a successful command made (git prints
     ``[branch 1a2b3c4] message``), else ``None``."""
-    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    command = event.action.command if event.action.kind is SHELL_KIND else None
     if not command or "commit" not in command or not event.result or event.failed:
         return None
     match = _COMMIT.search(event.result[:3_000])

@@ -34,7 +34,7 @@ from ...analysis.outputs import is_test_command, test_summary
 from ...analysis.probes import is_probe
 from ...analysis.resolution import OpenFailures, segments
 from ...analysis.todos import TodoItem
-from ...analysis.toolshapes import ToolAction, ToolKind, change_verb
+from ...analysis.toolshapes import EDIT_KIND, SHELL_KIND, WRITE_KIND, ToolAction, change_verb
 from .fixes import FixLog, change_of, merged_fixed, what_failed
 from .items import ItemTracker, evidence_key, is_closed
 from .model import WorkState
@@ -87,10 +87,10 @@ def _evidence(event: ToolEvent) -> str | None:
     if event.result is None or event.failed:
         return None
     action = event.action
-    if action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+    if action.kind in (WRITE_KIND, EDIT_KIND):
         verb = change_verb(action.kind, event.result).capitalize()
         return f"{verb} {_target(action)} ({action.name} ok)"
-    if action.kind is not ToolKind.SHELL or not action.command:
+    if action.kind is not SHELL_KIND or not action.command:
         return None
     if is_test_command(action.command[:2_000]):
         if not check_passed(event):
@@ -206,7 +206,7 @@ def _record(walk: _Walk, event: ToolEvent, proof: str) -> None:
     walk.done.record(proof)
     if proof.startswith("Tests passed") or _is_test(event):
         walk.last_test, walk.edited_since_test = event, []
-    elif event.action.kind in (ToolKind.WRITE, ToolKind.EDIT):
+    elif event.action.kind in (WRITE_KIND, EDIT_KIND):
         walk.edited_since_test.append(_target(event.action))
 
 
@@ -218,7 +218,7 @@ def _again(item: str) -> str:
 
 
 def _is_test(event: ToolEvent) -> bool:
-    command = event.action.command if event.action.kind is ToolKind.SHELL else None
+    command = event.action.command if event.action.kind is SHELL_KIND else None
     if not command or event.result is None:
         return False
     return is_test_command(command[:2_000])
