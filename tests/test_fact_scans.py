@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.analysis import checks, installs, probes
@@ -127,6 +127,8 @@ def test_test_commands_match_the_plain_pattern(text: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_texts, max_size=3))
+# Two decisions in one text (hypothesis found this one): they came out last first.
+@example(["https://x.io/a Decided. Root cause rather than"])
 def test_decisions_match_a_scan_of_every_sentence(texts: list[str]) -> None:
     expected = [
         collapse(s, 300)
@@ -257,3 +259,11 @@ def test_check_gates_match_the_plain_patterns(command: str) -> None:
     assert checks._strip(command) == plain
     assert checks._runs_in_background(command) == bool(checks._BACKGROUND.search(command))
     assert probes.is_probe(command) == probes._is_probe.__wrapped__(command[:2_000])
+
+
+def test_a_texts_decisions_keep_the_order_they_were_written_in() -> None:
+    first = "We decided to keep the old parser for the legacy files."
+    second = "The root cause is the cache layer, not the parser."
+    third = "Going with a smaller cache instead of a new parser."
+    found = decisions([(0, f"{first} {second}"), (3, "Nothing here."), (5, third)], ())
+    assert found == (first, second, third)

@@ -97,7 +97,9 @@ def decisions(
         found.extend((position, d) for d in reversed(_decisions_in(text)))
         if not focus and len({d for _, d in found}) >= MAX_DECISIONS:
             break
-    ordered = sorted([*found, *reasons.items()], key=lambda pair: pair[0])
+    # ``found`` is newest first, each text's decisions last to first: reversed, it is in
+    # the order written, which the sort by position (stable) keeps within each text.
+    ordered = sorted([*reversed(found), *reasons.items()], key=lambda pair: pair[0])
     merged = dedupe([*previous, *(d for _, d in ordered)], keep_last=True)
     about = [d for d in merged if any(w in d.lower() for w in focus)]
     rest = [d for d in merged if d not in about]
